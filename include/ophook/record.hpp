@@ -1,0 +1,70 @@
+#pragma once
+#include "ophook/export.hpp"
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ophook::core {
+
+/// The five interception levels of CONTRACT.md section 4.
+enum class Level : std::uint8_t { Ufunc, UfuncMethod, ArrayFunction, TorchFunction, TorchDispatch };
+enum class Phase : std::uint8_t { None, Forward, Backward };
+
+OPHOOK_API std::string_view to_string(Level level);
+std::string_view framework_of(Level level);  // "numpy" or "torch"
+std::string_view to_string(Phase phase);     // "", "forward", "backward"
+
+/// One array or tensor argument/result. `data` holds the element bytes in C order, already in the
+/// dtype that the file will have (bf16/fp8 widened to float32 by the capturing side); it is empty
+/// in trace mode and for arrays that cannot be saved (then `no_data_reason` may say why).
+struct ArrayCapture {
+  std::vector<std::int64_t> shape;
+  std::uint32_t dtype_id = 0;          // Recorder::intern_dtype
+  std::uint32_t device_id = 0;         // interned string; 0 = "cpu"
+  std::uint32_t no_data_reason_id = 0; // interned string; 0 = none
+  std::int32_t alias_of = -1;          // the same object as an earlier array of this record
+  bool captured = false;                // `data` holds all `nbytes` element bytes (maybe 0)
+  std::unique_ptr<std::byte[]> data;
+  std::size_t nbytes = 0;
+};
+
+/// Everything known about one recorded call, built on the program's thread without formatting and
+/// handed to the writer thread, which owns it from then on.
+struct CallRecord {
+  std::uint64_t seq = 0;
+  std::uint32_t op_id = 0;
+  Phase phase = Phase::None;
+  bool overridden = false;
+  bool has_error = false;
+  std::uint16_t depth = 0;
+  std::int64_t t_ns = 0;
+  std::int64_t dur_ns = 0;
+  std::int32_t tid = 0;
+  std::uint32_t source_file_id = 0;  // 0 = no source (then "source": null)
+  std::uint32_t source_func_id = 0;
+  std::int32_t source_line = 0;
+  std::uint32_t module_id = 0;       // 0 = null
+  std::string error;                 // "Type: message" when has_error
+  /// args, then kwargs (Key/value pairs), then outputs, encoded by ValueWriter.
+  std::vector<std::uint8_t> values;
+  std::uint32_t kwargs_offset = 0;
+  std::uint32_t outputs_offset = 0;
+  std::vector<ArrayCapture> arrays;
+
+  /// Bytes this record holds, for the queue's memory cap.
+  OPHOOK_API std::size_t footprint() const;
+};
+
+using RecordPtr = std::unique_ptr<CallRecord>;
+
+/// How an interned dtype is described in trace.jsonl and saved in files.
+struct DtypeInfo {
+  std::string name;        // "float32", "bfloat16", "datetime64[ns]", "<U3"…
+  std::string descr;       // npy descr of the saved bytes ("<f4"); empty = no file can be written
+  std::string saved_name;  // set when the file's dtype differs from `name` ("float32" for bf16)
+};
+
+}  // namespace ophook::core

@@ -1,0 +1,121 @@
+#pragma once
+#include "ophook/export.hpp"
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <string_view>
+
+#include "ophook/config.hpp"
+#include "ophook/intern_table.hpp"
+#include "ophook/record.hpp"
+
+namespace ophook::core {
+
+class RecordQueue;
+class TraceWriter;
+
+/// One recorded operator name with its filter verdict, fixed at first sight.
+struct OpEntry {
+  std::string name;       // qualified: "numpy.add", "aten.mm.default"
+  std::string file_stem;  // sanitized for file names
+  Level level = Level::Ufunc;
+  bool recorded = false;  // passes OPHOOK_INCLUDE/OPHOOK_EXCLUDE
+};
+
+/// The process's recorder: configuration, op/string/dtype tables, the sequence counter, the queue
+/// and its writer thread, and the end-of-process summary. One instance per process, made by
+/// start(); after fork() the child gets a fresh queue, writer and output directory of its own.
+/// All methods are thread-safe; the ones used per call (op, next_seq, try_submit) take no lock.
+class OPHOOK_API Recorder {
+ public:
+  /// The running recorder, or nullptr before start() / after a failed start.
+  static Recorder* get() noexcept { return instance_.load(std::memory_order_acquire); }
+
+  /// Starts recording with `config` (output directory chosen per CONTRACT.md section 4). Returns
+  /// the existing recorder when already started. Throws ophook::Error when the output directory
+  /// cannot be used.
+  static Recorder& start(const Config& config);
+
+  const Config& config() const noexcept { return config_; }
+  const std::string& output_path() const noexcept { return output_path_; }
+  int owner_pid() const noexcept { return owner_pid_.load(std::memory_order_relaxed); }
+
+  /// The id of op `name` at `level`, registering it (and applying the filters) on first sight.
+  std::uint32_t op_id(std::string_view name, Level level);
+  const OpEntry& op(std::uint32_t id) const noexcept { return ops_.at(id); }
+
+  std::uint32_t intern(std::string_view text);
+  const std::string& text(std::uint32_t id) const noexcept { return strings_.at(id); }
+  std::uint32_t intern_dtype(const DtypeInfo& info);
+  const DtypeInfo& dtype(std::uint32_t id) const noexcept { return dtypes_.at(id); }
+
+  std::uint64_t next_seq() noexcept { return seq_.fetch_add(1, std::memory_order_relaxed); }
+
+  /// Hands a finished record to the writer without waiting; false when the queue is full (then
+  /// call submit() with the GIL released).
+  bool try_submit(RecordPtr& record) noexcept;
+  /// Hands a record to the writer, waiting for room.
+  void submit(RecordPtr record) noexcept;
+
+  /// Waits until everything submitted so far is on disk.
+  void flush() noexcept;
+  /// Flushes, writes summary.json and the api_* files, stops the writer. Idempotent; later
+  /// records are dropped (and counted).
+  void finish() noexcept;
+  bool finished() const noexcept { return finished_.load(std::memory_order_acquire); }
+
+  /// For an interposed _exit(): finishes the output when called by the process that owns this
+  /// recorder — never in a vfork() child, which shares the parent's memory. Safe without the GIL.
+  static void finish_before_exit() noexcept;
+
+  /// Facts for summary.json: versions ("python", "numpy", "torch"), notes (e.g. compile regions).
+  void set_version(std::string_view component, std::string_view version);
+  void add_note(std::string_view key, nlohmann::json value);
+  /// Adds "versions" and "notes" to a summary being written.
+  void merge_facts(nlohmann::ordered_json& summary) const;
+
+  /// Records dropped after finish() (late calls during interpreter shutdown).
+  void count_dropped() noexcept { dropped_.fetch_add(1, std::memory_order_relaxed); }
+
+  ~Recorder();
+
+ private:
+  Recorder();
+  void begin_run(const Config& config);
+  bool passes_filters(const std::string& name) const;
+  void start_writer(std::string output_path);
+  bool ensure_writer() noexcept;
+  void unlock_tables() noexcept;
+  void on_fork_prepare() noexcept;
+  void on_fork_parent() noexcept;
+  void on_fork_child() noexcept;
+  std::string child_output_path() const;
+
+  static std::atomic<Recorder*> instance_;
+
+  Config config_;
+  std::string output_path_;
+  std::string root_output_;  // the root process's directory; children write below it
+  std::unique_ptr<std::regex> include_, exclude_;
+  InternTable<std::string, OpEntry> ops_;
+  InternTable<std::string, std::string> strings_;
+  InternTable<std::string, DtypeInfo> dtypes_;
+  std::atomic<std::uint64_t> seq_{0};
+  std::atomic<std::uint64_t> dropped_{0};
+  std::atomic<bool> finished_{false};
+  std::atomic<int> owner_pid_{0};
+  std::mutex writer_mu_;
+  std::atomic<bool> writer_ready_{false};
+  std::unique_ptr<RecordQueue> queue_;
+  std::unique_ptr<TraceWriter> writer_;
+  mutable std::mutex facts_mu_;
+  nlohmann::json versions_ = nlohmann::json::object();
+  nlohmann::json notes_ = nlohmann::json::object();
+  std::mutex finish_mu_;
+};
+
+}  // namespace ophook::core

@@ -1,0 +1,31 @@
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+namespace ophook::core {
+
+/// Per-array statistics (CONTRACT.md section 4, `stats`). min/max/mean/std are over the finite
+/// values of real numeric types (bool counts as 0/1); for complex they are over the magnitudes;
+/// `numeric` is false for strings, bytes, datetimes and anything else without an order.
+struct ArrayStats {
+  bool numeric = false;
+  bool has_finite = false;   // at least one finite value: min..std are meaningful
+  double min = 0, max = 0, mean = 0, std = 0;
+  std::uint64_t nan = 0, inf = 0;
+  std::uint64_t xxh64 = 0;   // XXH64 (seed 0) of the raw bytes as given
+};
+
+/// Computes statistics of a C-order buffer holding elements of numpy dtype `descr` (any byte
+/// order). Pure, thread-safe, no allocation. Unknown descr: only xxh64 is set.
+ArrayStats compute_stats(std::string_view descr, const std::byte* data, std::size_t nbytes);
+
+/// {"min":..,"max":..,"mean":..,"std":..,"nan":..,"inf":..,"xxh64":"<16 hex digits>"}; min..std
+/// are null when !numeric or !has_finite.
+nlohmann::json stats_to_json(const ArrayStats& stats);
+
+/// True when the buffer holds at least one NaN or Inf (float/complex descrs only); cheap early-exit.
+bool has_nonfinite(std::string_view descr, const std::byte* data, std::size_t nbytes);
+
+}  // namespace ophook::core

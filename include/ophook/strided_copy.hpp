@@ -1,0 +1,15 @@
+#pragma once
+#include "ophook/export.hpp"
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace ophook::core {
+
+/// Copies an n-dimensional strided array (strides in bytes, any sign, zero for broadcast
+/// dimensions) into `dst` in C order. `dst` must hold product(shape) * item_size bytes.
+/// Contiguous inner runs are copied with memcpy. Pure, thread-safe.
+OPHOOK_API void strided_copy(std::byte* dst, const std::byte* src, std::span<const std::int64_t> shape,
+                  std::span<const std::int64_t> strides, std::size_t item_size) noexcept;
+
+}  // namespace ophook::core

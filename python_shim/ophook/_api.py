@@ -1,0 +1,66 @@
+"""The Python API: install/uninstall/flush and the Tracer context manager."""
+from . import _settings, _startup
+
+
+def _native():
+    from . import _ophook
+
+    return _ophook
+
+
+def install(**options):
+    """Starts recording in this process with `options` (OPHOOK_* names, lower case, no prefix)
+    over the environment's settings. Raises ValueError naming a bad option value."""
+    native = _native()
+    settings = _settings.collect(**options)
+    if native.is_recording():
+        return native.output_path()
+    return _startup.begin(settings, native)
+
+
+def uninstall():
+    """Stops recording and restores every patched NumPy pointer and torch mode."""
+    from . import _import_hooks, _numpy_patch
+
+    native = _native()
+    native.set_recording(False)
+    _import_hooks.cancel_all()
+    _numpy_patch.uninstall()
+    try:
+        from . import _torch_modes
+    except ImportError:
+        return
+    _torch_modes.uninstall()
+
+
+def flush():
+    """Waits until every call recorded so far is on disk."""
+    _native().flush()
+
+
+class Tracer:
+    """Records the calls made inside a `with` block (the seed API tracer's interface):
+
+        with ophook.Tracer(output_path="trace_output", levels=["torch_function"], mode="trace"):
+            ...
+
+    On exit the summary and api_* files are written. start()/stop() do the same by hand."""
+
+    def __init__(self, **options):
+        self._options = options
+        self.output = None
+
+    def start(self):
+        self.output = install(**self._options)
+        return self
+
+    def stop(self):
+        uninstall()
+        _native().finish()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False

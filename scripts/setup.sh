@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Idempotent set-up: system packages (apt), the project's .venv (numpy, torch CPU wheel, pybind11,
+# pytest), then a CMake build into build/. Safe to run again: every step skips what is already there.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+apt_packages=(build-essential cmake ninja-build pkg-config libspdlog-dev libfmt-dev libgtest-dev
+  libgmock-dev nlohmann-json3-dev libcli11-dev libxxhash-dev libbenchmark-dev python3-numpy
+  python3-venv clang clang-tidy libclang-rt-14-dev)
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  log "installing system packages: ${missing[*]}"
+  sudo_cmd=(); [[ $(id -u) == 0 ]] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# The interpreter the extension is built for: the pyenv/system python3 that creates .venv.
+python=${OPHOOK_PYTHON:-python3}
+if [[ ! -x .venv/bin/python ]]; then
+  log "creating .venv with $($python --version)"
+  "$python" -m venv .venv
+fi
+# torch==2.13.0 resolves to the CPU wheel that lies on this machine's disk; any other request
+# would pull a multi-GB CUDA build.
+pip_packages=(numpy==2.4.6 torch==2.13.0 pybind11 pytest pytest-timeout expecttest scikit-build-core)
+if ! .venv/bin/python - "${pip_packages[@]}" <<'PY' 2>/dev/null
+import sys
+from importlib.metadata import version
+for spec in sys.argv[1:]:
+    name, _, want = spec.partition("==")
+    have = version(name)
+    if want and not have.startswith(want):
+        raise SystemExit(1)
+PY
+then
+  log "installing Python packages into .venv: ${pip_packages[*]}"
+  .venv/bin/pip install -q --disable-pip-version-check "${pip_packages[@]}"
+fi
+
+log "configuring and building into build/"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DPython3_EXECUTABLE="$root/.venv/bin/python" >/dev/null
+cmake --build build -- -k 0 | grep -vE '^\[[0-9]+/[0-9]+\] ' || true
+test -f build/libophook.so && test -x build/ophook
+log "ready: build/libophook.so, build/ophook, build/python_shim/"

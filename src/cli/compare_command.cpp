@@ -1,0 +1,87 @@
+#include "compare_command.hpp"
+
+#include <cmath>
+#include <iostream>
+#include <string>
+
+#include "compare_engine.hpp"
+#include "compare_html.hpp"
+#include "compare_json.hpp"
+#include "compare_text.hpp"
+#include "exit_codes.hpp"
+#include "html_page.hpp"
+#include "parallel_for.hpp"
+
+namespace ophook::cli {
+
+namespace {
+
+CLI::Validator non_negative_number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double value = -1;
+        std::size_t used = 0;
+        try {
+          value = std::stod(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != text.size() || !(value >= 0) || !std::isfinite(value)) {
+          return "'" + text + "' is not a non-negative number";
+        }
+        return "";
+      },
+      "");
+}
+
+}  // namespace
+
+CLI::App* CompareCommand::attach(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand(
+      "compare", "Compare the calls and arrays of two runs (exit 0 same, 1 different)");
+  sub->add_option("BASE", base_dir_, "the reference run's output directory")->required();
+  sub->add_option("NEW", new_dir_, "the run to check against BASE")->required();
+  sub->add_option("--rtol", rtol_, "relative tolerance, as numpy.allclose")
+      ->capture_default_str()
+      ->check(non_negative_number());
+  sub->add_option("--atol", atol_, "absolute tolerance, as numpy.allclose")
+      ->capture_default_str()
+      ->check(non_negative_number());
+  sub->add_option("--json", json_path_, "also write the full result as JSON to FILE")
+      ->type_name("FILE");
+  sub->add_option("--html", html_path_, "also write a self-contained HTML report to FILE")
+      ->type_name("FILE");
+  sub->add_option("--threads", threads_, "worker threads (default: all cores)")
+      ->type_name("N");
+  sub->footer(
+      "Pairs the calls of two output directories - one to one when the op sequences are equal,\n"
+      "else aligned by op name (longest common subsequence) - and compares every array of every\n"
+      "pair, from the .npy files when both runs have them, else from the recorded statistics.\n"
+      "Prints the first divergent call, a per-op table (max abs/rel error, min cosine\n"
+      "similarity, shape/dtype/NaN-pattern mismatches), the calls it could not pair and a\n"
+      "verdict line.\n"
+      "Values are close when |new - base| <= atol + rtol * |base| (NaN matches NaN, Inf the\n"
+      "same Inf). A truncated last line of a trace.jsonl is ignored with a warning.\n"
+      "Exit status: 0 all pairs within tolerance and nothing unmatched; 1 differences or\n"
+      "unmatched calls; 2 usage or input error (missing directory or trace.jsonl, malformed\n"
+      "trace line, missing or corrupt .npy file) - the message names the file.\n");
+  return sub;
+}
+
+int CompareCommand::execute() {
+  CompareOptions options;
+  options.base_dir = base_dir_;
+  options.new_dir = new_dir_;
+  options.tolerance = {rtol_, atol_};
+  options.threads = threads_ > 0 ? threads_ : default_thread_count();
+  const CompareResult result = run_comparison(options);
+  for (const std::string& warning : result.warnings) {
+    std::cerr << "ophook compare: warning: " << warning << '\n';
+  }
+  print_compare_text(result, std::cout);
+  if (!json_path_.empty()) write_compare_json_file(result, json_path_);
+  if (!html_path_.empty()) write_text_file(html_path_, render_compare_html(result));
+  return result.same() ? kExitOk : kExitDifferent;
+}
+
+}  // namespace ophook::cli

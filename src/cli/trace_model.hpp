@@ -1,0 +1,53 @@
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ophook::cli {
+
+/// The "stats" object of an array value (CONTRACT.md section 4). min..std are absent when the
+/// recorder wrote null (non-numeric data, or no finite value).
+struct StatsSpec {
+  std::optional<double> min, max, mean, std;
+  std::uint64_t nan = 0;
+  std::uint64_t inf = 0;
+  std::uint64_t xxh64 = 0;  // the hex digest's value, when has_xxh64
+  bool has_xxh64 = false;
+};
+
+/// One {"kind": "array", ...} value of a record, with where it sat in the call.
+struct ArraySpec {
+  std::string path;  // "args[0]", "args[1][2]", "kwargs.out", "outputs[0]"
+  std::vector<std::int64_t> shape;
+  std::string dtype;        // as recorded: "float32", "bfloat16", ...
+  std::string saved_dtype;  // dtype of the .npy when it differs from `dtype`, else empty
+  std::string device;
+  std::string file;  // .npy name relative to the run directory; empty when null
+  std::optional<StatsSpec> stats;
+
+  std::uint64_t element_count() const;
+};
+
+/// A plain JSON leaf of a record (number, string, bool, null) with where it sat in the call.
+struct ScalarSpec {
+  std::string path;
+  nlohmann::json value;
+};
+
+/// One line of trace.jsonl, reduced to what the reader commands use. Values are flattened in
+/// call order: positional arguments, keyword arguments (by name), then outputs.
+struct TraceRecord {
+  std::int64_t seq = 0;
+  std::string op, framework, level;
+  std::optional<std::string> error, source, module, phase;
+  std::int64_t t_ns = 0, dur_ns = 0;
+  std::int64_t pid = 0, tid = 0, depth = 0;
+  bool overridden = false;
+  std::vector<ArraySpec> arrays;
+  std::vector<ScalarSpec> scalars;
+  std::size_t line = 0;  // 1-based line number in trace.jsonl
+};
+
+}  // namespace ophook::cli

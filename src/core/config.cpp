@@ -1,0 +1,304 @@
+// Parsing of the OPHOOK_* environment (CONTRACT.md section 3).
+#include "ophook/config.hpp"
+
+#include <cctype>
+#include <cstdlib>
+#include <limits>
+#include <regex>
+#include <utility>
+
+namespace ophook::core {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// A keyword setting: the accepted spellings (already lower-case) and their values. Keywords are
+// matched case-insensitively after trimming blanks, so "Dump " is as good as "dump".
+template <typename T>
+struct Choice {
+  std::string_view name;
+  T value;
+};
+
+template <typename T, std::size_t N>
+std::optional<T> match_choice(std::string_view text, const Choice<T> (&choices)[N]) {
+  const std::string key = lower(trim(text));
+  for (const auto& c : choices) {
+    if (key == c.name) return c.value;
+  }
+  return std::nullopt;
+}
+
+constexpr Choice<bool> kBooleans[] = {{"0", false},    {"1", true},   {"false", false},
+                                      {"true", true},  {"no", false}, {"yes", true},
+                                      {"off", false},  {"on", true}};
+constexpr std::string_view kBooleanAccepted = "0, 1 (also false/true, no/yes, off/on)";
+
+constexpr Choice<Mode> kModes[] = {
+    {"trace", Mode::Trace}, {"stats", Mode::Stats}, {"dump", Mode::Dump}};
+constexpr Choice<NanPolicy> kNanPolicies[] = {
+    {"off", NanPolicy::Off}, {"warn", NanPolicy::Warn}, {"raise", NanPolicy::Raise}};
+constexpr Choice<CompilePolicy> kCompilePolicies[] = {{"eager", CompilePolicy::Eager},
+                                                      {"ignore", CompilePolicy::Ignore}};
+constexpr Choice<spdlog::level::level_enum> kLogLevels[] = {
+    {"trace", spdlog::level::trace}, {"debug", spdlog::level::debug},
+    {"info", spdlog::level::info},   {"warn", spdlog::level::warn},
+    {"error", spdlog::level::err},   {"off", spdlog::level::off}};
+
+template <typename T, std::size_t N>
+std::string accepted_list(const Choice<T> (&choices)[N]) {
+  std::string out;
+  for (const auto& c : choices) {
+    if (!out.empty()) out += ", ";
+    out += c.name;
+  }
+  return out;
+}
+
+// Collects errors while filling a Config; a rejected value leaves the default in place.
+class Parser {
+ public:
+  explicit Parser(const SettingLookup& lookup) : lookup_(lookup) {}
+
+  // The value of `name`, or nullopt when unset or empty (an empty string counts as unset).
+  std::optional<std::string> get(std::string_view name) const {
+    std::optional<std::string> value = lookup_(name);
+    if (value && value->empty()) return std::nullopt;
+    return value;
+  }
+
+  void reject(std::string_view name, std::string value, std::string accepted) {
+    result_.errors.push_back({std::string(name), std::move(value), std::move(accepted)});
+  }
+
+  template <typename T, std::size_t N>
+  void keyword(std::string_view name, T& field, const Choice<T> (&choices)[N],
+               std::string_view accepted = {}) {
+    const auto value = get(name);
+    if (!value) return;
+    if (auto parsed = match_choice(*value, choices)) {
+      field = *parsed;
+    } else {
+      reject(name, *value, accepted.empty() ? accepted_list(choices) : std::string(accepted));
+    }
+  }
+
+  void boolean(std::string_view name, bool& field) {
+    keyword(name, field, kBooleans, kBooleanAccepted);
+  }
+
+  void regex(std::string_view name, std::string& field) {
+    const auto value = get(name);
+    if (!value) return;
+    try {
+      std::regex compiled(*value, std::regex::ECMAScript);
+      field = *value;
+    } catch (const std::regex_error& e) {
+      reject(name, *value, std::string("an ECMAScript regular expression (") + e.what() + ")");
+    }
+  }
+
+  void byte_size(std::string_view name, std::uint64_t& field, std::uint64_t minimum,
+                 std::string_view accepted) {
+    const auto value = get(name);
+    if (!value) return;
+    const auto parsed = parse_byte_size(*value);
+    if (parsed && *parsed >= minimum) {
+      field = *parsed;
+    } else {
+      reject(name, *value, std::string(accepted));
+    }
+  }
+
+  void levels(std::string_view name, Levels& field) {
+    const auto value = get(name);
+    if (!value) return;
+    Levels parsed{false, false, false};
+    bool any = false;
+    std::string_view rest = *value;
+    while (true) {
+      const std::size_t comma = rest.find(',');
+      const std::string item = lower(trim(rest.substr(0, comma)));
+      if (item == "numpy") {
+        parsed.numpy = any = true;
+      } else if (item == "torch_function") {
+        parsed.torch_function = any = true;
+      } else if (item == "torch_dispatch") {
+        parsed.torch_dispatch = any = true;
+      } else if (!item.empty()) {
+        any = false;  // an unknown level rejects the whole list
+        break;
+      }
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+    if (any) {
+      field = parsed;
+    } else {
+      reject(name, *value,
+             "a non-empty comma-separated list of numpy, torch_function, torch_dispatch");
+    }
+  }
+
+  ConfigResult& result() { return result_; }
+
+ private:
+  const SettingLookup& lookup_;
+  ConfigResult result_;
+};
+
+}  // namespace
+
+std::string ConfigError::message() const {
+  return variable + "='" + value + "' is not valid (accepted: " + accepted + ")";
+}
+
+std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
+  text = trim(text);
+  std::uint64_t number = 0;
+  std::size_t i = 0;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+    const auto digit = static_cast<std::uint64_t>(text[i] - '0');
+    if (number > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) return std::nullopt;
+    number = number * 10 + digit;
+  }
+  if (i == 0) return std::nullopt;  // empty, a sign, or no digits at all
+  const std::string suffix = lower(trim(text.substr(i)));
+  unsigned shift = 0;
+  std::string_view unit = suffix;
+  if (!unit.empty()) {
+    switch (unit.front()) {
+      case 'k': shift = 10; break;
+      case 'm': shift = 20; break;
+      case 'g': shift = 30; break;
+      case 't': shift = 40; break;
+      default: break;
+    }
+    if (shift != 0) unit.remove_prefix(1);
+  }
+  // "64K", "64KB", "64KiB" and "4096B" all mean the same thing.
+  if (!(unit.empty() || unit == "b" || (shift != 0 && unit == "ib"))) return std::nullopt;
+  if (shift != 0 && number > (std::numeric_limits<std::uint64_t>::max() >> shift)) {
+    return std::nullopt;
+  }
+  return number << shift;
+}
+
+ConfigResult parse_config(const SettingLookup& lookup) {
+  Parser p(lookup);
+  Config& c = p.result().config;
+  if (auto output = p.get("OPHOOK_OUTPUT")) c.output = *output;
+  p.keyword("OPHOOK_MODE", c.mode, kModes);
+  p.levels("OPHOOK_LEVELS", c.levels);
+  p.regex("OPHOOK_INCLUDE", c.include);
+  p.regex("OPHOOK_EXCLUDE", c.exclude);
+  p.boolean("OPHOOK_NESTED", c.nested);
+  p.byte_size("OPHOOK_MAX_BYTES", c.max_bytes, 0,
+              "a byte count with optional K/M/G/T binary suffix, e.g. 512M, 1G");
+  // Below 64K the queue could not hold even a modest array, so the program would stall per call.
+  p.byte_size("OPHOOK_QUEUE_BYTES", c.queue_bytes, std::uint64_t{64} << 10,
+              "a byte count of at least 64K with optional K/M/G/T binary suffix, e.g. 256M");
+  p.boolean("OPHOOK_STACK", c.stack);
+  p.keyword("OPHOOK_NAN", c.nan, kNanPolicies);
+  p.keyword("OPHOOK_COMPILE", c.compile, kCompilePolicies);
+  if (auto overrides = p.get("OPHOOK_OVERRIDES")) c.overrides = *overrides;
+  p.keyword("OPHOOK_LOG_LEVEL", c.log_level, kLogLevels);
+  p.boolean("OPHOOK_STRICT", c.strict);
+  p.boolean("OPHOOK_DISABLE", c.disable);
+  return std::move(p.result());
+}
+
+ConfigResult parse_config_from_environment() {
+  return parse_config([](std::string_view name) -> std::optional<std::string> {
+    const char* value = std::getenv(std::string(name).c_str());
+    if (value == nullptr) return std::nullopt;
+    return std::string(value);
+  });
+}
+
+std::string_view to_string(Mode mode) {
+  switch (mode) {
+    case Mode::Trace: return "trace";
+    case Mode::Stats: return "stats";
+    case Mode::Dump: return "dump";
+  }
+  return "dump";
+}
+
+std::string_view to_string(NanPolicy policy) {
+  switch (policy) {
+    case NanPolicy::Off: return "off";
+    case NanPolicy::Warn: return "warn";
+    case NanPolicy::Raise: return "raise";
+  }
+  return "off";
+}
+
+std::string_view to_string(CompilePolicy policy) {
+  switch (policy) {
+    case CompilePolicy::Eager: return "eager";
+    case CompilePolicy::Ignore: return "ignore";
+  }
+  return "eager";
+}
+
+std::string levels_to_string(const Levels& levels) {
+  std::string out;
+  auto add = [&out](bool on, std::string_view name) {
+    if (!on) return;
+    if (!out.empty()) out += ',';
+    out += name;
+  };
+  add(levels.numpy, "numpy");
+  add(levels.torch_function, "torch_function");
+  add(levels.torch_dispatch, "torch_dispatch");
+  return out;
+}
+
+namespace {
+
+// The contract's spelling (spdlog's own names say "warning"/"error"/"critical").
+std::string_view log_level_name(spdlog::level::level_enum level) {
+  for (const auto& c : kLogLevels) {
+    if (c.value == level) return c.name;
+  }
+  return level == spdlog::level::critical ? "error" : "info";
+}
+
+}  // namespace
+
+nlohmann::json config_to_json(const Config& config) {
+  nlohmann::json levels = nlohmann::json::array();
+  if (config.levels.numpy) levels.push_back("numpy");
+  if (config.levels.torch_function) levels.push_back("torch_function");
+  if (config.levels.torch_dispatch) levels.push_back("torch_dispatch");
+  return {
+      {"output", config.output},
+      {"mode", to_string(config.mode)},
+      {"levels", std::move(levels)},
+      {"include", config.include},
+      {"exclude", config.exclude},
+      {"nested", config.nested},
+      {"max_bytes", config.max_bytes},
+      {"queue_bytes", config.queue_bytes},
+      {"stack", config.stack},
+      {"nan", to_string(config.nan)},
+      {"compile", to_string(config.compile)},
+      {"overrides", config.overrides},
+      {"log_level", log_level_name(config.log_level)},
+      {"strict", config.strict},
+      {"disable", config.disable},
+  };
+}
+
+}  // namespace ophook::core

@@ -1,0 +1,223 @@
+#include "ophook/recorder.hpp"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "ophook/error.hpp"
+#include "ophook/log.hpp"
+#include "ophook/naming.hpp"
+#include "ophook/record_queue.hpp"
+#include "trace_writer.hpp"
+
+namespace ophook::core {
+namespace {
+
+// The root process exports these so that every process started under it (spawned Python children,
+// DataLoader workers, DDP ranks) writes below the root's directory instead of over it.
+constexpr const char* kRootPidVar = "OPHOOK_ROOT_PID";
+constexpr const char* kRootOutputVar = "OPHOOK_ROOT_OUTPUT";
+
+std::string absolute(const std::string& path) {
+  std::error_code ec;
+  auto abs = std::filesystem::absolute(path, ec);
+  return ec ? path : abs.lexically_normal().string();
+}
+
+}  // namespace
+
+std::atomic<Recorder*> Recorder::instance_{nullptr};
+
+Recorder& Recorder::start(const Config& config) {
+  static std::mutex start_mu;
+  std::lock_guard lock(start_mu);
+  if (auto* existing = get()) {
+    if (existing->finished()) existing->begin_run(config);  // a second Tracer in one process
+    return *existing;
+  }
+  auto recorder = std::unique_ptr<Recorder>(new Recorder());
+  recorder->begin_run(config);
+  static bool atfork_registered = false;
+  if (!atfork_registered) {
+    atfork_registered = true;
+    pthread_atfork([] { if (auto* r = get()) r->on_fork_prepare(); },
+                   [] { if (auto* r = get()) r->on_fork_parent(); },
+                   [] { if (auto* r = get()) r->on_fork_child(); });
+  }
+  instance_.store(recorder.release(), std::memory_order_release);
+  return *get();
+}
+
+void Recorder::begin_run(const Config& config) {
+  config_ = config;
+  // Validated by the config parser already; compiled once here so that filtering is decided per op
+  // at its first sight (or here, for ops already known), never per call.
+  include_.reset();
+  exclude_.reset();
+  if (!config_.include.empty()) include_ = std::make_unique<std::regex>(config_.include, std::regex::ECMAScript);
+  if (!config_.exclude.empty()) exclude_ = std::make_unique<std::regex>(config_.exclude, std::regex::ECMAScript);
+  ops_.for_each([&](OpEntry& entry) { entry.recorded = passes_filters(entry.name); });
+  seq_.store(0);
+  dropped_.store(0);
+  owner_pid_.store(::getpid());
+  const char* root_pid = std::getenv(kRootPidVar);
+  const char* root_output = std::getenv(kRootOutputVar);
+  const bool is_root = root_pid == nullptr || root_output == nullptr || std::atol(root_pid) == ::getpid();
+  if (is_root) {
+    root_output_ = absolute(config.output);
+    ::setenv(kRootPidVar, std::to_string(::getpid()).c_str(), 1);
+    ::setenv(kRootOutputVar, root_output_.c_str(), 1);
+    start_writer(root_output_);
+  } else {
+    root_output_ = root_output;
+    start_writer(child_output_path());
+  }
+  finished_.store(false, std::memory_order_release);
+}
+
+bool Recorder::passes_filters(const std::string& name) const {
+  if (include_ && !std::regex_search(name, *include_)) return false;
+  return !(exclude_ && std::regex_search(name, *exclude_));
+}
+
+Recorder::Recorder() = default;
+Recorder::~Recorder() = default;
+
+std::string Recorder::child_output_path() const {
+  if (const char* rank = std::getenv("RANK"); rank && *rank) return root_output_ + "/rank" + rank;
+  return root_output_ + "/pid" + std::to_string(::getpid());
+}
+
+void Recorder::start_writer(std::string output_path) {
+  output_path_ = std::move(output_path);
+  writer_.reset();  // a finished run's writer, already joined
+  queue_.reset();
+  queue_ = std::make_unique<RecordQueue>(config_.queue_bytes);
+  writer_ = std::make_unique<TraceWriter>(*this, *queue_, output_path_);
+  writer_ready_.store(true, std::memory_order_release);
+}
+
+std::uint32_t Recorder::op_id(std::string_view name, Level level) {
+  const std::string key(name);
+  return ops_.id_of(key, [&] {
+    return OpEntry{key, sanitize_op_name(key), level, passes_filters(key)};
+  });
+}
+
+std::uint32_t Recorder::intern(std::string_view text) {
+  const std::string key(text);
+  return strings_.id_of(key, [&] { return key; });
+}
+
+std::uint32_t Recorder::intern_dtype(const DtypeInfo& info) {
+  const auto key = info.name + '\x1f' + info.descr + '\x1f' + info.saved_name;
+  return dtypes_.id_of(key, [&] { return info; });
+}
+
+bool Recorder::ensure_writer() noexcept {
+  if (writer_ready_.load(std::memory_order_acquire)) return true;
+  std::lock_guard lock(writer_mu_);
+  if (writer_ready_.load(std::memory_order_relaxed)) return true;
+  if (finished()) return false;
+  try {
+    start_writer(child_output_path());
+    return true;
+  } catch (const std::exception& e) {
+    logger().error("recording off in this process: {}", e.what());
+    finished_.store(true);
+    return false;
+  }
+}
+
+bool Recorder::try_submit(RecordPtr& record) noexcept {
+  if (finished() || !ensure_writer()) {
+    count_dropped();
+    record.reset();
+    return true;
+  }
+  return queue_->try_push(record);
+}
+
+void Recorder::submit(RecordPtr record) noexcept {
+  if (finished() || !ensure_writer()) return count_dropped();
+  queue_->push(std::move(record));
+}
+
+void Recorder::flush() noexcept {
+  if (!finished() && writer_ready_.load(std::memory_order_acquire)) queue_->wait_drained();
+}
+
+void Recorder::finish() noexcept {
+  std::lock_guard lock(finish_mu_);
+  if (finished_.exchange(true)) return;
+  if (!writer_ready_.load(std::memory_order_acquire)) return;  // a child that recorded nothing
+  try {
+    writer_->finish(dropped_.load(), queue_->producer_waits());
+  } catch (const std::exception& e) {
+    logger().error("could not finish the output in {}: {}", output_path_, e.what());
+  }
+}
+
+void Recorder::finish_before_exit() noexcept {
+  auto* recorder = get();
+  if (recorder != nullptr && recorder->owner_pid_.load() == ::getpid()) recorder->finish();
+}
+
+void Recorder::set_version(std::string_view component, std::string_view version) {
+  std::lock_guard lock(facts_mu_);
+  versions_[std::string(component)] = std::string(version);
+}
+
+void Recorder::add_note(std::string_view key, nlohmann::json value) {
+  std::lock_guard lock(facts_mu_);
+  notes_[std::string(key)] = std::move(value);
+}
+
+void Recorder::merge_facts(nlohmann::ordered_json& summary) const {
+  std::lock_guard lock(facts_mu_);
+  summary["versions"] = nlohmann::ordered_json::parse(versions_.dump());
+  summary["notes"] = nlohmann::ordered_json::parse(notes_.dump());
+}
+
+void Recorder::on_fork_prepare() noexcept {
+  writer_mu_.lock();
+  // The tables' mutexes are the only ones the child needs afterwards; hold them across fork so the
+  // child never inherits one locked by another thread.
+  ops_.mutex().lock();
+  strings_.mutex().lock();
+  dtypes_.mutex().lock();
+  facts_mu_.lock();
+}
+
+void Recorder::on_fork_parent() noexcept {
+  unlock_tables();
+  writer_mu_.unlock();
+}
+
+void Recorder::unlock_tables() noexcept {
+  facts_mu_.unlock();
+  dtypes_.mutex().unlock();
+  strings_.mutex().unlock();
+  ops_.mutex().unlock();
+}
+
+void Recorder::on_fork_child() noexcept {
+  unlock_tables();
+  reset_logger_after_fork();
+  // The parent's queue, writer and pending records belong to the parent: leak them (their mutexes
+  // may be held by threads that do not exist here) and start afresh in our own directory.
+  (void)queue_.release();
+  if (writer_) writer_->abandon_after_fork();
+  (void)writer_.release();
+  seq_.store(0);
+  dropped_.store(0);
+  owner_pid_.store(::getpid());
+  // No thread is started here: the child's writer (and its directory) comes with its first record,
+  // so a fork that only execs leaves nothing behind.
+  writer_mu_.unlock();  // taken by on_fork_prepare in this very thread
+  writer_ready_.store(false);
+}
+
+}  // namespace ophook::core

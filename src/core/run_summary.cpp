@@ -1,0 +1,184 @@
+#include "run_summary.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fmt/format.h>
+#include <functional>
+
+#include "ophook/log.hpp"
+#include "ophook/output_dir.hpp"
+#include "ophook/recorder.hpp"
+#include "record_json.hpp"
+
+namespace ophook::core {
+namespace {
+
+bool nonfinite(const ArrayOutcome& o) { return o.stats && (o.stats->nan || o.stats->inf); }
+
+std::string human_bytes(std::uint64_t n) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(n);
+  int u = 0;
+  while (v >= 1024 && u < 4) v /= 1024, ++u;
+  return u == 0 ? fmt::format("{} B", n) : fmt::format("{:.1f} {}", v, units[u]);
+}
+
+}  // namespace
+
+RunSummary::RunSummary(const Recorder& recorder) : recorder_(recorder) {}
+
+void RunSummary::observe(const CallRecord& record, const std::vector<ArrayOutcome>& outcomes,
+                         const std::string& api_line) {
+  current_seq_ = record.seq;
+  ++calls_;
+  auto [it, fresh] = ops_.try_emplace(record.op_id);
+  if (fresh) first_seen_.push_back(record.op_id);
+  auto& totals = it->second;
+  ++totals.count;
+  totals.total_ns += record.dur_ns;
+  totals.max_ns = std::max(totals.max_ns, record.dur_ns);
+  totals.errors += record.has_error;
+
+  const bool inputs_clean = std::none_of(outcomes.begin(), outcomes.end(),
+                                         [](const ArrayOutcome& o) { return !o.is_output && nonfinite(o); });
+  const bool outputs_bad = std::any_of(outcomes.begin(), outcomes.end(),
+                                       [](const ArrayOutcome& o) { return o.is_output && nonfinite(o); });
+  if (inputs_clean && outputs_bad) {
+    ++totals.nonfinite;
+    if (first_nonfinite_.is_null() || record.seq < first_nonfinite_["seq"].get<std::uint64_t>()) {
+      using Json = nlohmann::ordered_json;
+      const auto source = source_text(record, recorder_);
+      first_nonfinite_ = {{"seq", record.seq},
+                          {"op", recorder_.op(record.op_id).name},
+                          {"source", source.empty() ? Json(nullptr) : Json(source)},
+                          {"module", record.module_id ? Json(recorder_.text(record.module_id)) : Json(nullptr)},
+                          {"phase", record.phase == Phase::None ? Json(nullptr) : Json(to_string(record.phase))}};
+    }
+  }
+
+  if (slowest_.size() >= kSlowest && record.dur_ns <= slowest_.front().dur_ns) return observe_config(api_line);
+  slowest_.push_back({record.dur_ns, record.seq, record.op_id, source_text(record, recorder_)});
+  std::push_heap(slowest_.begin(), slowest_.end(), std::greater<>{});
+  if (slowest_.size() > kSlowest) {
+    std::pop_heap(slowest_.begin(), slowest_.end(), std::greater<>{});
+    slowest_.pop_back();
+  }
+
+  observe_config(api_line);
+}
+
+void RunSummary::observe_config(const std::string& api_line) {
+  if (configs_.size() < kMaxConfigs) {
+    configs_.insert(api_line);
+  } else {
+    configs_truncated_ = configs_truncated_ || !configs_.contains(api_line);
+  }
+}
+
+bool RunSummary::budget_allows(std::uint64_t bytes) {
+  if (budget_exhausted_) return false;
+  if (bytes_ + bytes <= recorder_.config().max_bytes) return true;
+  budget_exhausted_ = true;
+  budget_exhausted_at_ = current_seq_;
+  logger().warn("OPHOOK_MAX_BYTES={} reached after {} files ({}): no more .npy files, the run continues in stats mode",
+                recorder_.config().max_bytes, files_, human_bytes(bytes_));
+  return false;
+}
+
+bool RunSummary::count_write_error(const std::string& what, int error) {
+  if (write_errors_++ == 0) {
+    first_write_error_ = what + ": " + std::strerror(error);
+    return true;
+  }
+  return false;
+}
+
+nlohmann::ordered_json RunSummary::summary_json(std::uint64_t dropped, std::uint64_t producer_waits) const {
+  using Json = nlohmann::ordered_json;
+  const auto& config = recorder_.config();
+  Json ops = Json::object();
+  for (auto id : first_seen_) {
+    const auto& t = ops_.at(id);
+    ops[recorder_.op(id).name] = {{"level", to_string(recorder_.op(id).level)},
+                                  {"count", t.count},
+                                  {"total_ns", t.total_ns},
+                                  {"mean_ns", t.count ? t.total_ns / static_cast<std::int64_t>(t.count) : 0},
+                                  {"max_ns", t.max_ns},
+                                  {"errors", t.errors},
+                                  {"nonfinite", t.nonfinite}};
+  }
+  auto slowest = slowest_;
+  std::sort(slowest.begin(), slowest.end(), std::greater<>{});
+  Json slow = Json::array();
+  for (const auto& s : slowest) {
+    slow.push_back({{"seq", s.seq},
+                    {"op", recorder_.op(s.op_id).name},
+                    {"dur_ns", s.dur_ns},
+                    {"source", s.source.empty() ? Json(nullptr) : Json(s.source)}});
+  }
+  Json out;
+  out["ophook_version"] = OPHOOK_VERSION;
+  out["pid"] = ::getpid();
+  out["output"] = recorder_.output_path();
+  out["totals"] = {{"calls", calls_},
+                   {"ops", ops_.size()},
+                   {"files", files_},
+                   {"bytes_written", bytes_},
+                   {"write_errors", write_errors_},
+                   {"record_errors", record_errors_},
+                   {"dropped_after_exit", dropped}};
+  out["budget"] = {{"max_bytes", config.max_bytes},
+                   {"used_bytes", bytes_},
+                   {"exhausted", budget_exhausted_},
+                   {"exhausted_at_seq", budget_exhausted_ ? Json(budget_exhausted_at_) : Json(nullptr)}};
+  out["write_errors"] = {{"count", write_errors_},
+                         {"first", write_errors_ ? Json(first_write_error_) : Json(nullptr)}};
+  out["queue"] = {{"cap_bytes", config.queue_bytes}, {"producer_waits", producer_waits}};
+  out["first_nonfinite"] = first_nonfinite_;
+  out["ops"] = std::move(ops);
+  out["slowest"] = std::move(slow);
+  out["api_configs_truncated"] = configs_truncated_;
+  out["config"] = config_to_json(config);
+  return out;
+}
+
+std::string RunSummary::statistics_text() const {
+  std::string out = fmt::format("Total APIs: {}\nTotal API calls: {}\n\n", ops_.size(), calls_);
+  for (auto id : first_seen_) {
+    const auto& t = ops_.at(id);
+    const double share = calls_ ? 100.0 * static_cast<double>(t.count) / static_cast<double>(calls_) : 0.0;
+    out += fmt::format("{}: {} ({:.2f}%)  total {:.3f} ms  mean {:.3f} us  max {:.3f} us\n",
+                       recorder_.op(id).name, t.count, share, static_cast<double>(t.total_ns) / 1e6,
+                       static_cast<double>(t.total_ns) / 1e3 / static_cast<double>(t.count),
+                       static_cast<double>(t.max_ns) / 1e3);
+  }
+  return out;
+}
+
+void RunSummary::write_files(OutputDir& dir, std::uint64_t dropped, std::uint64_t producer_waits) {
+  auto summary = summary_json(dropped, producer_waits);
+  recorder_.merge_facts(summary);
+  std::set<std::string> names;
+  for (auto id : first_seen_) names.insert(recorder_.op(id).name);
+  std::string apis, configs;
+  for (const auto& n : names) apis += n + '\n';
+  // Sorted, as the seed's api_configs: the set is unordered for speed while recording.
+  std::vector<std::string_view> sorted(configs_.begin(), configs_.end());
+  std::sort(sorted.begin(), sorted.end());
+  for (auto c : sorted) configs += std::string(c) + '\n';
+  const std::pair<const char*, std::string> files[] = {{"summary.json", summary.dump(2) + '\n'},
+                                                       {"api_apis.txt", apis},
+                                                       {"api_configs.txt", configs},
+                                                       {"api_statistics.txt", statistics_text()}};
+  for (const auto& [name, text] : files) {
+    if (auto r = dir.write_file(name, text); !r.ok && count_write_error(name, r.error)) {
+      logger().error("cannot write {}/{}: {}", dir.path(), name, r.message());
+    }
+  }
+  logger().info("recorded {} calls of {} ops, {} files ({}) into {}{}", calls_, ops_.size(), files_,
+                human_bytes(bytes_), dir.path(), write_errors_ ? fmt::format(", {} write errors", write_errors_) : "");
+}
+
+}  // namespace ophook::core

@@ -1,0 +1,72 @@
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <unordered_set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "array_outcome.hpp"
+#include "ophook/record.hpp"
+
+namespace ophook::core {
+
+class OutputDir;
+class Recorder;
+
+/// What the writer thread learns over a process's run — per-op counts and times, the .npy byte
+/// budget, write errors, the first call that produced NaN/Inf, the distinct API configurations —
+/// and the end-of-process files made from it: summary.json, api_apis.txt, api_configs.txt,
+/// api_statistics.txt. Writer thread only.
+class RunSummary {
+ public:
+  explicit RunSummary(const Recorder& recorder);
+
+  void observe(const CallRecord& record, const std::vector<ArrayOutcome>& outcomes, const std::string& api_line);
+
+  /// True when a file of `bytes` still fits in OPHOOK_MAX_BYTES; the first refusal logs the one
+  /// warning that the run continues in stats mode.
+  bool budget_allows(std::uint64_t bytes);
+  void count_file(std::uint64_t bytes) { files_ += 1, bytes_ += bytes; }
+  /// Counts a failed write; true for the first failure (the caller logs that one).
+  bool count_write_error(const std::string& what, int error);
+  void count_record_error() { ++record_errors_; }
+
+  void write_files(OutputDir& dir, std::uint64_t dropped, std::uint64_t producer_waits);
+
+ private:
+  struct OpTotals {
+    std::uint64_t count = 0, errors = 0, nonfinite = 0;
+    std::int64_t total_ns = 0, max_ns = 0;
+  };
+  struct SlowCall {
+    std::int64_t dur_ns;
+    std::uint64_t seq;
+    std::uint32_t op_id;
+    std::string source;
+    bool operator>(const SlowCall& o) const { return dur_ns > o.dur_ns; }
+  };
+  static constexpr std::size_t kSlowest = 10;
+  static constexpr std::size_t kMaxConfigs = 1'000'000;
+
+  void observe_config(const std::string& api_line);
+  nlohmann::ordered_json summary_json(std::uint64_t dropped, std::uint64_t producer_waits) const;
+  std::string statistics_text() const;
+
+  const Recorder& recorder_;
+  std::unordered_map<std::uint32_t, OpTotals> ops_;
+  std::vector<std::uint32_t> first_seen_;
+  std::vector<SlowCall> slowest_;  // min-heap on dur_ns
+  std::unordered_set<std::string> configs_;
+  bool configs_truncated_ = false;
+  std::uint64_t calls_ = 0, files_ = 0, bytes_ = 0, record_errors_ = 0;
+  std::uint64_t write_errors_ = 0;
+  std::string first_write_error_;
+  bool budget_exhausted_ = false;
+  std::uint64_t budget_exhausted_at_ = 0;
+  std::uint64_t current_seq_ = 0;
+  nlohmann::ordered_json first_nonfinite_;
+};
+
+}  // namespace ophook::core

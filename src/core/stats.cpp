@@ -1,0 +1,331 @@
+// Per-array statistics and the xxh64 digest, computed on the writer thread.
+#include "ophook/stats.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#define XXH_INLINE_ALL  // header-only: libophook.so must not depend on libxxhash.so
+#include <xxhash.h>
+
+namespace ophook::core {
+namespace {
+
+// What compute_stats needs to know about a descr; parsed without allocating.
+struct ElementType {
+  char kind = 0;       // numpy kind: b i u f c (others are not numeric)
+  unsigned size = 0;   // bytes per element
+  bool swap = false;   // stored in the other byte order than this machine's
+};
+
+ElementType classify(std::string_view descr) noexcept {
+  ElementType t;
+  char order = '=';
+  if (!descr.empty() && std::string_view("<>|=").find(descr.front()) != std::string_view::npos) {
+    order = descr.front();
+    descr.remove_prefix(1);
+  }
+  if (descr.size() < 2 || descr.size() > 3) return {};
+  unsigned size = 0;
+  for (const char c : descr.substr(1)) {
+    if (c < '0' || c > '9') return {};
+    size = size * 10 + static_cast<unsigned>(c - '0');
+  }
+  t.kind = descr.front();
+  t.size = size;
+  constexpr char kForeign = std::endian::native == std::endian::little ? '>' : '<';
+  t.swap = order == kForeign && size > 1;
+  return t;
+}
+
+template <typename U>
+U byteswap(U v) noexcept {
+  if constexpr (sizeof(U) == 2) return __builtin_bswap16(v);
+  if constexpr (sizeof(U) == 4) return __builtin_bswap32(v);
+  if constexpr (sizeof(U) == 8) return __builtin_bswap64(v);
+  return v;
+}
+
+template <std::size_t N> struct UintOf;
+template <> struct UintOf<1> { using type = std::uint8_t; };
+template <> struct UintOf<2> { using type = std::uint16_t; };
+template <> struct UintOf<4> { using type = std::uint32_t; };
+template <> struct UintOf<8> { using type = std::uint64_t; };
+
+// Reads one T at p (any alignment), byte-swapping when Swap.
+template <typename T, bool Swap>
+T load(const std::byte* p) noexcept {
+  using U = typename UintOf<sizeof(T)>::type;
+  U bits;
+  std::memcpy(&bits, p, sizeof bits);
+  if constexpr (Swap) bits = byteswap(bits);
+  T value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+// IEEE binary16 → double by bit manipulation. GCC's _Float16 without -mf16c converts through a
+// libgcc soft-float call per element, about 50 times slower than this.
+struct Half {
+  std::uint16_t bits;
+};
+
+inline double half_to_double(std::uint16_t h) noexcept {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t exponent = (h >> 10) & 0x1Fu;
+  const std::uint32_t mantissa = h & 0x3FFu;
+  std::uint32_t bits;
+  if (exponent == 0x1F) {
+    bits = sign | 0x7F800000u | (mantissa << 13);  // Inf, NaN (payload kept)
+  } else if (exponent != 0) {
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);  // rebias 15 → 127
+  } else {
+    const double magnitude = static_cast<double>(mantissa) * 0x1p-24;  // zero and subnormals
+    return sign != 0 ? -magnitude : magnitude;
+  }
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+template <typename T>
+double to_double(T v) noexcept {
+  if constexpr (std::is_same_v<T, Half>) {
+    return half_to_double(v.bits);
+  } else {
+    return static_cast<double>(v);
+  }
+}
+
+// Element readers turn the bytes of one element into a double; for floating kinds a NaN or Inf
+// result is counted as such and left out of min..std.
+template <typename T, bool Swap>
+struct RealReader {
+  static constexpr std::size_t size = sizeof(T);
+  static constexpr bool floating = !std::is_integral_v<T>;
+  static double read(const std::byte* p) noexcept { return to_double(load<T, Swap>(p)); }
+};
+
+struct BoolReader {
+  static constexpr std::size_t size = 1;
+  static constexpr bool floating = false;
+  static double read(const std::byte* p) noexcept { return *p != std::byte{0} ? 1.0 : 0.0; }
+};
+
+// Complex values are summarised by their magnitudes. An element is NaN when either part is (as
+// numpy.isnan), else Inf when either part is infinite; a finite element whose magnitude exceeds
+// the double range (parts near 1.8e308) also counts as Inf.
+template <typename T, bool Swap>
+struct ComplexReader {
+  static constexpr std::size_t size = 2 * sizeof(T);
+  static constexpr bool floating = true;
+  static double read(const std::byte* p) noexcept {
+    const double re = static_cast<double>(load<T, Swap>(p));
+    const double im = static_cast<double>(load<T, Swap>(p + sizeof(T)));
+    if (std::isnan(re) || std::isnan(im)) return std::numeric_limits<double>::quiet_NaN();
+    // float parts cannot overflow when squared in double; double parts can, so use hypot.
+    return sizeof(T) == 4 ? std::sqrt(re * re + im * im) : std::hypot(re, im);
+  }
+};
+
+// Neumaier-compensated running total, fed with per-block sums so that the compensation costs
+// little per element while long arrays keep their precision.
+struct CompensatedSum {
+  double sum = 0, carry = 0;
+  void add(double x) noexcept {
+    const double t = sum + x;
+    carry += std::fabs(sum) >= std::fabs(x) ? (sum - t) + x : (x - t) + sum;
+    sum = t;
+  }
+  double value() const noexcept { return sum + carry; }
+};
+
+constexpr std::size_t kLanes = 4;  // independent accumulators: the adds overlap instead of chaining
+constexpr std::size_t kBlock = 256;
+
+// Calls f(lane, value) for the elements [start, end), spread over kLanes lanes.
+template <typename Reader, typename F>
+inline void for_each_in_lanes(const std::byte* data, std::size_t start, std::size_t end,
+                              F&& f) noexcept {
+  // Written out so that every lane index is a constant and the accumulators live in registers.
+  static_assert(kLanes == 4);
+  std::size_t i = start;
+  for (; i + kLanes <= end; i += kLanes) {
+    const std::byte* p = data + i * Reader::size;
+    f(0, Reader::read(p));
+    f(1, Reader::read(p + Reader::size));
+    f(2, Reader::read(p + 2 * Reader::size));
+    f(3, Reader::read(p + 3 * Reader::size));
+  }
+  for (; i < end; ++i) f(0, Reader::read(data + i * Reader::size));
+}
+
+// Two passes (sum, then squared deviations from the mean) as numpy computes std, so the result
+// stays accurate when the mean is large against the spread.
+template <typename Reader>
+void summarise(const std::byte* data, std::size_t count, ArrayStats& s) noexcept {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  double lo[kLanes] = {kInf, kInf, kInf, kInf};
+  double hi[kLanes] = {-kInf, -kInf, -kInf, -kInf};
+  std::uint64_t nonfinite = 0, nan = 0;
+  CompensatedSum total;
+  for (std::size_t start = 0; start < count; start += kBlock) {
+    double sum[kLanes] = {};
+    for_each_in_lanes<Reader>(data, start, std::min(count, start + kBlock),
+                              [&](std::size_t lane, double v) {
+                                if constexpr (Reader::floating) {
+                                  if (!std::isfinite(v)) [[unlikely]] {
+                                    ++nonfinite;
+                                    nan += std::isnan(v);
+                                    return;
+                                  }
+                                }
+                                lo[lane] = std::min(lo[lane], v);
+                                hi[lane] = std::max(hi[lane], v);
+                                sum[lane] += v;
+                              });
+    total.add((sum[0] + sum[1]) + (sum[2] + sum[3]));
+  }
+  s.numeric = true;
+  s.nan = nan;
+  s.inf = nonfinite - nan;
+  const std::uint64_t finite = count - nonfinite;
+  if (finite == 0) return;
+  s.has_finite = true;
+  s.min = std::min(std::min(lo[0], lo[1]), std::min(lo[2], lo[3]));
+  s.max = std::max(std::max(hi[0], hi[1]), std::max(hi[2], hi[3]));
+  const double mean = std::clamp(total.value() / static_cast<double>(finite), s.min, s.max);
+  CompensatedSum squares;
+  for (std::size_t start = 0; start < count; start += kBlock) {
+    double sum[kLanes] = {};
+    for_each_in_lanes<Reader>(data, start, std::min(count, start + kBlock),
+                              [&](std::size_t lane, double v) {
+                                if constexpr (Reader::floating) {
+                                  if (!std::isfinite(v)) return;
+                                }
+                                const double d = v - mean;
+                                sum[lane] += d * d;
+                              });
+    squares.add((sum[0] + sum[1]) + (sum[2] + sum[3]));
+  }
+  s.mean = mean;
+  s.std = std::sqrt(squares.value() / static_cast<double>(finite));
+}
+
+template <template <typename, bool> class Reader, typename T>
+void summarise_ordered(const ElementType& t, const std::byte* data, std::size_t nbytes,
+                       ArrayStats& s) noexcept {
+  const std::size_t count = nbytes / Reader<T, false>::size;
+  if (t.swap) {
+    summarise<Reader<T, true>>(data, count, s);
+  } else {
+    summarise<Reader<T, false>>(data, count, s);
+  }
+}
+
+void dispatch(const ElementType& t, const std::byte* data, std::size_t nbytes,
+              ArrayStats& s) noexcept {
+  switch (t.kind) {
+    case 'b':
+      if (t.size == 1) summarise<BoolReader>(data, nbytes, s);
+      return;
+    case 'i':
+      if (t.size == 1) summarise_ordered<RealReader, std::int8_t>(t, data, nbytes, s);
+      if (t.size == 2) summarise_ordered<RealReader, std::int16_t>(t, data, nbytes, s);
+      if (t.size == 4) summarise_ordered<RealReader, std::int32_t>(t, data, nbytes, s);
+      if (t.size == 8) summarise_ordered<RealReader, std::int64_t>(t, data, nbytes, s);
+      return;
+    case 'u':
+      if (t.size == 1) summarise_ordered<RealReader, std::uint8_t>(t, data, nbytes, s);
+      if (t.size == 2) summarise_ordered<RealReader, std::uint16_t>(t, data, nbytes, s);
+      if (t.size == 4) summarise_ordered<RealReader, std::uint32_t>(t, data, nbytes, s);
+      if (t.size == 8) summarise_ordered<RealReader, std::uint64_t>(t, data, nbytes, s);
+      return;
+    case 'f':
+      if (t.size == 2) summarise_ordered<RealReader, Half>(t, data, nbytes, s);
+      if (t.size == 4) summarise_ordered<RealReader, float>(t, data, nbytes, s);
+      if (t.size == 8) summarise_ordered<RealReader, double>(t, data, nbytes, s);
+      return;
+    case 'c':
+      if (t.size == 8) summarise_ordered<ComplexReader, float>(t, data, nbytes, s);
+      if (t.size == 16) summarise_ordered<ComplexReader, double>(t, data, nbytes, s);
+      return;
+    default:
+      return;
+  }
+}
+
+// True when any IEEE component (width U) has an all-ones exponent, i.e. is NaN or Inf. The mask
+// is byte-swapped instead of each value, which keeps the loop a plain AND/compare.
+template <typename U>
+bool any_all_ones_exponent(const std::byte* data, std::size_t count, U mask) noexcept {
+  for (std::size_t start = 0; start < count; start += kBlock) {
+    const std::size_t end = std::min(count, start + kBlock);
+    bool hit = false;
+    for (std::size_t i = start; i < end; ++i) {
+      U bits;
+      std::memcpy(&bits, data + i * sizeof(U), sizeof bits);
+      hit |= (bits & mask) == mask;
+    }
+    if (hit) return true;  // checked per block so the inner loop stays branch-free
+  }
+  return false;
+}
+
+template <typename U>
+bool nonfinite_components(const ElementType& t, const std::byte* data, std::size_t nbytes,
+                          U mask) noexcept {
+  if (t.swap) mask = byteswap(mask);
+  return any_all_ones_exponent<U>(data, nbytes / sizeof(U), mask);
+}
+
+}  // namespace
+
+ArrayStats compute_stats(std::string_view descr, const std::byte* data, std::size_t nbytes) {
+  static constexpr std::byte kEmpty[1] = {};
+  if (data == nullptr) {
+    data = kEmpty;
+    nbytes = 0;
+  }
+  ArrayStats s;
+  s.xxh64 = XXH64(data, nbytes, 0);
+  dispatch(classify(descr), data, nbytes, s);
+  return s;
+}
+
+bool has_nonfinite(std::string_view descr, const std::byte* data, std::size_t nbytes) {
+  if (data == nullptr) return false;
+  const ElementType t = classify(descr);
+  // A complex number is two floats of half its size: the same exponent test applies to each.
+  const unsigned component = t.kind == 'c' ? t.size / 2 : t.kind == 'f' ? t.size : 0;
+  if (component != 0) nbytes -= nbytes % t.size;  // ignore a trailing partial element
+  switch (component) {
+    case 2: return nonfinite_components<std::uint16_t>(t, data, nbytes, 0x7C00);
+    case 4: return nonfinite_components<std::uint32_t>(t, data, nbytes, 0x7F800000u);
+    case 8: return nonfinite_components<std::uint64_t>(t, data, nbytes, 0x7FF0000000000000ull);
+    default: return false;
+  }
+}
+
+nlohmann::json stats_to_json(const ArrayStats& stats) {
+  nlohmann::json j;
+  if (stats.numeric && stats.has_finite) {
+    j["min"] = stats.min;
+    j["max"] = stats.max;
+    j["mean"] = stats.mean;
+    j["std"] = stats.std;
+  } else {
+    j["min"] = j["max"] = j["mean"] = j["std"] = nullptr;
+  }
+  j["nan"] = stats.nan;
+  j["inf"] = stats.inf;
+  j["xxh64"] = fmt::format("{:016x}", stats.xxh64);
+  return j;
+}
+
+}  // namespace ophook::core

@@ -1,0 +1,60 @@
+#include "ophook/strided_copy.hpp"
+
+#include <cstring>
+#include <vector>
+
+namespace ophook::core {
+namespace {
+
+/// Collapses C-contiguous trailing dimensions into one run: the inner loop then copies one memcpy
+/// per outer index instead of one per element.
+std::size_t contiguous_tail_bytes(std::span<const std::int64_t> shape, std::span<const std::int64_t> strides,
+                                  std::size_t item_size, std::size_t& outer_dims) {
+  std::size_t run = item_size;
+  std::size_t d = shape.size();
+  while (d > 0 && (shape[d - 1] == 1 || strides[d - 1] == static_cast<std::int64_t>(run))) {
+    run *= static_cast<std::size_t>(shape[d - 1]);
+    --d;
+  }
+  outer_dims = d;
+  return run;
+}
+
+}  // namespace
+
+void strided_copy(std::byte* dst, const std::byte* src, std::span<const std::int64_t> shape,
+                  std::span<const std::int64_t> strides, std::size_t item_size) noexcept {
+  for (auto n : shape) {
+    if (n == 0) return;
+  }
+  std::size_t outer = 0;
+  const std::size_t run = contiguous_tail_bytes(shape, strides, item_size, outer);
+  if (outer == 0) {
+    std::memcpy(dst, src, run);
+    return;
+  }
+  // Odometer over the outer dimensions; the last outer dimension is the hot loop.
+  std::vector<std::int64_t> index(outer, 0);
+  const std::int64_t inner_n = shape[outer - 1];
+  const std::int64_t inner_stride = strides[outer - 1];
+  const std::byte* base = src;
+  while (true) {
+    const std::byte* p = base;
+    for (std::int64_t i = 0; i < inner_n; ++i, p += inner_stride) {
+      std::memcpy(dst, p, run);
+      dst += run;
+    }
+    std::size_t d = outer - 1;
+    while (d > 0) {
+      --d;
+      base += strides[d];
+      if (++index[d] < shape[d]) break;
+      base -= strides[d] * shape[d];
+      index[d] = 0;
+      if (d == 0) return;
+    }
+    if (outer == 1) return;
+  }
+}
+
+}  // namespace ophook::core

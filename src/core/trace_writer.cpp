@@ -1,0 +1,218 @@
+#include "trace_writer.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "api_text.hpp"
+#include "ophook/error.hpp"
+#include "ophook/log.hpp"
+#include "ophook/naming.hpp"
+#include "ophook/npy.hpp"
+#include "ophook/record_queue.hpp"
+#include "ophook/recorder.hpp"
+#include "ophook/values.hpp"
+#include "record_json.hpp"
+
+namespace ophook::core {
+namespace {
+
+constexpr auto kPoll = std::chrono::milliseconds(5);
+constexpr std::size_t kLineFlushBytes = 1 << 16;
+
+/// Input k counts the arrays of args then kwargs in order; output k those of outputs (k = 0 when
+/// the call returned a single array). Aliases (the same object twice) share their first's role.
+void assign_file_names(const CallRecord& record, const OpEntry& op, std::vector<ArrayOutcome>& out) {
+  const auto* base = record.values.data();
+  unsigned inputs = 0;
+  std::vector<std::uint32_t> output_indices;
+  auto walk = [&](std::uint32_t from, std::uint32_t to, auto&& on_array) {
+    ValueReader r(base + from, base + to);
+    while (!r.done()) {
+      const auto token = r.next();
+      if (token.tag == ValueTag::Array && record.arrays[token.index].alias_of < 0) on_array(token.index);
+    }
+  };
+  walk(0, record.outputs_offset, [&](std::uint32_t i) {
+    out[i].file = input_file_name(op.file_stem, ++inputs, record.seq);
+  });
+  walk(record.outputs_offset, static_cast<std::uint32_t>(record.values.size()),
+       [&](std::uint32_t i) { output_indices.push_back(i); });
+  for (std::size_t k = 0; k < output_indices.size(); ++k) {
+    auto& o = out[output_indices[k]];
+    o.is_output = true;
+    o.file = output_file_name(op.file_stem, output_indices.size() == 1 ? 0 : unsigned(k + 1), record.seq);
+  }
+}
+
+}  // namespace
+
+TraceWriter::TraceWriter(Recorder& recorder, RecordQueue& queue, std::string output_path)
+    : recorder_(recorder), queue_(queue), dir_(std::move(output_path)), summary_(recorder) {
+  dir_.remove_previous_run_files();
+  trace_fd_ = dir_.open_fresh_for_append("trace.jsonl");
+  if (trace_fd_ < 0) throw Error("cannot create " + dir_.path() + "/trace.jsonl: " + std::strerror(errno));
+  api_fd_ = dir_.open_fresh_for_append("api_trace.txt");
+  if (api_fd_ < 0) api_failed_ = true;
+  // The thread never runs Python and must not take the program's signals (SIGINT → the main
+  // thread's KeyboardInterrupt).
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  thread_ = std::thread([this] { run(); });
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+TraceWriter::~TraceWriter() {
+  if (thread_.joinable()) thread_.join();
+  if (trace_fd_ >= 0) ::close(trace_fd_);
+  if (api_fd_ >= 0) ::close(api_fd_);
+}
+
+void TraceWriter::abandon_after_fork() {
+  // The std::thread object refers to a thread of the parent; detaching a non-existent thread is
+  // harmless, joining it would hang.
+  thread_.detach();
+  trace_fd_ = api_fd_ = -1;  // the parent's descriptors: leave them to the parent
+}
+
+void TraceWriter::finish(std::uint64_t dropped, std::uint64_t producer_waits) {
+  queue_.close();
+  if (thread_.joinable()) thread_.join();
+  emit_all_pending();
+  flush_lines();
+  summary_.write_files(dir_, dropped, producer_waits);
+}
+
+void TraceWriter::run() noexcept {
+  std::deque<RecordPtr> batch;
+  while (queue_.pop_all(batch, kPoll)) {
+    for (auto& record : batch) {
+      const auto bytes = record->footprint();
+      process(*record);
+      record.reset();
+      queue_.release(bytes, 1);
+    }
+    batch.clear();
+    flush_lines();
+  }
+}
+
+void TraceWriter::process(CallRecord& record) noexcept {
+  try {
+    const auto& op = recorder_.op(record.op_id);
+    std::vector<ArrayOutcome> outcomes(record.arrays.size());
+    assign_file_names(record, op, outcomes);
+    save_arrays(record, outcomes);
+    auto api_line = api_call_text(record, recorder_);
+    summary_.observe(record, outcomes, api_line);
+    line_.clear();
+    append_record_json(line_, record, recorder_, outcomes);
+    emit_in_order(record.seq, std::string_view(line_.data(), line_.size()), api_line);
+  } catch (const std::exception& e) {
+    logger().error("could not record call {}: {}", record.seq, e.what());
+    summary_.count_record_error();
+  }
+}
+
+void TraceWriter::save_arrays(const CallRecord& record, std::vector<ArrayOutcome>& outcomes) noexcept {
+  const auto mode = recorder_.config().mode;
+  for (std::size_t i = 0; i < record.arrays.size(); ++i) {
+    const auto& array = record.arrays[i];
+    auto& outcome = outcomes[i];
+    if (array.alias_of >= 0) {
+      outcome = outcomes[static_cast<std::size_t>(array.alias_of)];
+      continue;
+    }
+    const auto& dtype = recorder_.dtype(array.dtype_id);
+    const bool has_data = array.captured;
+    if (has_data && !dtype.descr.empty()) {
+      outcome.stats = compute_stats(dtype.descr, array.data.get(), array.nbytes);
+    }
+    const bool write = mode == Mode::Dump && has_data && !dtype.descr.empty() && !files_failed_;
+    if (!write) {
+      outcome.file.clear();
+      continue;
+    }
+    const auto header = encode_npy_header(dtype.descr, array.shape);
+    const auto size = header.size() + array.nbytes;
+    if (!summary_.budget_allows(size)) {
+      outcome.file.clear();
+      continue;
+    }
+    const std::span<const std::byte> parts[] = {
+        {reinterpret_cast<const std::byte*>(header.data()), header.size()},
+        {array.data.get(), array.nbytes}};
+    const auto result = dir_.write_file(outcome.file, parts);
+    if (result.ok) {
+      summary_.count_file(size);
+    } else {
+      note_write_error(outcome.file, result.error);
+      if (result.error == ENOSPC || result.error == EDQUOT || result.error == EFBIG ||
+          result.error == EROFS || result.error == EACCES) {
+        files_failed_ = true;
+        logger().warn("stopped writing .npy files after this error; continuing with trace and stats only");
+      }
+      outcome.file.clear();
+    }
+  }
+}
+
+void TraceWriter::emit_in_order(std::uint64_t seq, std::string_view line, std::string_view api_line) noexcept {
+  if (seq != next_seq_) {
+    pending_.emplace(seq, std::make_pair(std::string(line), std::string(api_line)));
+    return;
+  }
+  trace_buffer_ += line, trace_buffer_ += '\n';
+  api_buffer_ += api_line, api_buffer_ += '\n';
+  ++next_seq_;
+  while (!pending_.empty() && pending_.begin()->first == next_seq_) {
+    auto node = pending_.extract(pending_.begin());
+    trace_buffer_ += node.mapped().first, trace_buffer_ += '\n';
+    api_buffer_ += node.mapped().second, api_buffer_ += '\n';
+    ++next_seq_;
+  }
+  if (trace_buffer_.size() > kLineFlushBytes) flush_lines();
+}
+
+void TraceWriter::emit_all_pending() noexcept {
+  // Calls that never finished (a thread still inside one at exit) leave gaps: write the rest.
+  for (auto& [seq, lines] : pending_) {
+    trace_buffer_ += lines.first, trace_buffer_ += '\n';
+    api_buffer_ += lines.second, api_buffer_ += '\n';
+  }
+  pending_.clear();
+}
+
+void TraceWriter::flush_lines() noexcept {
+  append(trace_fd_, trace_buffer_, trace_failed_, "trace.jsonl");
+  append(api_fd_, api_buffer_, api_failed_, "api_trace.txt");
+}
+
+void TraceWriter::append(int fd, std::string& buffer, bool& failed, const char* what) noexcept {
+  if (buffer.empty()) return;
+  std::size_t done = 0;
+  while (!failed && done < buffer.size()) {
+    const auto n = ::write(fd, buffer.data() + done, buffer.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      failed = true;
+      note_write_error(what, n < 0 ? errno : EIO);
+      logger().warn("stopped writing {} after this error", what);
+      break;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  buffer.clear();
+}
+
+void TraceWriter::note_write_error(const std::string& what, int error) noexcept {
+  if (summary_.count_write_error(what, error)) {
+    logger().error("cannot write {}/{}: {}", dir_.path(), what, std::strerror(error));
+  }
+}
+
+}  // namespace ophook::core

@@ -1,0 +1,62 @@
+#pragma once
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "array_outcome.hpp"
+#include "ophook/output_dir.hpp"
+#include "ophook/record.hpp"
+#include "run_summary.hpp"
+
+namespace ophook::core {
+
+class Recorder;
+class RecordQueue;
+
+/// The writer thread: takes records from the queue, writes their .npy files (dump mode, within the
+/// byte budget), computes statistics, and appends trace.jsonl and api_trace.txt lines in seq order.
+/// At the end it writes summary.json and the other api_* files. A failed write never reaches the
+/// program: it is logged once, counted, and that kind of output stops.
+class TraceWriter {
+ public:
+  /// Opens the output directory (throws ophook::Error naming it when unusable), removes the named
+  /// files of an earlier run, and starts the thread.
+  TraceWriter(Recorder& recorder, RecordQueue& queue, std::string output_path);
+  ~TraceWriter();
+
+  /// Lets the thread drain the queue and exit, then writes the end-of-process files.
+  void finish(std::uint64_t dropped, std::uint64_t producer_waits);
+
+  /// For the child after fork(): the thread does not exist there; forget it without joining.
+  void abandon_after_fork();
+
+ private:
+  void run() noexcept;
+  void process(CallRecord& record) noexcept;
+  void save_arrays(const CallRecord& record, std::vector<ArrayOutcome>& outcomes) noexcept;
+  void emit_in_order(std::uint64_t seq, std::string_view line, std::string_view api_line) noexcept;
+  void emit_all_pending() noexcept;
+  void flush_lines() noexcept;
+  void append(int fd, std::string& buffer, bool& failed, const char* what) noexcept;
+  void note_write_error(const std::string& what, int error) noexcept;
+
+  Recorder& recorder_;
+  RecordQueue& queue_;
+  OutputDir dir_;
+  int trace_fd_ = -1;
+  int api_fd_ = -1;
+  bool trace_failed_ = false, api_failed_ = false, files_failed_ = false;
+  std::string trace_buffer_, api_buffer_;
+  fmt::memory_buffer line_;  // reused for every record
+  std::uint64_t next_seq_ = 0;
+  std::map<std::uint64_t, std::pair<std::string, std::string>> pending_;  // seq → lines
+  RunSummary summary_;
+  std::thread thread_;
+};
+
+}  // namespace ophook::core

@@ -1,0 +1,116 @@
+// The LD_PRELOAD entry: decides in the constructor whether this process is a Python interpreter,
+// and if so arranges for the embedded bootstrap to run once the interpreter is ready to run user
+// code (the first "cpython.run_*" audit event, which fires after `site`, with the GIL held).
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "debug_allocator.hpp"
+#include "embedded_bootstrap.hpp"
+#include "python_api.hpp"
+
+namespace ophook::preload {
+namespace {
+
+// Constant-initialised only: the constructor below may run before C++ dynamic initialisers of
+// this library, so no global here may need one.
+PythonApi api;
+std::atomic<bool> bootstrap_done{false};
+char library_path_buffer[4096];
+
+std::string library_path() { return library_path_buffer; }
+
+bool truthy_env(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::string_view(v) != "0";
+}
+
+std::string own_path() {
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&own_path), &info) == 0 || info.dli_fname == nullptr) return {};
+  char resolved[4096];
+  return ::realpath(info.dli_fname, resolved) ? std::string(resolved) : std::string(info.dli_fname);
+}
+
+std::string dirname_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+bool is_file(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/// The directory holding the `ophook` package: build/python_shim beside build/libophook.so, or the
+/// site-packages directory when the library lies inside an installed ophook package.
+std::string shim_directory() {
+  const auto dir = dirname_of(library_path());
+  for (const auto& candidate : {dir + "/python_shim", dirname_of(dir)}) {
+    if (is_file(candidate + "/ophook/__init__.py")) return candidate;
+  }
+  return {};
+}
+
+std::string hex(std::string_view s) {
+  static const char digits[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : s) out += digits[c >> 4], out += digits[c & 15];
+  return out;
+}
+
+void run_bootstrap() {
+  // Run in a fresh globals dict: PyRun_SimpleString would leave names in the user's __main__.
+  PyObjectOpaque *type = nullptr, *value = nullptr, *tb = nullptr;
+  api.err_fetch(&type, &value, &tb);
+  const std::string code = "_OPHOOK_LIBRARY = bytes.fromhex('" + hex(library_path()) + "').decode()\n" +
+                           kEmbeddedBootstrap;
+  if (auto* globals = api.dict_new()) {
+    api.dict_set_item_string(globals, "__builtins__", api.eval_get_builtins());
+    if (auto* result = api.run_string_flags(code.c_str(), PythonApi::kFileInput, globals, globals, nullptr)) {
+      api.dec_ref(result);
+    } else {
+      api.err_print();
+    }
+    api.dec_ref(globals);
+  }
+  api.err_restore(type, value, tb);
+}
+
+int audit_hook(const char* event, PyObjectOpaque*, void*) {
+  if (bootstrap_done.load(std::memory_order_relaxed) || std::strncmp(event, "cpython.run_", 12) != 0) return 0;
+  // Set before running anything: the bootstrap's own imports raise audit events that re-enter.
+  if (bootstrap_done.exchange(true)) return 0;
+  run_bootstrap();
+  return 0;
+}
+
+void prepend_to_pythonpath(const std::string& dir) {
+  const char* old = std::getenv("PYTHONPATH");
+  const std::string value = old && *old ? dir + ":" + old : dir;
+  ::setenv("PYTHONPATH", value.c_str(), 1);
+}
+
+__attribute__((constructor)) void on_load() {
+  if (truthy_env("OPHOOK_DISABLE")) return;
+  if (!api.resolve()) return;             // not Python: stay dormant
+  if (api.is_initialized()) return;       // loaded by the extension module, not preloaded
+  const auto path = own_path();
+  std::snprintf(library_path_buffer, sizeof library_path_buffer, "%s", path.c_str());
+  if (python_will_use_debug_allocator()) {
+    // A pre-initialisation audit hook would crash such an interpreter at exit; the shim's
+    // sitecustomize starts the same recorder instead.
+    if (const auto shim = shim_directory(); !shim.empty()) prepend_to_pythonpath(shim);
+    return;
+  }
+  api.add_audit_hook(&audit_hook, nullptr);
+}
+
+}  // namespace
+}  // namespace ophook::preload

@@ -1,0 +1,32 @@
+#pragma once
+
+namespace ophook::preload {
+
+/// Opaque CPython object: this library never includes Python.h, so that it cannot grow an
+/// undefined Py* symbol (one such symbol makes every non-Python child under LD_PRELOAD fail to start).
+struct PyObjectOpaque;
+
+/// The few CPython entry points the preload needs, found with dlsym in the running process.
+struct PythonApi {
+  using AuditHook = int (*)(const char* event, PyObjectOpaque* args, void* user_data);
+
+  int (*add_audit_hook)(AuditHook hook, void* user_data) = nullptr;
+  int (*is_initialized)() = nullptr;
+  PyObjectOpaque* (*dict_new)() = nullptr;
+  int (*dict_set_item_string)(PyObjectOpaque* dict, const char* key, PyObjectOpaque* value) = nullptr;
+  PyObjectOpaque* (*eval_get_builtins)() = nullptr;
+  PyObjectOpaque* (*run_string_flags)(const char* code, int start, PyObjectOpaque* globals,
+                                      PyObjectOpaque* locals, void* flags) = nullptr;
+  void (*err_print)() = nullptr;
+  void (*err_fetch)(PyObjectOpaque** type, PyObjectOpaque** value, PyObjectOpaque** tb) = nullptr;
+  void (*err_restore)(PyObjectOpaque* type, PyObjectOpaque* value, PyObjectOpaque* tb) = nullptr;
+  void (*dec_ref)(PyObjectOpaque* object) = nullptr;
+
+  static constexpr int kFileInput = 257;  // Py_file_input
+
+  /// Resolves every entry point; false when this process is not a Python interpreter (or one too
+  /// old to have audit hooks), in which case the library stays dormant.
+  bool resolve();
+};
+
+}  // namespace ophook::preload

@@ -1,0 +1,116 @@
+// The _ophook extension module: the Python-facing surface of the recorder. Policy (what to patch,
+// when, which errors end the program) lives in the Python shim; mechanism lives here and in core.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "numpy_hooks.hpp"
+#include "ophook/config.hpp"
+#include "ophook/error.hpp"
+#include "ophook/log.hpp"
+#include "ophook/recorder.hpp"
+#include "python_common.hpp"
+#include "source_location.hpp"
+#include "thread_state.hpp"
+#include "torch_bindings.hpp"
+
+namespace pb = pybind11;
+using ophook::core::Recorder;
+
+namespace ophook::py {
+namespace {
+
+using Settings = std::map<std::string, std::string>;
+
+core::ConfigResult parse(const Settings& settings) {
+  return core::parse_config([&](std::string_view name) -> std::optional<std::string> {
+    if (auto it = settings.find(std::string(name)); it != settings.end()) return it->second;
+    return std::nullopt;
+  });
+}
+
+std::vector<std::string> config_errors(const Settings& settings) {
+  std::vector<std::string> out;
+  for (const auto& error : parse(settings).errors) out.push_back(error.message());
+  return out;
+}
+
+/// Starts (or returns) the process's recorder with `settings` (OPHOOK_* name → value) and turns
+/// recording on. Returns the output directory.
+std::string start(const Settings& settings) {
+  auto parsed = parse(settings);
+  if (!parsed.errors.empty()) throw Error(parsed.errors.front().message());
+  core::set_log_level(parsed.config.log_level);
+  auto* running = Recorder::get();
+  auto& recorder = running && !running->finished() ? *running : Recorder::start(parsed.config);
+  g_recording_on.store(true);
+  return recorder.output_path();
+}
+
+Recorder& running_recorder() {
+  auto* recorder = Recorder::get();
+  if (recorder == nullptr) throw Error("ophook is not started");
+  return *recorder;
+}
+
+std::vector<std::pair<PyObject*, std::string>> object_names(const pb::list& items) {
+  std::vector<std::pair<PyObject*, std::string>> out;
+  for (const auto& item : items) {
+    auto pair = item.cast<pb::tuple>();
+    out.emplace_back(pair[0].ptr(), pair[1].cast<std::string>());
+  }
+  return out;
+}
+
+void log_message(const std::string& level, const std::string& message) {
+  core::logger().log(spdlog::level::from_str(level), "{}", message);
+}
+
+}  // namespace
+}  // namespace ophook::py
+
+PYBIND11_MODULE(_ophook, m) {
+  using namespace ophook::py;
+  m.doc() = "ophook's native recorder (internal; use the ophook package)";
+  pb::register_exception<ophook::Error>(m, "OphookError", PyExc_RuntimeError);
+  m.attr("version") = OPHOOK_VERSION;
+  m.attr("python_version") = pb::make_tuple(PY_MAJOR_VERSION, PY_MINOR_VERSION);
+
+  m.def("config_errors", &config_errors, "Messages for every invalid setting in an OPHOOK_* mapping.");
+  m.def("start", &start, "Start recording with an OPHOOK_* mapping; returns the output directory.");
+  m.def("set_recording", [](bool on) { g_recording_on.store(on); });
+  m.def("is_recording", [] { return g_recording_on.load() && Recorder::get() && !Recorder::get()->finished(); });
+  m.def("flush", [] {
+    pb::gil_scoped_release release;
+    if (auto* r = Recorder::get()) r->flush();
+  });
+  m.def("finish", [] {
+    g_recording_on.store(false);
+    pb::gil_scoped_release release;
+    if (auto* r = Recorder::get()) r->finish();
+  });
+  m.def("exported_environment", [] {
+    // What the recorder exported with setenv(), which os.environ does not see by itself.
+    std::map<std::string, std::string> out;
+    for (const char* name : {"OPHOOK_ROOT_PID", "OPHOOK_ROOT_OUTPUT"}) {
+      if (const char* value = std::getenv(name)) out[name] = value;
+    }
+    return out;
+  });
+  m.def("output_path", [] { return running_recorder().output_path(); });
+  m.def("config", [] { return ophook::core::config_to_json(running_recorder().config()).dump(); });
+  m.def("set_version", [](const std::string& k, const std::string& v) { running_recorder().set_version(k, v); });
+  m.def("add_note", [](const std::string& k, const std::string& json) {
+    running_recorder().add_note(k, nlohmann::json::parse(json));
+  });
+  m.def("log", &log_message, pb::arg("level"), pb::arg("message"));
+
+  m.def("enable_numpy_capture", [] { return ensure_numpy_api(); },
+        "Import NumPy's C API (call once numpy is imported).");
+  m.def("add_library_directory", &add_library_directory);
+  m.def("patch_ufuncs", [](const pb::list& items) { return NumpyHooks::patch_ufuncs(object_names(items)); });
+  m.def("patch_ufunc_methods", [](const pb::object& type) { return NumpyHooks::patch_ufunc_methods(type.ptr()); });
+  m.def("patch_dispatchers", [](const pb::list& items) { return NumpyHooks::patch_dispatchers(object_names(items)); });
+  m.def("unpatch_numpy", &NumpyHooks::unpatch_all);
+  m.def("patched_count", &NumpyHooks::patched_count);
+  bind_torch(m);
+}

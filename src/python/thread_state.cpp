@@ -1,0 +1,27 @@
+#include "thread_state.hpp"
+
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace ophook::py {
+namespace {
+thread_local ThreadState state;
+
+// After fork() the child's only thread has a new tid; the cached one belongs to the parent.
+const bool reset_registered = [] {
+  pthread_atfork(nullptr, nullptr, [] { state.tid = 0; });
+  return true;
+}();
+}  // namespace
+
+std::atomic<bool> g_recording_on{false};
+
+ThreadState& thread_state() noexcept { return state; }
+
+std::int32_t current_tid() noexcept {
+  if (state.tid == 0) state.tid = static_cast<std::int32_t>(::syscall(SYS_gettid));
+  return state.tid;
+}
+
+}  // namespace ophook::py

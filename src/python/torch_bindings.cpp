@@ -1,0 +1,7 @@
+#include "torch_bindings.hpp"
+
+namespace ophook::py {
+
+void bind_torch(pybind11::module_&) {}
+
+}  // namespace ophook::py

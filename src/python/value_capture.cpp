@@ -1,0 +1,109 @@
+#include "value_capture.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "numpy_arrays.hpp"
+#include "thread_state.hpp"
+
+namespace ophook::py {
+namespace {
+
+constexpr int kMaxDepth = 8;
+constexpr Py_ssize_t kMaxItems = 1000;
+constexpr Py_ssize_t kMaxRepr = 200;
+
+std::vector<ArrayLikeCapturer>& capturers() {
+  static std::vector<ArrayLikeCapturer> list;
+  return list;
+}
+
+}  // namespace
+
+void register_array_like_capturer(ArrayLikeCapturer capturer) {
+  auto& list = capturers();
+  if (std::find(list.begin(), list.end(), capturer) == list.end()) list.push_back(capturer);
+}
+
+ValueCapture::ValueCapture(core::CallRecord& record, core::Recorder& recorder)
+    : record_(record), recorder_(recorder), writer_(record.values),
+      copy_data_(recorder.config().mode != core::Mode::Trace) {}
+
+void ValueCapture::begin_outputs() {
+  record_.outputs_offset = offset();
+  seen_.clear();
+}
+
+std::int32_t ValueCapture::alias_of(PyObject* object) const {
+  for (const auto& [o, index] : seen_) {
+    if (o == object) return static_cast<std::int32_t>(index);
+  }
+  return -1;
+}
+
+std::uint32_t ValueCapture::add_array(PyObject* object, core::ArrayCapture array) {
+  const auto index = static_cast<std::uint32_t>(record_.arrays.size());
+  record_.arrays.push_back(std::move(array));
+  seen_.emplace_back(object, index);
+  writer_.array(index);
+  return index;
+}
+
+void ValueCapture::value(PyObject* object) { value_at_depth(object, 0); }
+
+void ValueCapture::value_at_depth(PyObject* object, int depth) {
+  if (object == Py_None) return writer_.null();
+  if (PyBool_Check(object)) return writer_.boolean(object == Py_True);
+  if (PyLong_CheckExact(object)) {
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(object, &overflow);
+    if (!overflow && !(v == -1 && PyErr_Occurred())) return writer_.integer(v);
+    PyErr_Clear();
+    return other(object);
+  }
+  if (PyFloat_CheckExact(object)) return writer_.real(PyFloat_AS_DOUBLE(object));
+  if (PyUnicode_CheckExact(object)) {
+    Py_ssize_t size = 0;
+    if (const char* text = PyUnicode_AsUTF8AndSize(object, &size)) return writer_.str({text, size_t(size)});
+    PyErr_Clear();
+    return other(object);
+  }
+  if ((PyList_CheckExact(object) || PyTuple_CheckExact(object)) && depth < kMaxDepth) return list(object, depth);
+  if (numpy_api_ready() && capture_numpy_value(*this, object)) return;
+  for (auto capturer : capturers()) {
+    if (capturer(*this, object)) return;
+  }
+  other(object);
+}
+
+void ValueCapture::list(PyObject* sequence, int depth) {
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(sequence);
+  PyObject** items = PySequence_Fast_ITEMS(sequence);
+  writer_.begin_list();
+  for (Py_ssize_t i = 0; i < std::min(n, kMaxItems); ++i) value_at_depth(items[i], depth + 1);
+  if (n > kMaxItems) writer_.other("truncated", std::to_string(n - kMaxItems) + " more items");
+  writer_.end_list();
+}
+
+void ValueCapture::other(PyObject* object) {
+  const char* kind = Py_TYPE(object)->tp_name;
+  BusyScope busy;  // a user __repr__ may call NumPy itself
+  PyRef repr = PyRef::steal(PyObject_Repr(object));
+  Py_ssize_t size = 0;
+  const char* text = repr ? PyUnicode_AsUTF8AndSize(repr.get(), &size) : nullptr;
+  if (text == nullptr) {
+    PyErr_Clear();
+    return writer_.other(kind, "<unrepresentable>");
+  }
+  std::string_view view(text, static_cast<size_t>(size));
+  if (size > kMaxRepr) {
+    // Cut at a character boundary (UTF-8 continuation bytes are 10xxxxxx).
+    std::size_t cut = kMaxRepr;
+    while (cut > 0 && (static_cast<unsigned char>(view[cut]) & 0xC0) == 0x80) --cut;
+    view = view.substr(0, cut);
+  }
+  writer_.other(kind, view);
+}
+
+}  // namespace ophook::py

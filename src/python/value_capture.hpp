@@ -1,0 +1,56 @@
+#pragma once
+#include <cstdint>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ophook/record.hpp"
+#include "ophook/recorder.hpp"
+#include "ophook/values.hpp"
+#include "python_common.hpp"
+
+namespace ophook::py {
+
+/// Encodes the Python values of one call (args, kwargs, outputs) into a CallRecord: scalars and
+/// containers as values, arrays and tensors as ArrayCapture with a copy of their bytes (modes
+/// stats and dump), anything else as {kind, repr}. The same array object seen twice among the
+/// inputs (e.g. `a += b` calls add(a, b, out=a)) is captured once. Needs the GIL; never raises:
+/// Python errors met while encoding are cleared and the value is described instead.
+class ValueCapture {
+ public:
+  ValueCapture(core::CallRecord& record, core::Recorder& recorder);
+
+  void value(PyObject* object);
+  void key(std::string_view name) { writer_.key(name); }
+  void begin_kwargs() { record_.kwargs_offset = offset(); }
+  /// Outputs never alias inputs: they hold post-call values.
+  void begin_outputs();
+
+  // For capturers of array-like types (NumPy here, torch tensors elsewhere):
+  core::CallRecord& record() { return record_; }
+  core::Recorder& recorder() { return recorder_; }
+  bool copy_data() const { return copy_data_; }
+  /// Index an earlier capture of `object` in the current section, or -1.
+  std::int32_t alias_of(PyObject* object) const;
+  /// Appends `array` as the value for `object` and returns its index.
+  std::uint32_t add_array(PyObject* object, core::ArrayCapture array);
+  void other(PyObject* object);
+
+ private:
+  void list(PyObject* sequence, int depth);
+  void value_at_depth(PyObject* object, int depth);
+  std::uint32_t offset() const { return static_cast<std::uint32_t>(record_.values.size()); }
+
+  core::CallRecord& record_;
+  core::Recorder& recorder_;
+  core::ValueWriter writer_;
+  bool copy_data_;
+  std::vector<std::pair<PyObject*, std::uint32_t>> seen_;  // this section's arrays
+};
+
+/// A capturer for one more kind of array-like object (torch.Tensor). Returns false when `object`
+/// is not of its kind. Registered once, when that framework is hooked.
+using ArrayLikeCapturer = bool (*)(ValueCapture& capture, PyObject* object);
+void register_array_like_capturer(ArrayLikeCapturer capturer);
+
+}  // namespace ophook::py

@@ -1,0 +1,221 @@
+#include "ophook/output_dir.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "ophook/error.hpp"
+
+namespace ophook::core {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void spit(const fs::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+std::set<std::string> listing(const fs::path& dir) {
+  std::set<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) names.insert(entry.path().filename());
+  return names;
+}
+
+class OutputDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "ophook_output_dir_XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    root_ = pattern;
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  fs::path root_;
+};
+
+TEST_F(OutputDirTest, CreatesParentsAndWritesAtomically) {
+  const fs::path path = root_ / "a" / "b" / "c";
+  OutputDir dir(path.string());
+  EXPECT_EQ(dir.path(), path.string());
+  ASSERT_TRUE(fs::is_directory(path));
+
+  const IoResult r = dir.write_file("trace.jsonl", "{\"seq\": 0}\n");
+  ASSERT_TRUE(r.ok) << r.message();
+  EXPECT_EQ(slurp(path / "trace.jsonl"), "{\"seq\": 0}\n");
+  EXPECT_EQ(listing(path), std::set<std::string>{"trace.jsonl"});  // no temporary left behind
+
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  EXPECT_EQ(fs::status(path / "trace.jsonl").permissions(),
+            static_cast<fs::perms>(0644 & ~mask));
+}
+
+TEST_F(OutputDirTest, WritesPartsBackToBackAndReplaces) {
+  OutputDir dir(root_.string());
+  const std::string header = "HEADER", empty, data(3 << 20, 'x');
+  const std::span<const std::byte> parts[] = {
+      std::as_bytes(std::span(header)), std::as_bytes(std::span(empty)),
+      std::as_bytes(std::span(data))};
+  ASSERT_TRUE(dir.write_file("op_x_output_000000.npy", parts).ok);
+  EXPECT_EQ(slurp(root_ / "op_x_output_000000.npy"), header + data);
+  ASSERT_TRUE(dir.write_file("op_x_output_000000.npy", "short").ok);
+  EXPECT_EQ(slurp(root_ / "op_x_output_000000.npy"), "short");
+  ASSERT_TRUE(dir.write_file("empty.txt", "").ok);
+  EXPECT_EQ(fs::file_size(root_ / "empty.txt"), 0u);
+}
+
+TEST_F(OutputDirTest, PlantedSymlinkIsReplacedNotFollowed) {
+  const fs::path victim = root_ / "victim.txt";
+  spit(victim, "precious");
+  fs::create_directory(root_ / "out");
+  fs::create_symlink(victim, root_ / "out" / "summary.json");
+  OutputDir dir((root_ / "out").string());
+  ASSERT_TRUE(dir.write_file("summary.json", "{}").ok);
+  EXPECT_EQ(slurp(victim), "precious");
+  EXPECT_FALSE(fs::is_symlink(root_ / "out" / "summary.json"));
+  EXPECT_EQ(slurp(root_ / "out" / "summary.json"), "{}");
+}
+
+TEST_F(OutputDirTest, BadNamesAreRefused) {
+  OutputDir dir(root_.string());
+  for (const std::string_view name :
+       {std::string_view(""), std::string_view("."), std::string_view(".."),
+        std::string_view("a/b"), std::string_view("../escape"), std::string_view("/etc/x"),
+        std::string_view("a\0b", 3)}) {
+    const IoResult r = dir.write_file(name, "x");
+    EXPECT_FALSE(r.ok) << name;
+    EXPECT_EQ(r.error, EINVAL) << name;
+    EXPECT_FALSE(r.message().empty());
+    errno = 0;
+    EXPECT_EQ(dir.open_fresh_for_append(name), -1) << name;
+    EXPECT_EQ(errno, EINVAL);
+  }
+  EXPECT_TRUE(listing(root_).empty());
+  EXPECT_FALSE(fs::exists(root_.parent_path() / "escape"));
+}
+
+TEST_F(OutputDirTest, FailedRenameLeavesNoTemporary) {
+  fs::create_directory(root_ / "trace.jsonl");
+  fs::create_directory(root_ / "trace.jsonl" / "keep");
+  OutputDir dir(root_.string());
+  const IoResult r = dir.write_file("trace.jsonl", "x");
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error, 0);
+  EXPECT_EQ(listing(root_), std::set<std::string>{"trace.jsonl"});
+  EXPECT_TRUE(fs::is_directory(root_ / "trace.jsonl" / "keep"));
+}
+
+TEST_F(OutputDirTest, LongNamesStillGetATemporary) {
+  OutputDir dir(root_.string());
+  const std::string name = "op_" + std::string(240, 'a') + ".npy";  // 247 bytes: within NAME_MAX
+  ASSERT_TRUE(dir.write_file(name, "ok").ok);
+  EXPECT_EQ(slurp(root_ / name), "ok");
+  const IoResult too_long = dir.write_file(std::string(300, 'b'), "x");
+  EXPECT_FALSE(too_long.ok);
+  EXPECT_EQ(too_long.error, ENAMETOOLONG);
+  EXPECT_EQ(listing(root_).size(), 1u);
+}
+
+TEST_F(OutputDirTest, OpenFreshForAppendReplacesFileAndSymlink) {
+  const fs::path victim = root_ / "victim.txt";
+  spit(victim, "precious");
+  fs::create_directory(root_ / "out");
+  spit(root_ / "out" / "old.jsonl", "old line\n");
+  fs::create_symlink(victim, root_ / "out" / "trace.jsonl");
+  OutputDir dir((root_ / "out").string());
+
+  for (const char* name : {"trace.jsonl", "old.jsonl", "new.jsonl"}) {
+    const int fd = dir.open_fresh_for_append(name);
+    ASSERT_GE(fd, 0) << name << ": " << std::strerror(errno);
+    ASSERT_EQ(::write(fd, "a\n", 2), 2);
+    ASSERT_EQ(::lseek(fd, 0, SEEK_SET), 0);
+    ASSERT_EQ(::write(fd, "b\n", 2), 2);  // O_APPEND: still lands at the end
+    EXPECT_NE(::fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
+    ::close(fd);
+    EXPECT_EQ(slurp(root_ / "out" / name), "a\nb\n") << name;
+    EXPECT_FALSE(fs::is_symlink(root_ / "out" / name));
+  }
+  EXPECT_EQ(slurp(victim), "precious");
+}
+
+TEST_F(OutputDirTest, OpenFreshForAppendOnADirectoryFails) {
+  fs::create_directory(root_ / "trace.jsonl");
+  OutputDir dir(root_.string());
+  EXPECT_EQ(dir.open_fresh_for_append("trace.jsonl"), -1);
+  EXPECT_TRUE(fs::is_directory(root_ / "trace.jsonl"));
+}
+
+TEST_F(OutputDirTest, RemovePreviousRunFilesRemovesOnlyContractNames) {
+  const fs::path outside = root_ / "outside.txt";
+  spit(outside, "keep me");
+  const fs::path out = root_ / "out";
+  fs::create_directory(out);
+  const std::set<std::string> ours = {
+      "trace.jsonl",     "summary.json",        "api_trace.txt",
+      "api_apis.txt",    "api_configs.txt",     "api_statistics.txt",
+      "op_numpy.add_input1_000000.npy",          "op_aten.mm.default_output_000001.npy",
+      ".tmp.op_x.npy.123.4"};
+  for (const auto& name : ours) spit(out / name, "old");
+  fs::create_symlink(outside, out / "op_link_output_000002.npy");  // the link goes, not its target
+  const std::set<std::string> theirs = {"notes.txt",      "op_x.txt",         "trace.jsonl.bak",
+                                        "my_summary.json", "api_other.txt",   "data.npy",
+                                        "op_.npy",         ".tmp",            ".tmp.",
+                                        "op_dir.npy",      "rank0",           "pid42"};
+  for (const auto& name : theirs) {
+    if (name == "op_dir.npy" || name == "rank0" || name == "pid42") {
+      fs::create_directory(out / name);
+      spit(out / name / "trace.jsonl", "child's");
+    } else {
+      spit(out / name, "theirs");
+    }
+  }
+
+  OutputDir dir(out.string());
+  EXPECT_EQ(dir.remove_previous_run_files(), ours.size() + 1);
+  EXPECT_EQ(listing(out), theirs);
+  EXPECT_EQ(slurp(outside), "keep me");
+  EXPECT_EQ(slurp(out / "rank0" / "trace.jsonl"), "child's");  // subdirectories untouched
+  EXPECT_EQ(dir.remove_previous_run_files(), 0u);
+}
+
+TEST_F(OutputDirTest, PathThatIsAFileRaises) {
+  const fs::path file = root_ / "plain";
+  spit(file, "x");
+  try {
+    OutputDir dir(file.string());
+    FAIL() << "no exception";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(file.string()), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not a directory"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(OutputDir((file / "below").string()), Error);
+  EXPECT_THROW(OutputDir(""), Error);
+  EXPECT_EQ(slurp(file), "x");
+}
+
+TEST_F(OutputDirTest, SymlinkedOutputDirectoryIsUsable) {
+  // The user may point OPHOOK_OUTPUT at a symlink; only links *inside* it are distrusted.
+  fs::create_directory(root_ / "real");
+  fs::create_directory_symlink(root_ / "real", root_ / "link");
+  OutputDir dir((root_ / "link").string());
+  ASSERT_TRUE(dir.write_file("summary.json", "{}").ok);
+  EXPECT_EQ(slurp(root_ / "real" / "summary.json"), "{}");
+}
+
+}  // namespace
+}  // namespace ophook::core

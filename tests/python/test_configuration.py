@@ -1,0 +1,100 @@
+"""OPHOOK_* settings end to end: modes, filters, byte budget, queue backpressure, stack, log level,
+strict mode and bad values."""
+import numpy as np
+import pytest
+
+LOOP = """
+import numpy as np
+a = np.arange(1000.0)
+for i in range(%d):
+    a = np.add(a, 1.0)
+print(float(a.sum()))
+"""
+
+
+def test_modes(runner):
+    trace = runner.run(LOOP % 5, env={"OPHOOK_MODE": "trace"})
+    stats = runner.run(LOOP % 5, env={"OPHOOK_MODE": "stats"})
+    dump = runner.run(LOOP % 5, env={"OPHOOK_MODE": "dump"})
+    assert trace.stdout == stats.stdout == dump.stdout
+    for run in (trace, stats, dump):
+        assert len(run.records()) == 6
+    t, s, d = trace.records()[0]["args"][0], stats.records()[0]["args"][0], dump.records()[0]["args"][0]
+    assert t["stats"] is None and t["file"] is None
+    assert s["stats"]["max"] == 999.0 and s["file"] is None
+    assert d["stats"]["max"] == 999.0 and d["file"]
+    assert not list(trace.output.glob("*.npy")) and not list(stats.output.glob("*.npy"))
+    assert len(list(dump.output.glob("*.npy"))) == 6 * 2  # one array in, one out per call
+
+
+def test_include_and_exclude_filters(runner):
+    code = "import numpy as np\na = np.ones(3)\na + a; a * a; a - a; a.sum()\n"
+    only = runner.run(code, env={"OPHOOK_INCLUDE": r"multiply|subtract"})
+    assert [r["op"] for r in only.records()] == ["numpy.multiply", "numpy.subtract"]
+    without = runner.run(code, env={"OPHOOK_EXCLUDE": r"^numpy\.add|copyto"})
+    assert [r["op"] for r in without.records()] == ["numpy.multiply", "numpy.subtract"]
+    nothing = runner.run(code, env={"OPHOOK_INCLUDE": "^$"})
+    assert nothing.records() == []
+    assert nothing.summary()["totals"]["calls"] == 0
+
+
+def test_byte_budget_degrades_to_stats(runner):
+    run = runner.run(LOOP % 50, env={"OPHOOK_MAX_BYTES": "40K"})
+    records = run.records()
+    assert len(records) == 51
+    files = list(run.output.glob("*.npy"))
+    total = sum(f.stat().st_size for f in files)
+    assert 0 < total <= 40 * 1024
+    late = records[-2]["args"][0]
+    assert late["file"] is None and late["stats"]["max"] > 0
+    summary = run.summary()
+    assert summary["budget"]["exhausted"] is True and summary["budget"]["used_bytes"] == total
+    assert run.stderr.count("OPHOOK_MAX_BYTES") == 1
+
+
+def test_small_queue_waits_and_loses_nothing(runner):
+    # A 64 KiB queue with 8 KiB arrays: producers must wait for the writer, every call arrives.
+    run = runner.run(LOOP % 400, env={"OPHOOK_QUEUE_BYTES": "64K", "OPHOOK_MODE": "dump"})
+    records = run.records()
+    assert [r["seq"] for r in records] == list(range(401))
+    last = records[-2]
+    np.testing.assert_array_equal(run.load(last["outputs"][0]["file"]), np.arange(1000.0) + 400)
+    assert run.summary()["queue"]["producer_waits"] > 0
+
+
+def test_stack_off_and_on(runner):
+    code = "import numpy as np\ndef f(a):\n    return a + a\nf(np.ones(2))\n"
+    on = runner.run(code)
+    assert on.records()[-1]["source"].endswith(":3:f")
+    off = runner.run(code, env={"OPHOOK_STACK": "0"})
+    assert off.records()[-1]["source"] is None
+
+
+def test_log_levels(runner):
+    quiet = runner.run(LOOP % 2, env={"OPHOOK_LOG_LEVEL": "off"})
+    assert quiet.stderr == ""
+    normal = runner.run(LOOP % 2)
+    lines = normal.stderr.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("[ophook ") and "recorded 3 calls" in lines[1]
+
+
+@pytest.mark.parametrize("variable,value,accepted", [
+    ("OPHOOK_MODE", "fast", "trace, stats, dump"),
+    ("OPHOOK_LEVELS", "numpy,jax", "numpy"),
+    ("OPHOOK_INCLUDE", "([", "regular expression"),
+    ("OPHOOK_MAX_BYTES", "12Q", "K"),
+    ("OPHOOK_NAN", "maybe", "raise"),
+])
+def test_bad_values_run_unhooked_with_one_clear_line(runner, variable, value, accepted):
+    run = runner.run(LOOP % 2, env={variable: value})
+    assert run.stdout.strip() != ""
+    first = run.stderr.splitlines()[0]
+    assert variable in first and value in first and accepted in first
+    assert not run.output.exists()
+
+
+def test_strict_mode_exits_with_2_before_user_code(runner):
+    run = runner.run("print('user code ran')\n", env={"OPHOOK_MODE": "fast", "OPHOOK_STRICT": "1"}, check=False)
+    assert run.proc.returncode == 2
+    assert "user code ran" not in run.stdout
+    assert "OPHOOK_MODE" in run.stderr

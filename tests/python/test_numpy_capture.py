@@ -1,0 +1,203 @@
+"""NumPy capture at the C level: every call path, methods, array functions, nesting, snapshots,
+exceptions and identity — checked against values recomputed from the recorded inputs."""
+import numpy as np
+import pytest
+
+from conftest import arrays_in
+
+CALL_PATHS = """
+import numpy as np
+from numpy import add as imported_add
+a = np.arange(1.0, 7.0).reshape(2, 3)
+b = np.full((2, 3), 2.0)
+c = np.empty((2, 3))
+r = [np.add(a, b), a + b, a - b, a * b, a / b, a @ b.T, -a, a ** 2, a < b, a == b]
+a2 = a.copy()
+a2 += b
+np.add(a, b, out=c)
+imported_add(a, 1.0)
+np.linalg.det(np.eye(2) * 3)
+print(repr(a2.tolist()), repr(c.tolist()))
+"""
+
+
+def ops_of(run):
+    return [r["op"] for r in run.records()]
+
+
+def test_every_ufunc_call_path(runner):
+    plain = runner.run(CALL_PATHS, how="plain")
+    run = runner.run(CALL_PATHS, env={"OPHOOK_NESTED": "0"})
+    assert run.stdout == plain.stdout
+    ops = ops_of(run)
+    expected = ["numpy.add", "numpy.add", "numpy.subtract", "numpy.multiply", "numpy.divide", "numpy.matmul",
+                "numpy.negative", "numpy.square", "numpy.less", "numpy.equal", "numpy.add", "numpy.add",
+                "numpy.add", "numpy.linalg.det"]
+    # a.copy(), np.full, np.eye and np.empty may add array-function or copyto records in between.
+    it = iter(ops)
+    assert all(op in it for op in expected), ops
+    for record in run.records():
+        assert record["level"] in ("ufunc", "array_function", "ufunc_method")
+        assert record["source"].endswith(":<module>") and "prog" in record["source"]
+
+
+def test_values_match_recomputation(runner):
+    run = runner.run(CALL_PATHS)
+    checks = {"numpy.add": np.add, "numpy.subtract": np.subtract, "numpy.multiply": np.multiply,
+              "numpy.divide": np.divide, "numpy.matmul": np.matmul, "numpy.less": np.less}
+    seen = 0
+    for record in run.records():
+        fn = checks.get(record["op"])
+        if fn is None or record["kwargs"]:
+            continue
+        inputs = [run.load(a["file"]) for a in arrays_in(record["args"])]
+        if len(inputs) != 2:
+            continue
+        out = run.load(record["outputs"][0]["file"])
+        np.testing.assert_array_equal(out, fn(*inputs))
+        seen += 1
+    assert seen >= 6
+
+
+def test_inputs_are_snapshotted_before_the_call(runner):
+    code = """
+import numpy as np
+a = np.arange(3.0)
+b = np.ones(3)
+a += b                       # add(a, b, out=a): input1 must hold the old a
+big = np.arange(200000.0)
+t = big + big + big          # temporary elision: add(tmp, big, out=tmp)
+np.multiply(big, 2.0, out=big)
+"""
+    run = runner.run(code)
+    recs = [r for r in run.records() if r["op"] in ("numpy.add", "numpy.multiply")]
+    inplace = recs[0]
+    np.testing.assert_array_equal(run.load(arrays_in(inplace["args"])[0]["file"]), [0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(run.load(inplace["outputs"][0]["file"]), [1.0, 2.0, 3.0])
+    # The out= argument is the same object as input 1: recorded once, pointing at the same file.
+    assert arrays_in(inplace["args"])[2]["file"] == arrays_in(inplace["args"])[0]["file"]
+    elided = recs[2]
+    first = run.load(arrays_in(elided["args"])[0]["file"])
+    np.testing.assert_array_equal(first, np.arange(200000.0) * 2)
+    np.testing.assert_array_equal(run.load(elided["outputs"][0]["file"]), np.arange(200000.0) * 3)
+    mult = recs[3]
+    np.testing.assert_array_equal(run.load(arrays_in(mult["args"])[0]["file"]), np.arange(200000.0))
+
+
+def test_ufunc_methods(runner):
+    code = """
+import numpy as np
+a = np.arange(6.0).reshape(2, 3)
+r = [a.sum(), np.sum(a, axis=0), a.max(), np.add.accumulate(a, axis=1),
+     np.add.reduceat(np.arange(8), [0, 4, 6]), np.multiply.outer([1, 2], [3, 4])]
+idx = np.zeros(3)
+np.add.at(idx, [0, 0, 2], 1.0)
+print(float(r[0]), idx.tolist())
+"""
+    run = runner.run(code)
+    assert run.stdout == "15.0 [2.0, 0.0, 1.0]\n"
+    by_op = {}
+    for r in run.records():
+        by_op.setdefault(r["op"], []).append(r)
+    assert {"numpy.add.reduce", "numpy.maximum.reduce", "numpy.add.accumulate", "numpy.add.reduceat",
+            "numpy.multiply.outer", "numpy.add.at"} <= set(by_op)
+    assert all(r["level"] == "ufunc_method" for r in by_op["numpy.add.reduce"])
+    total = by_op["numpy.add.reduce"][0]
+    assert float(run.load(total["outputs"][0]["file"])) == 15.0
+    at = by_op["numpy.add.at"][0]
+    np.testing.assert_array_equal(run.load(arrays_in(at["args"])[0]["file"]), np.zeros(3))
+
+
+def test_array_functions_and_nesting(runner):
+    code = """
+import numpy as np
+a = np.arange(6.0).reshape(2, 3)
+m = np.mean(a)
+c = np.concatenate([a, a])
+s = np.stack([a, a])
+d = np.dot(a, a.T)
+n = np.linalg.norm(a)
+w = np.where(a > 2, a, 0)
+"""
+    flat = runner.run(code, env={"OPHOOK_NESTED": "0"})
+    ops = ops_of(flat)
+    for op in ("numpy.mean", "numpy.concatenate", "numpy.stack", "numpy.dot", "numpy.linalg.norm", "numpy.where"):
+        assert op in ops
+    assert all(r["depth"] == 0 for r in flat.records())
+    mean_index = ops.index("numpy.mean")
+    assert ops[mean_index + 1] != "numpy.add.reduce"  # np.mean's inner reduce is not recorded
+
+    nested = runner.run(code, env={"OPHOOK_NESTED": "1"})
+    recs = nested.records()
+    mean = next(r for r in recs if r["op"] == "numpy.mean")
+    inner = [r for r in recs if r["seq"] > mean["seq"] and r["depth"] == 1]
+    assert inner and inner[0]["op"] == "numpy.add.reduce"
+    assert [r["seq"] for r in recs] == list(range(len(recs)))
+    concat = next(r for r in recs if r["op"] == "numpy.concatenate")
+    parts = [nested.load(x["file"]) for x in arrays_in(concat["args"])]
+    np.testing.assert_array_equal(nested.load(concat["outputs"][0]["file"]), np.concatenate(parts))
+
+
+def test_exceptions_propagate_unchanged_and_are_recorded(runner):
+    code = """
+import numpy as np
+try:
+    np.add(np.ones(3), np.ones(4))
+except ValueError as e:
+    print("ValueError", e)
+try:
+    np.concatenate([np.ones((2, 2)), np.ones(3)])
+except ValueError as e:
+    print("ValueError", e)
+"""
+    plain = runner.run(code, how="plain")
+    run = runner.run(code)
+    assert run.stdout == plain.stdout
+    recs = [r for r in run.records() if r["op"] != "numpy.copyto"]  # np.ones fills through copyto
+    assert recs[0]["op"] == "numpy.add" and recs[0]["outputs"] == []
+    assert recs[0]["error"].startswith("ValueError: operands could not be broadcast")
+    assert recs[1]["op"] == "numpy.concatenate" and recs[1]["error"].startswith("ValueError")
+
+
+def test_identity_and_pickling_are_kept(runner):
+    code = """
+import pickle, numpy as np, numpy.linalg
+original = np.add
+print(np.add is original, isinstance(np.add, np.ufunc), type(np.add).__name__)
+print(pickle.loads(pickle.dumps(np.add)) is np.add, np.add.__call__.__self__ is np.add)
+print(type(np.concatenate).__name__, np.concatenate.__name__, np.concatenate.__module__)
+print(np.add.reduce.__name__, np.add.__doc__[:20] == np.add.__doc__[:20])
+"""
+    plain = runner.run(code, how="plain")
+    run = runner.run(code)
+    assert run.stdout == plain.stdout
+    assert run.stdout.splitlines()[0] == "True True ufunc"
+
+
+def test_uninstall_restores_every_pointer(runner):
+    code = """
+import numpy as np, ophook
+from ophook import _ophook
+a = np.ones(3)
+a + a
+before = _ophook.patched_count()
+ophook.uninstall()
+after = _ophook.patched_count()
+a + a; a.sum(); np.concatenate([a, a])
+ophook.flush()
+print(before > 100, after)
+"""
+    run = runner.run(code)
+    assert run.stdout == "True 0\n"
+    assert ops_of(run)[-1] == "numpy.add" and "numpy.concatenate" not in ops_of(run)
+
+
+def test_program_output_is_unchanged_for_the_example(runner):
+    from conftest import SOURCE_DIR
+
+    code = (SOURCE_DIR / "examples" / "numpy_ops.py").read_text()
+    plain = runner.run(code, how="plain")
+    for mode in ("trace", "stats", "dump"):
+        run = runner.run(code, env={"OPHOOK_MODE": mode})
+        assert run.stdout == plain.stdout
+        assert len(run.records()) > 20

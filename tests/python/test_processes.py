@@ -1,0 +1,146 @@
+"""Per-process output directories (root, pid<PID>/, rank<R>/), fork, and the Python API."""
+import json
+import os
+
+import numpy as np
+
+from conftest import SHIM_DIR
+
+# The package importable without being started: what `pip install` gives, or the shim directory
+# on sys.path (not PYTHONPATH, whose sitecustomize would start recording at once).
+IMPORTABLE = "import sys\nsys.path.insert(0, %r)\n" % str(SHIM_DIR)
+
+
+def test_fork_child_writes_its_own_directory(runner):
+    code = """
+import os, numpy as np
+a = np.arange(100000.0)
+for _ in range(20):
+    a = a + 1.0          # keep the writer busy while forking
+pid = os.fork()
+if pid == 0:
+    b = np.arange(3.0) * 2.0
+    os._exit(0)
+os.waitpid(pid, 0)
+c = np.arange(3.0) - 1.0
+print(pid)
+"""
+    run = runner.run(code, timeout=60)
+    child = int(run.stdout)
+    parent_ops = [r["op"] for r in run.records()]
+    assert parent_ops.count("numpy.add") == 20 and parent_ops[-1] == "numpy.subtract"
+    child_records = run.records("pid%d" % child)
+    assert [r["op"] for r in child_records] == ["numpy.multiply"]
+    assert child_records[0]["seq"] == 0 and child_records[0]["pid"] == child
+    np.testing.assert_array_equal(run.load(child_records[0]["outputs"][0]["file"], "pid%d" % child), [0.0, 2.0, 4.0])
+
+
+def test_fork_loop_without_exec(runner):
+    code = """
+import os, numpy as np
+pids = []
+for i in range(10):
+    pid = os.fork()
+    if pid == 0:
+        np.add(np.arange(2.0), i)
+        os._exit(0)
+    pids.append(pid)
+for pid in pids:
+    os.waitpid(pid, 0)
+print(" ".join(map(str, pids)))
+"""
+    run = runner.run(code, timeout=120)
+    for pid in map(int, run.stdout.split()):
+        records = run.records("pid%d" % pid)
+        assert [r["op"] for r in records] == ["numpy.add"]
+
+
+def test_python_children_and_ranks(runner, tmp_path):
+    code = """
+import os, subprocess, sys, numpy as np
+np.ones(2) + 1
+child = "import numpy as np; np.ones(2) * 3"
+p = subprocess.run([sys.executable, "-c", child], check=True)
+env = dict(os.environ, RANK="1")
+subprocess.run([sys.executable, "-c", child], env=env, check=True)
+print("ok")
+"""
+    run = runner.run(code, timeout=120)
+    assert run.stdout == "ok\n"
+    ops = [r["op"] for r in run.records()]
+    assert "numpy.add" in ops and "numpy.multiply" not in ops
+    pid_dirs = [d for d in run.output.iterdir() if d.name.startswith("pid")]
+    assert len(pid_dirs) == 1
+    assert [r["op"] for r in run.records(pid_dirs[0].name)][-1] == "numpy.multiply"
+    assert [r["op"] for r in run.records("rank1")][-1] == "numpy.multiply"
+
+
+def test_a_new_run_replaces_only_the_files_it_names(runner, tmp_path):
+    out = tmp_path / "shared_out"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me")
+    (out / "op_numpy.old_input1_000099.npy").write_bytes(b"stale")
+    runner.run("import numpy as np\nnp.ones(2) + 1\n", env={"OPHOOK_OUTPUT": str(out)})
+    assert (out / "notes.txt").read_text() == "keep me"
+    assert not (out / "op_numpy.old_input1_000099.npy").exists()
+    assert len((out / "trace.jsonl").read_text().splitlines()) == 2
+
+
+def test_tracer_context_manager_without_preload(runner, tmp_path):
+    code = IMPORTABLE + """
+import numpy as np, ophook
+a = np.ones(3)
+a + a                                   # before: not recorded
+with ophook.Tracer(output_path=%r, levels=["numpy"], mode="stats"):
+    b = a * 2
+    b.sum()
+a - a                                   # after: not recorded
+with ophook.Tracer(output=%r, mode="dump", include="subtract"):
+    a - a
+    a + a
+print("done")
+""" % (str(tmp_path / "first"), str(tmp_path / "second"))
+    run = runner.run(code, how="plain")
+    assert run.stdout == "done\n"
+    first = [json.loads(l) for l in (tmp_path / "first" / "trace.jsonl").read_text().splitlines()]
+    assert [r["op"] for r in first] == ["numpy.multiply", "numpy.add.reduce"]
+    assert first[0]["args"][0]["stats"]["max"] == 1.0 and first[0]["args"][0]["file"] is None
+    summary = json.loads((tmp_path / "first" / "summary.json").read_text())
+    assert summary["totals"]["calls"] == 2 and summary["config"]["mode"] == "stats"
+    second = [json.loads(l) for l in (tmp_path / "second" / "trace.jsonl").read_text().splitlines()]
+    assert [r["op"] for r in second] == ["numpy.subtract"] and second[0]["seq"] == 0
+
+
+def test_install_flush_uninstall(runner, tmp_path):
+    code = IMPORTABLE + """
+import numpy as np, ophook, json
+ophook.install(output=%r, mode="trace")
+np.arange(4.0) * 3
+ophook.flush()
+lines = open(%r).read().splitlines()
+print(len(lines), json.loads(lines[0])["op"])
+ophook.uninstall()
+np.arange(4.0) * 3
+""" % (str(tmp_path / "api"), str(tmp_path / "api" / "trace.jsonl"))
+    run = runner.run(code, how="plain")
+    assert run.stdout.split()[0] in ("1", "2")
+    assert "numpy.multiply" in run.stdout or "numpy.arange" in run.stdout
+    records = [json.loads(l) for l in (tmp_path / "api" / "trace.jsonl").read_text().splitlines()]
+    assert [r["op"] for r in records] == ["numpy.multiply"]
+
+
+def test_summary_and_api_files(runner):
+    code = "import numpy as np\na = np.arange(6.0).reshape(2, 3)\nfor _ in range(3):\n    a = a + a\nnp.concatenate([a, a])\n"
+    run = runner.run(code)
+    summary = run.summary()
+    assert summary["totals"]["calls"] == 4 and summary["totals"]["ops"] == 2
+    assert summary["ops"]["numpy.add"]["count"] == 3
+    assert summary["versions"]["numpy"] == np.__version__
+    assert summary["totals"]["files"] == len(list(run.output.glob("*.npy")))
+    api_trace = (run.output / "api_trace.txt").read_text().splitlines()
+    assert api_trace[0] == 'numpy.add(Array([2, 3], "float64"), Array([2, 3], "float64"))'
+    assert api_trace[3] == 'numpy.concatenate([Array([2, 3], "float64"), Array([2, 3], "float64")])'
+    assert (run.output / "api_apis.txt").read_text() == "numpy.add\nnumpy.concatenate\n"
+    assert len((run.output / "api_configs.txt").read_text().splitlines()) == 2
+    stats = (run.output / "api_statistics.txt").read_text()
+    assert stats.startswith("Total APIs: 2\nTotal API calls: 4\n\nnumpy.add: 3 (75.00%)")
