@@ -91,7 +91,8 @@ void solve(Symbols a, Symbols b, std::size_t ao, std::size_t bo, std::vector<Mat
   if (!a_mid.empty() && !b_mid.empty()) {
     if (a_mid.size() == 1) {
       auto hit = std::find(b_mid.begin(), b_mid.end(), a_mid[0]);
-      if (hit != b_mid.end()) out.emplace_back(ao, bo + static_cast<std::size_t>(hit - b_mid.begin()));
+      if (hit != b_mid.end())
+        out.emplace_back(ao, bo + static_cast<std::size_t>(hit - b_mid.begin()));
     } else if (a_mid.size() * b_mid.size() <= kTableCells) {
       solve_with_table(a_mid, b_mid, ao, bo, out);
     } else {

@@ -78,11 +78,13 @@ void accumulate_complex(const double* ar, const double* ai, const double* br, co
     const bool finite_a = std::isfinite(ar[i]) && std::isfinite(ai[i]);
     const bool finite_b = std::isfinite(br[i]) && std::isfinite(bi[i]);
     if (finite_a && finite_b) {
-      acc.finite_pair(std::hypot(ar[i] - br[i], ai[i] - bi[i]), std::hypot(ar[i], ai[i]),
-                      base + i, tol);
+      acc.finite_pair(std::hypot(ar[i] - br[i], ai[i] - bi[i]), std::hypot(ar[i], ai[i]), base + i,
+                      tol);
       acc.dot += static_cast<long double>(ar[i]) * br[i] + static_cast<long double>(ai[i]) * bi[i];
-      acc.norm_a += static_cast<long double>(ar[i]) * ar[i] + static_cast<long double>(ai[i]) * ai[i];
-      acc.norm_b += static_cast<long double>(br[i]) * br[i] + static_cast<long double>(bi[i]) * bi[i];
+      acc.norm_a +=
+          static_cast<long double>(ar[i]) * ar[i] + static_cast<long double>(ai[i]) * ai[i];
+      acc.norm_b +=
+          static_cast<long double>(br[i]) * br[i] + static_cast<long double>(bi[i]) * bi[i];
     } else {
       const bool nan_a = std::isnan(ar[i]) || std::isnan(ai[i]);
       const bool nan_b = std::isnan(br[i]) || std::isnan(bi[i]);
@@ -92,8 +94,7 @@ void accumulate_complex(const double* ar, const double* ai, const double* br, co
 }
 
 Accumulator compare_range(const ElementType& ta, const ElementType& tb, const BufferView& a,
-                          const BufferView& b, std::size_t first, std::size_t last,
-                          Tolerance tol) {
+                          const BufferView& b, std::size_t first, std::size_t last, Tolerance tol) {
   const bool complex = ta.kind == ElementKind::Complex || tb.kind == ElementKind::Complex;
   std::vector<double> buffer(4 * kBlock);
   double* x = buffer.data();

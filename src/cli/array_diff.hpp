@@ -44,9 +44,9 @@ struct BufferView {
   std::span<const std::byte> data;
 };
 
-/// Compares two buffers of the same shape element by element; `a` is the reference (BASE). Numeric descrs (bool, ints,
-/// floats incl. float16, complex; any byte order) are compared as numbers, also across
-/// different numeric dtypes (dtype_mismatch is set by the caller, which knows the dtypes it
+/// Compares two buffers of the same shape element by element; `a` is the reference (BASE). Numeric
+/// descrs (bool, ints, floats incl. float16, complex; any byte order) are compared as numbers, also
+/// across different numeric dtypes (dtype_mismatch is set by the caller, which knows the dtypes it
 /// wants to report). Other descrs are compared bytewise per element. Identical bytes take a
 /// memcmp fast path. Uses up to `threads` threads for large buffers. Pure, thread-safe.
 ArrayDiff compare_buffers(const BufferView& a, const BufferView& b, Tolerance tolerance,

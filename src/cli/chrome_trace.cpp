@@ -23,8 +23,10 @@ std::string compact(const json& value) {
 
 /// The pid a process's records carry (the first record's), for naming it.
 std::int64_t process_pid(const ProcessRun& process) {
-  if (!process.records.empty() && process.records.front().pid != 0) return process.records.front().pid;
-  if (process.summary && process.summary->contains("pid") && (*process.summary)["pid"].is_number_integer()) {
+  if (!process.records.empty() && process.records.front().pid != 0)
+    return process.records.front().pid;
+  if (process.summary && process.summary->contains("pid") &&
+      (*process.summary)["pid"].is_number_integer()) {
     return (*process.summary)["pid"].get<std::int64_t>();
   }
   return 0;
@@ -63,12 +65,18 @@ void write_chrome_trace(const RunReport& report, std::ostream& out) {
   };
   for (const ProcessRun& process : report.processes) {
     const std::int64_t pid = process_pid(process);
-    emit({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0},
+    emit({{"name", "process_name"},
+          {"ph", "M"},
+          {"pid", pid},
+          {"tid", 0},
           {"args", {{"name", fmt::format("{} (pid {})", process.label, pid)}}}});
     std::set<std::pair<std::int64_t, std::int64_t>> threads;
     for (const TraceRecord& r : process.records) threads.emplace(r.pid != 0 ? r.pid : pid, r.tid);
     for (const auto& [thread_pid, tid] : threads) {
-      emit({{"name", "thread_name"}, {"ph", "M"}, {"pid", thread_pid}, {"tid", tid},
+      emit({{"name", "thread_name"},
+            {"ph", "M"},
+            {"pid", thread_pid},
+            {"tid", tid},
             {"args", {{"name", fmt::format("tid {}", tid)}}}});
     }
     for (const TraceRecord& r : process.records) emit(chrome_event(r, pid));

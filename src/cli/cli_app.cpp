@@ -37,6 +37,8 @@ int execute_guarded(Command& command, const std::string& name) {
     std::cerr << "ophook " << name << ": error: " << e.what() << '\n';
   } catch (const std::exception& e) {
     std::cerr << "ophook " << name << ": internal error: " << e.what() << '\n';
+  } catch (...) {
+    std::cerr << "ophook " << name << ": internal error\n";
   }
   return kExitUsage;
 }
@@ -52,7 +54,6 @@ int run_cli(int argc, char** argv) {
   app.set_version_flag("--version", std::string("ophook ") + OPHOOK_VERSION,
                        "Print the version and exit");
   app.require_subcommand(1);
-  app.fallthrough(false);
   app.footer(
       "Run 'ophook SUBCOMMAND --help' for the options of each subcommand.\n"
       "Exit status: 0 success; 1 'compare' found differences; 2 usage or input error;\n"

@@ -51,8 +51,7 @@ CLI::App* CompareCommand::attach(CLI::App& app) {
       ->type_name("FILE");
   sub->add_option("--html", html_path_, "also write a self-contained HTML report to FILE")
       ->type_name("FILE");
-  sub->add_option("--threads", threads_, "worker threads (default: all cores)")
-      ->type_name("N");
+  sub->add_option("--threads", threads_, "worker threads (default: all cores)")->type_name("N");
   sub->footer(
       "Pairs the calls of two output directories - one to one when the op sequences are equal,\n"
       "else aligned by op name (longest common subsequence) - and compares every array of every\n"
@@ -61,7 +60,9 @@ CLI::App* CompareCommand::attach(CLI::App& app) {
       "similarity, shape/dtype/NaN-pattern mismatches), the calls it could not pair and a\n"
       "verdict line.\n"
       "Values are close when |new - base| <= atol + rtol * |base| (NaN matches NaN, Inf the\n"
-      "same Inf). A truncated last line of a trace.jsonl is ignored with a warning.\n"
+      "same Inf). Arrays holding uninitialized memory in both runs (outputs of torch.empty &\n"
+      "co., recognised by their digest wherever they reappear) are not compared.\n"
+      "A truncated last line of a trace.jsonl is ignored with a warning.\n"
       "Exit status: 0 all pairs within tolerance and nothing unmatched; 1 differences or\n"
       "unmatched calls; 2 usage or input error (missing directory or trace.jsonl, malformed\n"
       "trace line, missing or corrupt .npy file) - the message names the file.\n");

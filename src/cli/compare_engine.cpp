@@ -72,7 +72,8 @@ void align(CompareResult& result) {
 /// Small pairs go through all threads one pair each; large ones then run one at a time with
 /// all threads inside the array kernel.
 void compare_pairs(CompareResult& result, const CompareOptions& options) {
-  const RunDirs dirs{options.base_dir, options.new_dir};
+  const PairContext context{options.base_dir, options.new_dir, options.tolerance,
+                            UninitializedMemory(result.base), UninitializedMemory(result.other)};
   std::vector<std::size_t> small, large;
   for (std::size_t i = 0; i < result.pairs.size(); ++i) {
     const PairResult& p = result.pairs[i];
@@ -80,8 +81,7 @@ void compare_pairs(CompareResult& result, const CompareOptions& options) {
   }
   auto run = [&](std::size_t index, unsigned threads) {
     PairResult& p = result.pairs[index];
-    PairResult done = compare_records(result.base[p.base], result.other[p.other], dirs,
-                                      options.tolerance, threads);
+    PairResult done = compare_records(result.base[p.base], result.other[p.other], context, threads);
     done.base = p.base;
     done.other = p.other;
     p = std::move(done);
@@ -108,6 +108,7 @@ void add_pair(OpSummary& s, const PairResult& pair) {
   for (const ValueResult& v : pair.values) {
     const ArrayDiff& d = v.diff;
     if (v.method == ValueMethod::Missing) ++s.missing_values;
+    if (v.method == ValueMethod::Uninitialized) ++s.uninitialized_values;
     if (d.shape_mismatch) ++s.shape_mismatches;
     if (d.dtype_mismatch) ++s.dtype_mismatches;
     if (d.nonfinite_mismatch > 0) ++s.nonfinite_mismatches;
@@ -148,12 +149,14 @@ void summarise(CompareResult& result) {
     }
     if (divergent && !result.first_divergent_step) result.first_divergent_step = s;
   }
-  std::stable_sort(result.ops.begin(), result.ops.end(), [](const OpSummary& x, const OpSummary& y) {
-    const bool dx = x.differing + x.unmatched_base + x.unmatched_new > 0;
-    const bool dy = y.differing + y.unmatched_base + y.unmatched_new > 0;
-    if (dx != dy) return dx;
-    return x.first_step < y.first_step;
-  });
+  for (const OpSummary& op : result.ops) result.uninitialized_values += op.uninitialized_values;
+  std::stable_sort(result.ops.begin(), result.ops.end(),
+                   [](const OpSummary& x, const OpSummary& y) {
+                     const bool dx = x.differing + x.unmatched_base + x.unmatched_new > 0;
+                     const bool dy = y.differing + y.unmatched_base + y.unmatched_new > 0;
+                     if (dx != dy) return dx;
+                     return x.first_step < y.first_step;
+                   });
 }
 
 }  // namespace
@@ -165,8 +168,10 @@ CompareResult run_comparison(const CompareOptions& options) {
   result.base_dir = options.base_dir;
   result.new_dir = options.new_dir;
   result.tolerance = options.tolerance;
-  result.base = read_trace(options.base_dir / "trace.jsonl", result.warnings, options.threads).records;
-  result.other = read_trace(options.new_dir / "trace.jsonl", result.warnings, options.threads).records;
+  result.base =
+      read_trace(options.base_dir / "trace.jsonl", result.warnings, options.threads).records;
+  result.other =
+      read_trace(options.new_dir / "trace.jsonl", result.warnings, options.threads).records;
   align(result);
   compare_pairs(result, options);
   summarise(result);

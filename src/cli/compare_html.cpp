@@ -25,13 +25,16 @@ void add_chart(const CompareResult& r, HtmlPage& page) {
   points.reserve(r.pairs.size());
   for (const PairResult& pair : r.pairs) {
     const TraceRecord& b = r.base[pair.base];
-    points.push_back({static_cast<double>(b.seq), pair.max_abs, pair.differs,
-                      fmt::format("seq {} {}: max abs err {}", b.seq, b.op, format_error(pair.max_abs))});
+    points.push_back(
+        {static_cast<double>(b.seq), pair.max_abs, pair.differs,
+         fmt::format("seq {} {}: max abs err {}", b.seq, b.op, format_error(pair.max_abs))});
   }
   std::vector<double> ticks;
   for (const AlignStep& step : r.steps) {
-    if (step.base >= 0 && step.other < 0) ticks.push_back(static_cast<double>(r.base[step.base].seq));
-    if (step.other >= 0 && step.base < 0) ticks.push_back(static_cast<double>(r.other[step.other].seq));
+    if (step.base >= 0 && step.other < 0)
+      ticks.push_back(static_cast<double>(r.base[step.base].seq));
+    if (step.other >= 0 && step.base < 0)
+      ticks.push_back(static_cast<double>(r.other[step.other].seq));
   }
   std::optional<double> marker;
   if (r.first_divergent_step) {
@@ -39,8 +42,10 @@ void add_chart(const CompareResult& r, HtmlPage& page) {
     marker = static_cast<double>(step.base >= 0 ? r.base[step.base].seq : r.other[step.other].seq);
   }
   page.heading("Max abs error along the run");
-  page.paragraph("One point per paired call (the largest per pixel column); red: outside "
-                 "tolerance; orange ticks: unmatched calls.", "note");
+  page.paragraph(
+      "One point per paired call (the largest per pixel column); red: outside "
+      "tolerance; orange ticks: unmatched calls.",
+      "note");
   page.raw(svg_error_chart(points, ticks, marker, "seq"));
 }
 
@@ -64,21 +69,30 @@ void add_first_divergence(const CompareResult& r, HtmlPage& page) {
     for (const std::string& reason : pair_reasons(*pair, 16)) page.paragraph(reason, "note");
   } else {
     page.paragraph(step.base >= 0 ? "extra call in BASE (no counterpart in NEW)"
-                                  : "extra call in NEW (no counterpart in BASE)", "note");
+                                  : "extra call in NEW (no counterpart in BASE)",
+                   "note");
   }
 }
 
 void add_op_table(const CompareResult& r, HtmlPage& page) {
   page.heading("Per op");
   std::vector<std::vector<std::string>> rows;
+  std::vector<bool> flagged;
   for (const OpSummary& s : r.ops) {
+    flagged.push_back(s.differing + s.unmatched_base + s.unmatched_new > 0);
     rows.push_back({s.op, std::to_string(s.pairs), std::to_string(s.differing),
                     s.has_errors ? format_error(s.max_abs) : "-",
                     s.rel_known() ? format_error(s.max_rel) : "-",
                     s.cosine_known() ? format_cosine(s.min_cosine) : "-", s.mismatch_text()});
   }
   page.table({"op", "pairs", "differing", "max abs err", "max rel err", "min cosine", "mismatches"},
-             rows);
+             rows, flagged);
+  if (r.uninitialized_values > 0) {
+    page.paragraph(fmt::format("{} values not compared: uninitialized memory in both runs (outputs "
+                               "of torch.empty & co., and the same bytes passed on).",
+                               r.uninitialized_values),
+                   "note");
+  }
 }
 
 void add_differing(const CompareResult& r, HtmlPage& page) {
@@ -101,8 +115,8 @@ void add_differing(const CompareResult& r, HtmlPage& page) {
 void add_unmatched(const CompareResult& r, HtmlPage& page) {
   const std::size_t total = r.unmatched_base + r.unmatched_new;
   if (total == 0) return;
-  page.heading(fmt::format("Unmatched calls ({} in BASE, {} in NEW)", r.unmatched_base,
-                           r.unmatched_new));
+  page.heading(
+      fmt::format("Unmatched calls ({} in BASE, {} in NEW)", r.unmatched_base, r.unmatched_new));
   std::vector<std::vector<std::string>> rows;
   for (const AlignStep& step : r.steps) {
     if (step.paired()) continue;
@@ -121,11 +135,12 @@ void add_unmatched(const CompareResult& r, HtmlPage& page) {
 
 std::string render_compare_html(const CompareResult& r) {
   HtmlPage page("ophook compare");
-  page.facts({{"BASE", fmt::format("{} ({} calls)", r.base_dir.string(), r.base.size())},
-              {"NEW", fmt::format("{} ({} calls)", r.new_dir.string(), r.other.size())},
-              {"pairing", r.identical_sequences ? "identical op sequences"
-                                                : "aligned by op name (longest common subsequence)"},
-              {"tolerance", fmt::format("rtol={:g}, atol={:g}", r.tolerance.rtol, r.tolerance.atol)}});
+  page.facts(
+      {{"BASE", fmt::format("{} ({} calls)", r.base_dir.string(), r.base.size())},
+       {"NEW", fmt::format("{} ({} calls)", r.new_dir.string(), r.other.size())},
+       {"pairing", r.identical_sequences ? "identical op sequences"
+                                         : "aligned by op name (longest common subsequence)"},
+       {"tolerance", fmt::format("rtol={:g}, atol={:g}", r.tolerance.rtol, r.tolerance.atol)}});
   page.paragraph(verdict_text(r), r.same() ? "ok" : "bad");
   for (const std::string& warning : r.warnings) page.paragraph("warning: " + warning, "note");
   add_chart(r, page);

@@ -24,8 +24,12 @@ std::string compact(const json& value) {
 json nullable(const std::optional<std::string>& value) { return value ? json(*value) : json(); }
 
 json record_json(const TraceRecord& r) {
-  return {{"seq", r.seq},           {"op", r.op},         {"source", nullable(r.source)},
-          {"module", nullable(r.module)}, {"phase", nullable(r.phase)}, {"line", r.line}};
+  return {{"seq", r.seq},
+          {"op", r.op},
+          {"source", nullable(r.source)},
+          {"module", nullable(r.module)},
+          {"phase", nullable(r.phase)},
+          {"line", r.line}};
 }
 
 json value_json(const ValueResult& v) {
@@ -79,7 +83,8 @@ json op_json(const OpSummary& s) {
           {"one_sided_values", s.missing_values},
           {"exception_mismatches", s.error_mismatches},
           {"unmatched_base", s.unmatched_base},
-          {"unmatched_new", s.unmatched_new}};
+          {"unmatched_new", s.unmatched_new},
+          {"uninitialized_values", s.uninitialized_values}};
 }
 
 json first_divergence_json(const CompareResult& r) {
@@ -103,26 +108,27 @@ json number_json(double value) {
 }
 
 void write_compare_json(const CompareResult& r, std::ostream& out) {
-  const json head = {
-      {"base", {{"dir", r.base_dir.string()}, {"calls", r.base.size()}}},
-      {"new", {{"dir", r.new_dir.string()}, {"calls", r.other.size()}}},
-      {"rtol", r.tolerance.rtol},
-      {"atol", r.tolerance.atol},
-      {"verdict", r.same() ? "same" : "different"},
-      {"summary", verdict_text(r)},
-      {"identical_sequences", r.identical_sequences},
-      {"pairs_total", r.pairs.size()},
-      {"differing_pairs", r.differing_pairs},
-      {"unmatched_base", r.unmatched_base},
-      {"unmatched_new", r.unmatched_new},
-      {"first_divergence", first_divergence_json(r)},
-      {"warnings", r.warnings}};
+  const json head = {{"base", {{"dir", r.base_dir.string()}, {"calls", r.base.size()}}},
+                     {"new", {{"dir", r.new_dir.string()}, {"calls", r.other.size()}}},
+                     {"rtol", r.tolerance.rtol},
+                     {"atol", r.tolerance.atol},
+                     {"verdict", r.same() ? "same" : "different"},
+                     {"summary", verdict_text(r)},
+                     {"identical_sequences", r.identical_sequences},
+                     {"pairs_total", r.pairs.size()},
+                     {"differing_pairs", r.differing_pairs},
+                     {"unmatched_base", r.unmatched_base},
+                     {"unmatched_new", r.unmatched_new},
+                     {"uninitialized_values", r.uninitialized_values},
+                     {"first_divergence", first_divergence_json(r)},
+                     {"warnings", r.warnings}};
   // The head without its closing brace, then the long lists streamed item by item.
   std::string text = head.dump(1, ' ', false, json::error_handler_t::replace);
   text.resize(text.find_last_of('}'));
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   out << text << ",\n \"ops\": [";
-  for (std::size_t i = 0; i < r.ops.size(); ++i) out << (i ? ",\n  " : "\n  ") << compact(op_json(r.ops[i]));
+  for (std::size_t i = 0; i < r.ops.size(); ++i)
+    out << (i ? ",\n  " : "\n  ") << compact(op_json(r.ops[i]));
   out << "\n ],\n \"unmatched\": [";
   bool first = true;
   for (const AlignStep& step : r.steps) {

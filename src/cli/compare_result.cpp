@@ -10,11 +10,18 @@ namespace ophook::cli {
 
 const char* to_string(ValueMethod method) {
   switch (method) {
-    case ValueMethod::Data: return "data";
-    case ValueMethod::Stats: return "stats";
-    case ValueMethod::Spec: return "spec";
-    case ValueMethod::Scalar: return "scalar";
-    case ValueMethod::Missing: return "missing";
+    case ValueMethod::Data:
+      return "data";
+    case ValueMethod::Stats:
+      return "stats";
+    case ValueMethod::Spec:
+      return "spec";
+    case ValueMethod::Scalar:
+      return "scalar";
+    case ValueMethod::Missing:
+      return "missing";
+    case ValueMethod::Uninitialized:
+      return "uninitialized";
   }
   return "?";
 }
@@ -64,12 +71,13 @@ std::string ValueResult::describe() const {
   }
   std::string text = where + ":";
   if (diff.nonfinite_mismatch > 0) {
-    text += fmt::format(" NaN/Inf pattern differs ({}{});",
-                        diff.nonfinite_mismatch, method == ValueMethod::Stats ? " in counts" : " positions");
+    text += fmt::format(" NaN/Inf pattern differs ({}{});", diff.nonfinite_mismatch,
+                        method == ValueMethod::Stats ? " in counts" : " positions");
   }
   if (method == ValueMethod::Stats) {
-    text += fmt::format(" {} of min/max/mean/std not close, largest difference {} (statistics only)",
-                        diff.not_close, format_error(diff.max_abs));
+    text +=
+        fmt::format(" {} of min/max/mean/std not close, largest difference {} (statistics only)",
+                    diff.not_close, format_error(diff.max_abs));
     return text;
   }
   text += fmt::format(" {}/{} elements not close, max abs err {}", diff.not_close, diff.elements,

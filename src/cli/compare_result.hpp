@@ -14,11 +14,12 @@ namespace ophook::cli {
 
 /// What a value comparison could rest on.
 enum class ValueMethod : std::uint8_t {
-  Data,     // both .npy files, element by element
-  Stats,    // recorded statistics (equal xxh64 → bitwise equal)
-  Spec,     // shape and dtype only: no data or statistics on one side
-  Scalar,   // a plain JSON number/string/bool in the record
-  Missing,  // the value exists in one record only
+  Data,           // both .npy files, element by element
+  Stats,          // recorded statistics (equal xxh64 → bitwise equal)
+  Spec,           // shape and dtype only: no data or statistics on one side
+  Scalar,         // a plain JSON number/string/bool in the record
+  Missing,        // the value exists in one record only
+  Uninitialized,  // uninitialized memory (torch.empty & co.) in both runs: not compared
 };
 
 const char* to_string(ValueMethod method);
@@ -48,9 +49,9 @@ struct PairResult {
   std::vector<ValueResult> values;
   std::string error_note;  // non-empty when the calls raised different exceptions
   bool differs = false;
-  double max_abs = 0;         // over values compared numerically; 0 when none
-  double max_rel = 0;         // 0 unless has_rel (statistics give no relative error)
-  double min_cosine = 1;      // NaN-free minimum; 1 when nothing defined it
+  double max_abs = 0;     // over values compared numerically; 0 when none
+  double max_rel = 0;     // 0 unless has_rel (statistics give no relative error)
+  double min_cosine = 1;  // NaN-free minimum; 1 when nothing defined it
   bool has_rel = false, has_cosine = false;
   bool stats_only = false;  // a value not bitwise equal was compared by statistics only
   bool rel_known() const { return has_rel && !stats_only; }
@@ -68,6 +69,7 @@ struct OpSummary {
   bool cosine_known() const { return has_cosine && !stats_only; }
   std::size_t shape_mismatches = 0, dtype_mismatches = 0, nonfinite_mismatches = 0;
   std::size_t missing_values = 0, error_mismatches = 0, not_close_values = 0;
+  std::size_t uninitialized_values = 0;  // skipped, not a mismatch
   std::size_t unmatched_base = 0, unmatched_new = 0;
   std::int64_t first_step = -1;  // first alignment step of this op (for ordering)
 
@@ -92,6 +94,7 @@ struct CompareResult {
   std::vector<OpSummary> ops;     // differing ops first, then in order of appearance
   std::optional<std::size_t> first_divergent_step;
   std::size_t differing_pairs = 0, unmatched_base = 0, unmatched_new = 0;
+  std::size_t uninitialized_values = 0;  // values not compared: uninitialized memory in both runs
   std::vector<std::string> warnings;
 
   bool same() const { return differing_pairs == 0 && unmatched_base == 0 && unmatched_new == 0; }

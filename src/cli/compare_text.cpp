@@ -31,10 +31,12 @@ void print_first_divergence(const CompareResult& r, std::ostream& out) {
   const AlignStep& step = r.steps[*r.first_divergent_step];
   out << "\nfirst divergent call:\n";
   out << "  BASE  "
-      << (step.base >= 0 ? record_summary(r.base[step.base]) : "(no counterpart: extra call in NEW)")
+      << (step.base >= 0 ? record_summary(r.base[step.base])
+                         : "(no counterpart: extra call in NEW)")
       << '\n';
   out << "  NEW   "
-      << (step.other >= 0 ? record_summary(r.other[step.other]) : "(no counterpart: extra call in BASE)")
+      << (step.other >= 0 ? record_summary(r.other[step.other])
+                          : "(no counterpart: extra call in BASE)")
       << '\n';
   if (const PairResult* pair = r.pair_at_step(*r.first_divergent_step)) {
     for (const std::string& reason : pair_reasons(*pair)) out << "  why:  " << reason << '\n';
@@ -52,6 +54,11 @@ void print_op_table(const CompareResult& r, std::ostream& out) {
   }
   out << render_table(
       {"op", "pairs", "differing", "max abs err", "max rel err", "min cosine", "mismatches"}, rows);
+  if (r.uninitialized_values > 0) {
+    out << fmt::format(
+        "  ({} values not compared: uninitialized memory in both runs, from torch.empty & co.)\n",
+        r.uninitialized_values);
+  }
 }
 
 void print_differing(const CompareResult& r, std::ostream& out) {
@@ -75,7 +82,8 @@ void print_unmatched(const CompareResult& r, std::ostream& out) {
   const std::size_t total = r.unmatched_base + r.unmatched_new;
   if (total == 0) return;
   out << fmt::format("\nunmatched calls ({} in BASE, {} in NEW{}):\n", r.unmatched_base,
-                     r.unmatched_new, total > 2 * kListed ? fmt::format(", first {}", 2 * kListed) : "");
+                     r.unmatched_new,
+                     total > 2 * kListed ? fmt::format(", first {}", 2 * kListed) : "");
   std::size_t shown = 0;
   for (const AlignStep& step : r.steps) {
     if (step.paired()) continue;
@@ -96,9 +104,10 @@ std::string verdict_text(const CompareResult& r) {
     return fmt::format("SAME: all {} paired calls within tolerance ({}), nothing unmatched",
                        r.pairs.size(), tol);
   }
-  return fmt::format("DIFFERENT: {} of {} paired calls differ ({}), {} unmatched in BASE, {} "
-                     "unmatched in NEW",
-                     r.differing_pairs, r.pairs.size(), tol, r.unmatched_base, r.unmatched_new);
+  return fmt::format(
+      "DIFFERENT: {} of {} paired calls differ ({}), {} unmatched in BASE, {} "
+      "unmatched in NEW",
+      r.differing_pairs, r.pairs.size(), tol, r.unmatched_base, r.unmatched_new);
 }
 
 void print_compare_text(const CompareResult& r, std::ostream& out) {

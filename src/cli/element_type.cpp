@@ -46,8 +46,8 @@ void load_scalars(const std::byte* data, std::size_t first, std::size_t count, b
 }
 
 template <typename T>
-void load_pairs(const std::byte* data, std::size_t first, std::size_t count, bool swap,
-                double* re, double* im) {
+void load_pairs(const std::byte* data, std::size_t first, std::size_t count, bool swap, double* re,
+                double* im) {
   const std::byte* p = data + first * 2 * sizeof(T);
   for (std::size_t i = 0; i < count; ++i, p += 2 * sizeof(T)) {
     re[i] = static_cast<double>(load_as<T>(p, swap));
@@ -102,8 +102,8 @@ ElementType decode_descr(std::string_view descr) {
   return type;
 }
 
-void load_real(const ElementType& type, const std::byte* data, std::size_t first,
-               std::size_t count, double* out) {
+void load_real(const ElementType& type, const std::byte* data, std::size_t first, std::size_t count,
+               double* out) {
   const bool s = type.swap;
   switch (type.kind) {
     case ElementKind::Bool:
@@ -111,23 +111,34 @@ void load_real(const ElementType& type, const std::byte* data, std::size_t first
       return;
     case ElementKind::Int:
       switch (type.size) {
-        case 1: return load_scalars<std::int8_t>(data, first, count, s, out);
-        case 2: return load_scalars<std::int16_t>(data, first, count, s, out);
-        case 4: return load_scalars<std::int32_t>(data, first, count, s, out);
-        default: return load_scalars<std::int64_t>(data, first, count, s, out);
+        case 1:
+          return load_scalars<std::int8_t>(data, first, count, s, out);
+        case 2:
+          return load_scalars<std::int16_t>(data, first, count, s, out);
+        case 4:
+          return load_scalars<std::int32_t>(data, first, count, s, out);
+        default:
+          return load_scalars<std::int64_t>(data, first, count, s, out);
       }
     case ElementKind::UInt:
       switch (type.size) {
-        case 1: return load_scalars<std::uint8_t>(data, first, count, s, out);
-        case 2: return load_scalars<std::uint16_t>(data, first, count, s, out);
-        case 4: return load_scalars<std::uint32_t>(data, first, count, s, out);
-        default: return load_scalars<std::uint64_t>(data, first, count, s, out);
+        case 1:
+          return load_scalars<std::uint8_t>(data, first, count, s, out);
+        case 2:
+          return load_scalars<std::uint16_t>(data, first, count, s, out);
+        case 4:
+          return load_scalars<std::uint32_t>(data, first, count, s, out);
+        default:
+          return load_scalars<std::uint64_t>(data, first, count, s, out);
       }
     case ElementKind::Float:
       switch (type.size) {
-        case 2: return load_scalars<_Float16>(data, first, count, s, out);
-        case 4: return load_scalars<float>(data, first, count, s, out);
-        default: return load_scalars<double>(data, first, count, s, out);
+        case 2:
+          return load_scalars<_Float16>(data, first, count, s, out);
+        case 4:
+          return load_scalars<float>(data, first, count, s, out);
+        default:
+          return load_scalars<double>(data, first, count, s, out);
       }
     case ElementKind::Complex: {
       // Real part only; callers that care about complex values use load_complex.

@@ -27,8 +27,8 @@ ElementType decode_descr(std::string_view descr);
 
 /// Reads `count` elements starting at element `first` of a C-contiguous buffer as doubles
 /// (bool → 0/1; complex → real part, see load_complex). Pure, thread-safe.
-void load_real(const ElementType& type, const std::byte* data, std::size_t first,
-               std::size_t count, double* out);
+void load_real(const ElementType& type, const std::byte* data, std::size_t first, std::size_t count,
+               double* out);
 
 /// Reads `count` elements as complex numbers, real and imaginary parts into `re` and `im`
 /// (real kinds get im = 0). Pure, thread-safe.

@@ -5,8 +5,8 @@ namespace ophook::cli {
 /// Exit statuses of the ophook command (CONTRACT.md section 5). `run` passes the child's status
 /// through instead, with the shell's conventions for the cases where there is no child status.
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitDifferent = 1;     // compare: differences or unmatched calls
-inline constexpr int kExitUsage = 2;         // bad arguments or unreadable/invalid input
+inline constexpr int kExitDifferent = 1;        // compare: differences or unmatched calls
+inline constexpr int kExitUsage = 2;            // bad arguments or unreadable/invalid input
 inline constexpr int kExitNotExecutable = 126;  // run: CMD exists but cannot be executed
 inline constexpr int kExitNotFound = 127;       // run: CMD not found
 inline constexpr int kExitSignalBase = 128;     // run: child killed by signal N → 128 + N

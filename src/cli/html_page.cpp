@@ -21,6 +21,7 @@ th, td { padding: 3px 10px; border-bottom: 1px solid #e3e6ec; text-align: right;
          white-space: nowrap; }
 th:first-child, td:first-child { text-align: left; }
 th { background: #f3f5f9; font-weight: 600; }
+tr.flag td { background: #fdecec; }
 table.facts td { text-align: left; } table.facts td:first-child { color: #5a6275; }
 p.ok, p.bad, p.note { padding: 8px 12px; border-radius: 6px; }
 p.ok { background: #e7f6ec; color: #145a2c; } p.bad { background: #fdecec; color: #8a1c1c; }
@@ -37,20 +38,29 @@ std::string html_escape(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
 }
 
-HtmlPage::HtmlPage(std::string title) : title_(std::move(title)) {
-  heading(title_, 1);
-}
+HtmlPage::HtmlPage(std::string title) : title_(std::move(title)) { heading(title_, 1); }
 
 void HtmlPage::raw(std::string_view html) { body_ += html; }
 
@@ -67,13 +77,14 @@ void HtmlPage::paragraph(std::string_view text, std::string_view css_class) {
 }
 
 void HtmlPage::table(const std::vector<std::string>& header,
-                     const std::vector<std::vector<std::string>>& rows) {
+                     const std::vector<std::vector<std::string>>& rows,
+                     const std::vector<bool>& flagged) {
   body_ += "<table>\n<tr>";
   for (const std::string& cell : header) body_ += "<th>" + html_escape(cell) + "</th>";
   body_ += "</tr>\n";
-  for (const auto& row : rows) {
-    body_ += "<tr>";
-    for (const std::string& cell : row) body_ += "<td>" + html_escape(cell) + "</td>";
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    body_ += r < flagged.size() && flagged[r] ? "<tr class=\"flag\">" : "<tr>";
+    for (const std::string& cell : rows[r]) body_ += "<td>" + html_escape(cell) + "</td>";
     body_ += "</tr>\n";
   }
   body_ += "</table>\n";

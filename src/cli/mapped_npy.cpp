@@ -25,8 +25,10 @@ MappedNpy::MappedNpy(const std::filesystem::path& path) : file_(path) {
       header_.header_bytes <= bytes.size() ? bytes.size() - header_.header_bytes : 0;
   const std::size_t expected = header_.item_size > 0 ? header_.data_bytes() : available;
   if (header_.header_bytes > bytes.size() || available < expected) {
-    throw Error(fmt::format("{}: truncated .npy file: the header announces {} data bytes, the file "
-                            "holds {}", name, expected, available));
+    throw Error(
+        fmt::format("{}: truncated .npy file: the header announces {} data bytes, the file "
+                    "holds {}",
+                    name, expected, available));
   }
   data_ = bytes.subspan(header_.header_bytes, expected);
 }

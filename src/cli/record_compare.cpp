@@ -4,14 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <unordered_map>
 
 #include "mapped_npy.hpp"
 #include "stats_diff.hpp"
 
 namespace ophook::cli {
-
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -28,17 +27,18 @@ BufferView c_order_view(const MappedNpy& npy, std::vector<std::byte>& copy) {
   return view;
 }
 
-ArrayDiff compare_files(const ArraySpec& a, const ArraySpec& b, const RunDirs& dirs,
-                        Tolerance tol, unsigned threads) {
-  const MappedNpy npy_a(dirs.base / a.file);
-  const MappedNpy npy_b(dirs.other / b.file);
+ArrayDiff compare_files(const ArraySpec& a, const ArraySpec& b, const PairContext& ctx,
+                        unsigned threads) {
+  const MappedNpy npy_a(ctx.base_dir / a.file);
+  const MappedNpy npy_b(ctx.new_dir / b.file);
   if (npy_a.header().shape != npy_b.header().shape) {
     ArrayDiff diff;
     diff.shape_mismatch = true;
     return diff;
   }
   std::vector<std::byte> copy_a, copy_b;
-  return compare_buffers(c_order_view(npy_a, copy_a), c_order_view(npy_b, copy_b), tol, threads);
+  return compare_buffers(c_order_view(npy_a, copy_a), c_order_view(npy_b, copy_b), ctx.tolerance,
+                         threads);
 }
 
 void attach(ValueResult& result, const ArraySpec* base, const ArraySpec* other) {
@@ -51,18 +51,20 @@ void attach(ValueResult& result, const ScalarSpec* base, const ScalarSpec* other
   result.new_scalar = other;
 }
 
-ValueResult compare_values(const ArraySpec& a, const ArraySpec& b, const RunDirs& dirs,
-                           Tolerance tol, unsigned threads) {
+ValueResult compare_values(const ArraySpec& a, const ArraySpec& b, const PairContext& ctx,
+                           unsigned threads) {
   ValueResult result;
   attach(result, &a, &b);
   if (a.shape != b.shape) {
     result.diff.shape_mismatch = true;
+  } else if (ctx.base_uninitialized.holds(a) && ctx.new_uninitialized.holds(b)) {
+    result.method = ValueMethod::Uninitialized;  // garbage in both runs: nothing to compare
   } else if (!a.file.empty() && !b.file.empty()) {
     result.method = ValueMethod::Data;
-    result.diff = compare_files(a, b, dirs, tol, threads);
+    result.diff = compare_files(a, b, ctx, threads);
   } else if (a.stats && b.stats) {
     result.method = ValueMethod::Stats;
-    result.diff = compare_stats(*a.stats, *b.stats, tol);
+    result.diff = compare_stats(*a.stats, *b.stats, ctx.tolerance);
   }
   result.diff.elements = a.element_count();
   result.diff.shape_mismatch = result.diff.shape_mismatch || a.shape != b.shape;
@@ -70,13 +72,14 @@ ValueResult compare_values(const ArraySpec& a, const ArraySpec& b, const RunDirs
   return result;
 }
 
-ValueResult compare_values(const ScalarSpec& a, const ScalarSpec& b, const RunDirs& /*dirs*/,
-                           Tolerance tol, unsigned /*threads*/) {
+ValueResult compare_values(const ScalarSpec& a, const ScalarSpec& b, const PairContext& ctx,
+                           unsigned /*threads*/) {
   ValueResult result;
   attach(result, &a, &b);
   result.method = ValueMethod::Scalar;
   if (a.value.is_number() && b.value.is_number()) {
-    result.diff = compare_scalars(a.value.get<double>(), b.value.get<double>(), tol);
+    result.diff = compare_scalars(a.value.get<double>(), b.value.get<double>(), ctx.tolerance);
+    result.diff.cosine = std::numeric_limits<double>::quiet_NaN();  // meaningless for one number
   } else {
     result.diff.compared = true;
     result.diff.elements = 1;
@@ -98,15 +101,13 @@ ValueResult one_sided(const Item* base, const Item* other) {
 /// case): pairs in base order, then the values only NEW has.
 template <typename Item>
 void compare_lists(const std::vector<Item>& base, const std::vector<Item>& other,
-                   const RunDirs& dirs, Tolerance tol, unsigned threads,
-                   std::vector<ValueResult>& out) {
-  const bool same_paths =
-      base.size() == other.size() &&
-      std::equal(base.begin(), base.end(), other.begin(),
-                 [](const Item& x, const Item& y) { return x.path == y.path; });
+                   const PairContext& ctx, unsigned threads, std::vector<ValueResult>& out) {
+  const bool same_paths = base.size() == other.size() &&
+                          std::equal(base.begin(), base.end(), other.begin(),
+                                     [](const Item& x, const Item& y) { return x.path == y.path; });
   if (same_paths) {
     for (std::size_t i = 0; i < base.size(); ++i) {
-      out.push_back(compare_values(base[i], other[i], dirs, tol, threads));
+      out.push_back(compare_values(base[i], other[i], ctx, threads));
     }
     return;
   }
@@ -117,7 +118,7 @@ void compare_lists(const std::vector<Item>& base, const std::vector<Item>& other
     if (it == by_path.end()) {
       out.push_back(one_sided<Item>(&item, nullptr));
     } else {
-      out.push_back(compare_values(item, *it->second, dirs, tol, threads));
+      out.push_back(compare_values(item, *it->second, ctx, threads));
       by_path.erase(it);
     }
   }
@@ -153,12 +154,12 @@ void summarise(PairResult& pair) {
 
 }  // namespace
 
-PairResult compare_records(const TraceRecord& base, const TraceRecord& other, const RunDirs& dirs,
-                           Tolerance tol, unsigned threads) {
+PairResult compare_records(const TraceRecord& base, const TraceRecord& other,
+                           const PairContext& ctx, unsigned threads) {
   PairResult pair;
   pair.values.reserve(base.arrays.size() + base.scalars.size());
-  compare_lists(base.arrays, other.arrays, dirs, tol, threads, pair.values);
-  compare_lists(base.scalars, other.scalars, dirs, tol, threads, pair.values);
+  compare_lists(base.arrays, other.arrays, ctx, threads, pair.values);
+  compare_lists(base.scalars, other.scalars, ctx, threads, pair.values);
   if (exception_type(base.error) != exception_type(other.error)) {
     pair.error_note = fmt::format("exception {} vs {}", base.error.value_or("none"),
                                   other.error.value_or("none"));

@@ -12,8 +12,8 @@
 namespace ophook::cli {
 
 CLI::App* ReportCommand::attach(CLI::App& app) {
-  CLI::App* sub = app.add_subcommand(
-      "report", "Summarise one run; optionally an HTML page and a Chrome trace");
+  CLI::App* sub =
+      app.add_subcommand("report", "Summarise one run; optionally an HTML page and a Chrome trace");
   sub->add_option("DIR", dir_, "the run's output directory (OPHOOK_OUTPUT)")->required();
   sub->add_option("--html", html_path_, "write a self-contained HTML report to FILE")
       ->type_name("FILE");

@@ -25,8 +25,9 @@ void add_bars(const RunReport& report, HtmlPage& page, std::size_t top, bool by_
   std::vector<const OpTotals*> ops;
   for (const OpTotals& t : report.ops) ops.push_back(&t);
   if (by_time) {
-    std::stable_sort(ops.begin(), ops.end(),
-                     [](const OpTotals* a, const OpTotals* b) { return a->total_ns > b->total_ns; });
+    std::stable_sort(ops.begin(), ops.end(), [](const OpTotals* a, const OpTotals* b) {
+      return a->total_ns > b->total_ns;
+    });
   }
   const std::string bad_op = nonfinite_op(report);
   std::vector<Bar> bars;
@@ -60,8 +61,10 @@ void add_timeline(const RunReport& report, HtmlPage& page) {
     marker_label = "first NaN/Inf: " + report.first_nonfinite->record->op;
   }
   page.heading("Timeline");
-  page.paragraph("One lane per process and thread; calls closer than a pixel are merged into one "
-                 "grey box (hover for details). The red line marks the first NaN/Inf.", "note");
+  page.paragraph(
+      "One lane per process and thread; calls closer than a pixel are merged into one "
+      "grey box (hover for details). The red line marks the first NaN/Inf.",
+      "note");
   page.raw(svg_timeline(lanes, std::move(spans), marker, marker_label));
 }
 

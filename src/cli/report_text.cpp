@@ -39,8 +39,9 @@ std::string budget_text(const json& budget) {
   const auto exhausted = budget.find("exhausted");
   if (exhausted != budget.end() && exhausted->is_boolean() && exhausted->get<bool>()) {
     const json at = budget.value("exhausted_at_seq", json());
-    text += at.is_null() ? "; EXHAUSTED (continued in stats mode)"
-                         : fmt::format("; EXHAUSTED at seq {} (continued in stats mode)", at.dump());
+    text += at.is_null()
+                ? "; EXHAUSTED (continued in stats mode)"
+                : fmt::format("; EXHAUSTED at seq {} (continued in stats mode)", at.dump());
   }
   return text.empty() ? budget.dump() : text;
 }
@@ -51,7 +52,8 @@ std::string write_errors_text(const json& errors) {
     const json count = errors.value("count", json());
     if (count.is_number() && count.get<double>() == 0) return "none";
     const json first = errors.value("first", json());
-    return fmt::format("{}{}", count.dump(), first.is_string() ? " (first: " + first.get<std::string>() + ")" : "");
+    return fmt::format("{}{}", count.dump(),
+                       first.is_string() ? " (first: " + first.get<std::string>() + ")" : "");
   }
   if (errors.is_array() && errors.empty()) return "none";
   return errors.dump();
@@ -61,8 +63,9 @@ void print_top(const RunReport& report, std::ostream& out, std::size_t top, bool
   std::vector<const OpTotals*> ops;
   for (const OpTotals& t : report.ops) ops.push_back(&t);
   if (by_time) {
-    std::stable_sort(ops.begin(), ops.end(),
-                     [](const OpTotals* a, const OpTotals* b) { return a->total_ns > b->total_ns; });
+    std::stable_sort(ops.begin(), ops.end(), [](const OpTotals* a, const OpTotals* b) {
+      return a->total_ns > b->total_ns;
+    });
   }
   const std::size_t shown = std::min(top, ops.size());
   out << fmt::format("\ntop ops by {} ({} of {}):\n", by_time ? "total time" : "count", shown,
@@ -70,9 +73,10 @@ void print_top(const RunReport& report, std::ostream& out, std::size_t top, bool
   std::vector<std::vector<std::string>> rows;
   for (std::size_t i = 0; i < shown; ++i) {
     const OpTotals& t = *ops[i];
-    const double share = by_time ? (report.total_ns > 0 ? 100 * t.total_ns / report.total_ns : 0)
-                                 : 100.0 * static_cast<double>(t.calls) /
-                                       static_cast<double>(std::max<std::uint64_t>(1, report.total_calls));
+    const double share =
+        by_time ? (report.total_ns > 0 ? 100 * t.total_ns / report.total_ns : 0)
+                : 100.0 * static_cast<double>(t.calls) /
+                      static_cast<double>(std::max<std::uint64_t>(1, report.total_calls));
     rows.push_back({t.op, std::to_string(t.calls), format_duration_ns(t.total_ns),
                     format_duration_ns(t.total_ns / static_cast<double>(t.calls)),
                     format_duration_ns(t.max_ns), fmt::format("{:.1f}%", share)});
@@ -99,7 +103,8 @@ std::string describe_nonfinite(const RunReport& report) {
   auto field = [&](const char* key) {
     auto it = s.find(key);
     return it == s.end() || it->is_null() ? std::string("-")
-                                          : it->is_string() ? it->get<std::string>() : it->dump();
+           : it->is_string()              ? it->get<std::string>()
+                                          : it->dump();
   };
   return fmt::format("seq={} op={} source={} in {} (from summary.json)", field("seq"), field("op"),
                      field("source"), where);
@@ -109,26 +114,29 @@ std::vector<std::pair<std::string, std::string>> report_facts(const RunReport& r
   std::vector<std::pair<std::string, std::string>> facts;
   std::string processes;
   for (const ProcessRun& p : report.processes) {
-    processes += fmt::format("{}{}: {}", processes.empty() ? "" : "; ", p.label,
-                             p.has_trace ? fmt::format("{} calls", p.records.size()) : "no trace.jsonl");
+    processes +=
+        fmt::format("{}{}: {}", processes.empty() ? "" : "; ", p.label,
+                    p.has_trace ? fmt::format("{} calls", p.records.size()) : "no trace.jsonl");
   }
   facts.emplace_back("processes", fmt::format("{} ({})", report.processes.size(), processes));
-  facts.emplace_back("calls", fmt::format("{} in {} distinct ops, {} inside recorded calls",
-                                          report.total_calls, report.ops.size(),
-                                          format_duration_ns(report.total_ns)));
+  facts.emplace_back(
+      "calls", fmt::format("{} in {} distinct ops, {} inside recorded calls", report.total_calls,
+                           report.ops.size(), format_duration_ns(report.total_ns)));
   std::uint64_t files = 0, bytes = 0;
   bool from_summary = false;
   for (const ProcessRun& p : report.processes) {
     if (auto f = summary_count(p, "files")) files += *f, from_summary = true;
     if (auto b = summary_count(p, "bytes_written")) bytes += *b, from_summary = true;
   }
-  facts.emplace_back("files", from_summary ? fmt::format("{} .npy files, {}", files, format_bytes(bytes))
-                                           : "unknown (no summary.json)");
+  facts.emplace_back("files", from_summary
+                                  ? fmt::format("{} .npy files, {}", files, format_bytes(bytes))
+                                  : "unknown (no summary.json)");
   facts.emplace_back("first NaN/Inf", describe_nonfinite(report));
   for (const ProcessRun& p : report.processes) {
     if (!p.summary) continue;
     const std::string suffix = report.processes.size() > 1 ? " (" + p.label + ")" : "";
-    if (p.summary->contains("budget")) facts.emplace_back("budget" + suffix, budget_text((*p.summary)["budget"]));
+    if (p.summary->contains("budget"))
+      facts.emplace_back("budget" + suffix, budget_text((*p.summary)["budget"]));
     if (p.summary->contains("write_errors")) {
       facts.emplace_back("write errors" + suffix, write_errors_text((*p.summary)["write_errors"]));
     }

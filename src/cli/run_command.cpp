@@ -14,8 +14,8 @@ namespace ophook::cli {
 namespace {
 
 /// Adds `--name VALUE` bound to an optional string, so an option not given sets no variable.
-CLI::Option* add_optional(CLI::App* sub, const std::string& name, std::optional<std::string>& target,
-                          const std::string& help) {
+CLI::Option* add_optional(CLI::App* sub, const std::string& name,
+                          std::optional<std::string>& target, const std::string& help) {
   return sub->add_option_function<std::string>(
       name, [&target](const std::string& value) { target = value; }, help);
 }
@@ -27,8 +27,8 @@ CLI::Validator validator(std::string (*check)(const std::string&), const std::st
 }  // namespace
 
 CLI::App* RunCommand::attach(CLI::App& app) {
-  CLI::App* sub = app.add_subcommand(
-      "run", "Run a command with the hook (LD_PRELOAD and OPHOOK_* set for it)");
+  CLI::App* sub =
+      app.add_subcommand("run", "Run a command with the hook (LD_PRELOAD and OPHOOK_* set for it)");
   add_optional(sub, "--output", settings_.output, "OPHOOK_OUTPUT: output directory")
       ->type_name("DIR");
   add_optional(sub, "--mode", settings_.mode,

@@ -32,7 +32,8 @@ std::optional<json> read_summary(const fs::path& dir) {
   return summary;
 }
 
-ProcessRun load_process(std::string label, const fs::path& dir, std::vector<std::string>& warnings) {
+ProcessRun load_process(std::string label, const fs::path& dir,
+                        std::vector<std::string>& warnings) {
   ProcessRun process;
   process.label = std::move(label);
   process.dir = dir;

@@ -27,10 +27,10 @@ struct OpTotals {
 
 /// The first call whose outputs hold NaN/Inf.
 struct NonfiniteCall {
-  std::size_t process = 0;         // index into RunReport::processes
+  std::size_t process = 0;              // index into RunReport::processes
   const TraceRecord* record = nullptr;  // null when only summary.json names it
-  nlohmann::json from_summary;     // summary.json's "first_nonfinite" when that is the source
-  std::string value_path;          // "outputs[0]" when found by scanning
+  nlohmann::json from_summary;          // summary.json's "first_nonfinite" when that is the source
+  std::string value_path;               // "outputs[0]" when found by scanning
   std::uint64_t nan = 0, inf = 0;
 };
 

@@ -94,7 +94,8 @@ std::string svg_error_chart(const std::vector<ErrorPoint>& points, const std::ve
   }
   if (!std::isfinite(xmin)) xmin = 0, xmax = 1;
   if (xmax <= xmin) xmax = xmin + 1;
-  double lo = emax > 0 ? std::floor(std::log10(emin)) : -8, hi = emax > 0 ? std::ceil(std::log10(emax)) : 0;
+  double lo = emax > 0 ? std::floor(std::log10(emin)) : -8,
+         hi = emax > 0 ? std::ceil(std::log10(emax)) : 0;
   if (hi <= lo) hi = lo + 1;
   auto px = [&](double x) { return kLeft + (x - xmin) / (xmax - xmin) * (plot_w - 1); };
   auto py = [&](double e) {
@@ -143,14 +144,17 @@ std::string svg_error_chart(const std::vector<ErrorPoint>& points, const std::ve
   for (const auto& [x, c] : columns) {
     const double y = c.error > 0 || std::isnan(c.error) ? py(c.error) : zero_y;
     std::string title = c.count > 1 ? fmt::format("{} (largest of {})", c.label, c.count) : c.label;
-    svg += fmt::format("<circle cx=\"{}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\"><title>{}</title></circle>\n",
-                       x, y, c.bad ? kRed : kBlue, html_escape(title));
+    svg += fmt::format(
+        "<circle cx=\"{}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\"><title>{}</title></circle>\n", x, y,
+        c.bad ? kRed : kBlue, html_escape(title));
   }
   std::map<long, bool> tick_columns;
   for (double t : ticks) tick_columns[std::lround(px(t))] = true;
   for (const auto& [x, unused] : tick_columns) {
-    svg += fmt::format("<line x1=\"{0}\" x2=\"{0}\" y1=\"{1:.1f}\" y2=\"{2:.1f}\" stroke=\"{3}\" stroke-width=\"2\"/>\n",
-                       x, tick_y, tick_y + 10, kOrange);
+    svg += fmt::format(
+        "<line x1=\"{0}\" x2=\"{0}\" y1=\"{1:.1f}\" y2=\"{2:.1f}\" stroke=\"{3}\" "
+        "stroke-width=\"2\"/>\n",
+        x, tick_y, tick_y + 10, kOrange);
   }
   if (marker) {
     const double x = px(*marker);
@@ -186,9 +190,9 @@ std::string svg_timeline(const std::vector<std::string>& lanes, std::vector<Span
         y + kLane);
   }
   for (double t : nice_ticks(0, t1 - t0, 6)) {
-    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"{}\">{}</text>\n",
-                       px(t0 + t), axis_y, anchor_for(px(t0 + t), kLeft, kLeft + plot_w),
-                       format_duration_ns(t));
+    svg +=
+        fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"{}\">{}</text>\n", px(t0 + t),
+                    axis_y, anchor_for(px(t0 + t), kLeft, kLeft + plot_w), format_duration_ns(t));
   }
   std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
     return a.lane != b.lane ? a.lane < b.lane : a.start < b.start;
@@ -204,9 +208,9 @@ std::string svg_timeline(const std::vector<std::string>& lanes, std::vector<Span
     }
     const std::size_t count = j - i;
     const char* color = count == 1 ? kPalette[hash(first.label) % std::size(kPalette)] : "#7d8aa5";
-    const std::string title =
-        count == 1 ? fmt::format("{} ({})", first.label, format_duration_ns(first.end - first.start))
-                   : fmt::format("{} calls, from {}", count, first.label);
+    const std::string title = count == 1 ? fmt::format("{} ({})", first.label,
+                                                       format_duration_ns(first.end - first.start))
+                                         : fmt::format("{} calls, from {}", count, first.label);
     svg += fmt::format(
         "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.0f}\" fill=\"{}\">"
         "<title>{}</title></rect>\n",

@@ -19,10 +19,10 @@ struct Bar {
 std::string svg_bar_chart(const std::vector<Bar>& bars);
 
 struct ErrorPoint {
-  double x = 0;          // e.g. seq
-  double error = 0;      // >= 0; 0 is drawn on the "0" baseline below the log scale
-  bool bad = false;      // outside tolerance: drawn red
-  std::string label;     // tooltip
+  double x = 0;       // e.g. seq
+  double error = 0;   // >= 0; 0 is drawn on the "0" baseline below the log scale
+  bool bad = false;   // outside tolerance: drawn red
+  std::string label;  // tooltip
 };
 
 /// Errors along a run on a log scale: points merged per pixel column (largest error kept),

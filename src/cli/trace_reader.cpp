@@ -57,7 +57,8 @@ StatsSpec stats_from_json(const json& value, const std::string& path) {
   stats.nan = static_cast<std::uint64_t>(integer_field(value, "nan", 0));
   stats.inf = static_cast<std::uint64_t>(integer_field(value, "inf", 0));
   const std::string digest = optional_string(value, "xxh64").value_or("");
-  const auto [end, ec] = std::from_chars(digest.data(), digest.data() + digest.size(), stats.xxh64, 16);
+  const auto [end, ec] =
+      std::from_chars(digest.data(), digest.data() + digest.size(), stats.xxh64, 16);
   stats.has_xxh64 = ec == std::errc() && end == digest.data() + digest.size() && !digest.empty();
   return stats;
 }
@@ -71,8 +72,8 @@ ArraySpec array_from_json(const json& value, std::string path) {
   }
   for (const json& dim : *shape) {
     if (!dim.is_number_integer()) {
-      throw Error(fmt::format("array value {} has a non-integer dimension in \"shape\"",
-                              array.path));
+      throw Error(
+          fmt::format("array value {} has a non-integer dimension in \"shape\"", array.path));
     }
     array.shape.push_back(dim.get<std::int64_t>());
   }
@@ -156,7 +157,8 @@ TraceRecord record_from_json(const json& line) {
   record.tid = integer_field(line, "tid", 0);
   record.depth = integer_field(line, "depth", 0);
   auto overridden = line.find("overridden");
-  record.overridden = overridden != line.end() && overridden->is_boolean() && overridden->get<bool>();
+  record.overridden =
+      overridden != line.end() && overridden->is_boolean() && overridden->get<bool>();
   flatten_field(line, "args", record);
   flatten_field(line, "kwargs", record);
   flatten_field(line, "outputs", record);
@@ -195,13 +197,15 @@ struct Chunk {
   std::string error;
 };
 
-void parse_chunk(const std::vector<Line>& lines, std::size_t first, std::size_t last, Chunk& chunk) {
+void parse_chunk(const std::vector<Line>& lines, std::size_t first, std::size_t last,
+                 Chunk& chunk) {
   chunk.records.reserve(last - first);
   for (std::size_t i = first; i < last; ++i) {
     json parsed = json::parse(lines[i].text, nullptr, /*allow_exceptions=*/false);
     if (parsed.is_discarded()) {
       const std::string_view text = lines[i].text;
-      chunk.error = "not valid JSON: " + std::string(text.substr(0, 60)) + (text.size() > 60 ? "..." : "");
+      chunk.error =
+          "not valid JSON: " + std::string(text.substr(0, 60)) + (text.size() > 60 ? "..." : "");
       chunk.bad_json = true;
       chunk.bad_line = i;
       return;
