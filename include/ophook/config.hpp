@@ -64,16 +64,16 @@ using SettingLookup = std::function<std::optional<std::string>(std::string_view 
 OPHOOK_API ConfigResult parse_config(const SettingLookup& lookup);
 
 /// parse_config over the process environment (getenv).
-ConfigResult parse_config_from_environment();
+OPHOOK_API ConfigResult parse_config_from_environment();
 
 /// "4096", "64K", "256M", "1G", "2T" (binary multiples, case-insensitive suffix) → bytes.
-std::optional<std::uint64_t> parse_byte_size(std::string_view text);
+OPHOOK_API std::optional<std::uint64_t> parse_byte_size(std::string_view text);
 
-std::string_view to_string(Mode mode);
-std::string_view to_string(NanPolicy policy);
-std::string_view to_string(CompilePolicy policy);
+OPHOOK_API std::string_view to_string(Mode mode);
+OPHOOK_API std::string_view to_string(NanPolicy policy);
+OPHOOK_API std::string_view to_string(CompilePolicy policy);
 /// "numpy,torch_function" in canonical order.
-std::string levels_to_string(const Levels& levels);
+OPHOOK_API std::string levels_to_string(const Levels& levels);
 
 /// The effective configuration as written into summary.json.
 OPHOOK_API nlohmann::json config_to_json(const Config& config);

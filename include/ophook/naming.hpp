@@ -1,4 +1,5 @@
 #pragma once
+#include "ophook/export.hpp"
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -7,12 +8,12 @@ namespace ophook::core {
 
 /// Replaces every character outside [A-Za-z0-9._-] with '_' ("aten.add.Tensor" stays,
 /// "numpy.add.reduce" stays, "../x" becomes ".._x"); never yields "." or "..". Pure.
-std::string sanitize_op_name(std::string_view op);
+OPHOOK_API std::string sanitize_op_name(std::string_view op);
 
 /// "op_<op>_input<k>_<seq>.npy", seq zero-padded to at least 6 digits. `op` must be sanitized.
-std::string input_file_name(std::string_view sanitized_op, unsigned k, std::uint64_t seq);
+OPHOOK_API std::string input_file_name(std::string_view sanitized_op, unsigned k, std::uint64_t seq);
 
 /// "op_<op>_output_<seq>.npy" when k == 0 (single output), else "op_<op>_output<k>_<seq>.npy".
-std::string output_file_name(std::string_view sanitized_op, unsigned k, std::uint64_t seq);
+OPHOOK_API std::string output_file_name(std::string_view sanitized_op, unsigned k, std::uint64_t seq);
 
 }  // namespace ophook::core

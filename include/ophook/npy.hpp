@@ -1,4 +1,5 @@
 #pragma once
+#include "ophook/export.hpp"
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -20,11 +21,11 @@ struct NpyHeader {
 
 /// Bytes per element for a simple descr ("<f4" → 4, "<U3" → 12, "<M8[ns]" → 8); 0 when the
 /// descr is not a simple (non-structured, non-object) type.
-std::size_t npy_item_size(std::string_view descr);
+OPHOOK_API std::size_t npy_item_size(std::string_view descr);
 
 /// Encodes a complete version 1.0 header (magic through the newline) for a C-order array, padded
 /// so the data starts at a multiple of 64 bytes, as numpy.save does. Thread-safe, no I/O.
-std::string encode_npy_header(std::string_view descr, std::span<const std::int64_t> shape,
+OPHOOK_API std::string encode_npy_header(std::string_view descr, std::span<const std::int64_t> shape,
                               bool fortran_order = false);
 
 /// Parses the header at the start of `bytes` (versions 1.0, 2.0, 3.0). Throws ophook::Error with a
@@ -32,6 +33,6 @@ std::string encode_npy_header(std::string_view descr, std::span<const std::int64
 /// header is not one numpy.load would accept without pickle (this includes numpy's 10000-byte
 /// limit on the header dict). `descr` comes back spelled as dtype.str ("f4" → "<f4",
 /// "<i1" → "|i1"). Reads only inside `bytes`; safe on hostile input.
-NpyHeader parse_npy_header(std::span<const std::byte> bytes);
+OPHOOK_API NpyHeader parse_npy_header(std::span<const std::byte> bytes);
 
 }  // namespace ophook::core

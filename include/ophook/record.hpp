@@ -14,8 +14,8 @@ enum class Level : std::uint8_t { Ufunc, UfuncMethod, ArrayFunction, TorchFuncti
 enum class Phase : std::uint8_t { None, Forward, Backward };
 
 OPHOOK_API std::string_view to_string(Level level);
-std::string_view framework_of(Level level);  // "numpy" or "torch"
-std::string_view to_string(Phase phase);     // "", "forward", "backward"
+OPHOOK_API std::string_view framework_of(Level level);  // "numpy" or "torch"
+OPHOOK_API std::string_view to_string(Phase phase);     // "", "forward", "backward"
 
 /// One array or tensor argument/result. `data` holds the element bytes in C order, already in the
 /// dtype that the file will have (bf16/fp8 widened to float32 by the capturing side); it is empty
@@ -39,6 +39,7 @@ struct CallRecord {
   Phase phase = Phase::None;
   bool overridden = false;
   bool has_error = false;
+  bool nonfinite_new = false;  // OPHOOK_NAN: outputs hold NaN/Inf, inputs did not
   std::uint16_t depth = 0;
   std::int64_t t_ns = 0;
   std::int64_t dur_ns = 0;

@@ -78,6 +78,9 @@ class OPHOOK_API Recorder {
   /// Adds "versions" and "notes" to a summary being written.
   void merge_facts(nlohmann::ordered_json& summary) const;
 
+  /// True exactly once per run: the caller reports the first NaN/Inf-producing call.
+  bool claim_first_nonfinite_report() noexcept { return !nonfinite_reported_.exchange(true); }
+
   /// Records dropped after finish() (late calls during interpreter shutdown).
   void count_dropped() noexcept { dropped_.fetch_add(1, std::memory_order_relaxed); }
 
@@ -108,6 +111,7 @@ class OPHOOK_API Recorder {
   std::atomic<std::uint64_t> dropped_{0};
   std::atomic<bool> finished_{false};
   std::atomic<int> owner_pid_{0};
+  std::atomic<bool> nonfinite_reported_{false};
   std::mutex writer_mu_;
   std::atomic<bool> writer_ready_{false};
   std::unique_ptr<RecordQueue> queue_;

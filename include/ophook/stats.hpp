@@ -1,4 +1,5 @@
 #pragma once
+#include "ophook/export.hpp"
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -19,13 +20,13 @@ struct ArrayStats {
 
 /// Computes statistics of a C-order buffer holding elements of numpy dtype `descr` (any byte
 /// order). Pure, thread-safe, no allocation. Unknown descr: only xxh64 is set.
-ArrayStats compute_stats(std::string_view descr, const std::byte* data, std::size_t nbytes);
+OPHOOK_API ArrayStats compute_stats(std::string_view descr, const std::byte* data, std::size_t nbytes);
 
 /// {"min":..,"max":..,"mean":..,"std":..,"nan":..,"inf":..,"xxh64":"<16 hex digits>"}; min..std
 /// are null when !numeric or !has_finite.
-nlohmann::json stats_to_json(const ArrayStats& stats);
+OPHOOK_API nlohmann::json stats_to_json(const ArrayStats& stats);
 
 /// True when the buffer holds at least one NaN or Inf (float/complex descrs only); cheap early-exit.
-bool has_nonfinite(std::string_view descr, const std::byte* data, std::size_t nbytes);
+OPHOOK_API bool has_nonfinite(std::string_view descr, const std::byte* data, std::size_t nbytes);
 
 }  // namespace ophook::core

@@ -11,6 +11,7 @@ Keyword options are the OPHOOK_* variable names in lower case without the prefix
 """
 from . import _startup
 from ._api import Tracer, flush, install, uninstall
+from ._overrides import override
 
-__all__ = ["Tracer", "install", "uninstall", "flush"]
+__all__ = ["Tracer", "install", "uninstall", "flush", "override"]
 __version__ = "0.1.0"

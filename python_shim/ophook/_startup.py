@@ -47,6 +47,15 @@ def begin(settings, native):
     errors = native.config_errors(settings)
     if errors:
         raise ValueError("; ".join(errors))
+    rules = settings.get("OPHOOK_OVERRIDES")
+    if rules:
+        from . import _overrides
+
+        try:
+            _overrides.load_rules_file(rules)
+        except Exception as error:
+            raise ValueError("OPHOOK_OVERRIDES=%r cannot be loaded: %s: %s"
+                             % (rules, type(error).__name__, error)) from error
     output = native.start(settings)
     # The recorder exported where the root process writes; mirror it into os.environ so that
     # children started with env=os.environ.copy() still write below it.

@@ -61,6 +61,7 @@ void Recorder::begin_run(const Config& config) {
   ops_.for_each([&](OpEntry& entry) { entry.recorded = passes_filters(entry.name); });
   seq_.store(0);
   dropped_.store(0);
+  nonfinite_reported_.store(false);
   owner_pid_.store(::getpid());
   const char* root_pid = std::getenv(kRootPidVar);
   const char* root_output = std::getenv(kRootOutputVar);

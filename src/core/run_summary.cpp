@@ -45,7 +45,7 @@ void RunSummary::observe(const CallRecord& record, const std::vector<ArrayOutcom
                                          [](const ArrayOutcome& o) { return !o.is_output && nonfinite(o); });
   const bool outputs_bad = std::any_of(outcomes.begin(), outcomes.end(),
                                        [](const ArrayOutcome& o) { return o.is_output && nonfinite(o); });
-  if (inputs_clean && outputs_bad) {
+  if (record.nonfinite_new || (inputs_clean && outputs_bad)) {
     ++totals.nonfinite;
     if (first_nonfinite_.is_null() || record.seq < first_nonfinite_["seq"].get<std::uint64_t>()) {
       using Json = nlohmann::ordered_json;

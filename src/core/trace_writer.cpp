@@ -129,7 +129,7 @@ void TraceWriter::save_arrays(const CallRecord& record, std::vector<ArrayOutcome
     }
     const auto& dtype = recorder_.dtype(array.dtype_id);
     const bool has_data = array.captured;
-    if (has_data && !dtype.descr.empty()) {
+    if (has_data && !dtype.descr.empty() && mode != Mode::Trace) {
       outcome.stats = compute_stats(dtype.descr, array.data.get(), array.nbytes);
     }
     const bool write = mode == Mode::Dump && has_data && !dtype.descr.empty() && !files_failed_;

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "ophook/recorder.hpp"
+#include "overrides.hpp"
 #include "python_common.hpp"
 #include "source_location.hpp"
 #include "thread_state.hpp"
@@ -40,18 +41,25 @@ void submit_record(core::Recorder& recorder, core::RecordPtr record);
 /// Encodes a call's result as outputs (a tuple result gives one output per element).
 void capture_outputs(ValueCapture& capture, PyObject* result);
 
+/// OPHOOK_NAN: when the outputs hold NaN/Inf and the inputs (arrays [0, first_output)) did not,
+/// marks the record, reports the first such call on stderr and, under `raise`, flushes the record
+/// and replaces `result` by a FloatingPointError naming the op. Returns the (possibly new) result.
+PyObject* check_nonfinite(core::Recorder& recorder, core::RecordPtr& record, std::size_t first_output,
+                          PyObject* result);
+
 /// Records one call: encodes the inputs (snapshotting array bytes before the original runs — it
 /// may write into them), runs `invoke`, then encodes the result or the exception, the source line
 /// and timing. Returns what `invoke` returned, with any exception left untouched.
 template <typename CaptureInputs, typename Invoke>
 PyObject* record_call(core::Recorder& recorder, std::uint32_t op_id, core::Phase phase, std::uint32_t module_id,
-                      CaptureInputs&& capture_inputs, Invoke&& invoke) {
+                      CaptureInputs&& capture_inputs, Invoke&& invoke, bool overridden = false) {
   auto& state = thread_state();
   auto record = std::make_unique<core::CallRecord>();
   record->seq = recorder.next_seq();
   record->op_id = op_id;
   record->phase = phase;
   record->module_id = module_id;
+  record->overridden = overridden;
   record->depth = static_cast<std::uint16_t>(state.depth);
   record->tid = current_tid();
   record->values.reserve(128);
@@ -64,6 +72,7 @@ PyObject* record_call(core::Recorder& recorder, std::uint32_t op_id, core::Phase
   record->dur_ns = monotonic_ns() - record->t_ns;
   --state.depth;
 
+  const auto first_output = record->arrays.size();
   capture.begin_outputs();
   if (result != nullptr) {
     capture_outputs(capture, result);
@@ -77,8 +86,28 @@ PyObject* record_call(core::Recorder& recorder, std::uint32_t op_id, core::Phase
     locate_source(*record, recorder);
     PyErr_Restore(type, value, traceback);
   }
+  if (result != nullptr && recorder.config().nan != core::NanPolicy::Off) {
+    return check_nonfinite(recorder, record, first_output, result);
+  }
   submit_record(recorder, std::move(record));
   return result;
+}
+
+/// What a hook does with one call: run the @ophook.override rule when one replaces the op (the
+/// call is then recorded with "overridden": true), record it when it is recorded, else run the
+/// original at once. `invoke_rule(rule)` calls the rule with the original callable.
+template <typename CaptureInputs, typename InvokeOriginal, typename InvokeRule>
+PyObject* hooked_call(std::uint32_t op_id, CaptureInputs&& capture_inputs, InvokeOriginal&& invoke_original,
+                      InvokeRule&& invoke_rule) {
+  PyObject* rule = has_overrides() ? override_for(op_id) : nullptr;
+  auto* recorder = recorder_for(op_id);
+  if (rule == nullptr) {
+    if (recorder == nullptr) return invoke_original();
+    return record_call(*recorder, op_id, core::Phase::None, 0, capture_inputs, invoke_original);
+  }
+  auto run_rule = [&] { return invoke_rule(rule); };
+  if (recorder == nullptr) return run_rule();
+  return record_call(*recorder, op_id, core::Phase::None, 0, capture_inputs, run_rule, true);
 }
 
 }  // namespace ophook::py

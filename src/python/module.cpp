@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "numpy_hooks.hpp"
+#include "overrides.hpp"
 #include "ophook/config.hpp"
 #include "ophook/error.hpp"
 #include "ophook/log.hpp"
@@ -112,5 +113,7 @@ PYBIND11_MODULE(_ophook, m) {
   m.def("patch_dispatchers", [](const pb::list& items) { return NumpyHooks::patch_dispatchers(object_names(items)); });
   m.def("unpatch_numpy", &NumpyHooks::unpatch_all);
   m.def("patched_count", &NumpyHooks::patched_count);
+  m.def("set_override", [](const std::string& op, const pb::object& rule) { set_override(op, rule.ptr()); },
+        "Register an override rule for a qualified op name (use ophook.override).");
   bind_torch(m);
 }

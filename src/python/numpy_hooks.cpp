@@ -16,6 +16,7 @@ constexpr std::array<const char*, 5> kMethods = {"reduce", "accumulate", "reduce
 struct PatchedCallable {
   PyObject* object = nullptr;  // strong reference while patched
   vectorcallfunc original = nullptr;
+  PyObject* original_callable = nullptr;  // made for override rules on first use
   std::uint32_t op_id = 0;
   std::string name;
   std::array<std::uint32_t, kMethods.size()> method_op_ids{};  // ufuncs: registered on first call
@@ -61,17 +62,39 @@ void capture_tuple_dict_args(ValueCapture& capture, PyObject* args, PyObject* kw
   }
 }
 
+/// The object an override rule receives as `original` for a patched callable.
+PyObject* original_of(PatchedCallable& entry) {
+  if (entry.original_callable == nullptr) {
+    entry.original_callable = make_original_callable(
+        [object = entry.object, function = entry.original](PyObject* args, PyObject* kwargs) {
+          return call_vectorcall(function, object, args, kwargs);
+        });
+  }
+  return entry.original_callable;
+}
+
+/// Runs an override rule for a call that arrived as a vectorcall.
+PyObject* run_rule(PyObject* rule, PyObject* original, std::uint32_t op, PyObject* const* args, Py_ssize_t nargs,
+                   PyObject* kwnames) {
+  if (original == nullptr) return nullptr;
+  PyRef tuple = PyRef::steal(vectorcall_args_tuple(args, nargs));
+  PyRef dict = PyRef::steal(vectorcall_kwargs_dict(args, nargs, kwnames));
+  if (!tuple || !dict) return nullptr;
+  return run_override(rule, original, op, tuple.get(), dict.get());
+}
+
 /// The shared body of the two vectorcall trampolines.
 PyObject* hooked_vectorcall(std::unordered_map<PyObject*, PatchedCallable>& table, PyObject* callable,
                             PyObject* const* args, size_t nargsf, PyObject* kwnames) {
-  const auto& entry = table.find(callable)->second;  // only patched objects reach a trampoline
+  auto& entry = table.find(callable)->second;  // only patched objects reach a trampoline
   const auto original = entry.original;  // copies: the table may rehash during the call
-  auto* recorder = recorder_for(entry.op_id);
-  if (recorder == nullptr) return original(callable, args, nargsf, kwnames);
-  return record_call(
-      *recorder, entry.op_id, core::Phase::None, 0,
-      [&](ValueCapture& c) { capture_vectorcall_args(c, args, nargsf, kwnames); },
-      [&] { return original(callable, args, nargsf, kwnames); });
+  const auto op = entry.op_id;
+  return hooked_call(
+      op, [&](ValueCapture& c) { capture_vectorcall_args(c, args, nargsf, kwnames); },
+      [&] { return original(callable, args, nargsf, kwnames); },
+      [&](PyObject* rule) {
+        return run_rule(rule, original_of(entry), op, args, PyVectorcall_NARGS(nargsf), kwnames);
+      });
 }
 
 PyObject* ufunc_trampoline(PyObject* callable, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
@@ -94,38 +117,59 @@ std::uint32_t method_op(PyObject* self) {
   return id;
 }
 
+/// The `original` given to override rules of method M of ufunc `self` (a new reference).
+template <std::size_t M>
+PyObject* original_method(PyObject* self) {
+  const auto def = methods[M];
+  return make_original_callable([self, def](PyObject* args, PyObject* kwargs) -> PyObject* {
+    // The table entry is patched; call the saved implementation through a private copy of it.
+    PyMethodDef copy = *def.def;
+    copy.ml_meth = def.original;
+    PyRef original = PyRef::steal(PyCFunction_NewEx(&copy, self, nullptr));
+    return original ? PyObject_Call(original.get(), args, kwargs) : nullptr;
+  });
+}
+
+template <std::size_t M>
+PyObject* method_rule(PyObject* rule, PyObject* self, std::uint32_t op, PyObject* args, PyObject* kwargs) {
+  PyRef original = PyRef::steal(original_method<M>(self));
+  return original ? run_override(rule, original.get(), op, args, kwargs) : nullptr;
+}
+
 template <std::size_t M>
 PyObject* method_fastcall_trampoline(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   const auto original = reinterpret_cast<_PyCFunctionFastWithKeywords>(reinterpret_cast<void*>(methods[M].original));
   const auto op = method_op<M>(self);
-  auto* recorder = op ? recorder_for(op) : nullptr;
-  if (recorder == nullptr) return original(self, args, nargs, kwnames);
-  return record_call(
-      *recorder, op, core::Phase::None, 0,
-      [&](ValueCapture& c) { capture_vectorcall_args(c, args, static_cast<size_t>(nargs), kwnames); },
-      [&] { return original(self, args, nargs, kwnames); });
+  if (op == 0) return original(self, args, nargs, kwnames);
+  return hooked_call(
+      op, [&](ValueCapture& c) { capture_vectorcall_args(c, args, static_cast<size_t>(nargs), kwnames); },
+      [&] { return original(self, args, nargs, kwnames); },
+      [&](PyObject* rule) {
+        PyRef tuple = PyRef::steal(vectorcall_args_tuple(args, nargs));
+        PyRef dict = PyRef::steal(vectorcall_kwargs_dict(args, nargs, kwnames));
+        return tuple && dict ? method_rule<M>(rule, self, op, tuple.get(), dict.get()) : nullptr;
+      });
 }
 
 template <std::size_t M>
 PyObject* method_keywords_trampoline(PyObject* self, PyObject* args, PyObject* kwargs) {
   const auto original = reinterpret_cast<PyCFunctionWithKeywords>(reinterpret_cast<void*>(methods[M].original));
   const auto op = method_op<M>(self);
-  auto* recorder = op ? recorder_for(op) : nullptr;
-  if (recorder == nullptr) return original(self, args, kwargs);
-  return record_call(
-      *recorder, op, core::Phase::None, 0, [&](ValueCapture& c) { capture_tuple_dict_args(c, args, kwargs); },
-      [&] { return original(self, args, kwargs); });
+  if (op == 0) return original(self, args, kwargs);
+  return hooked_call(
+      op, [&](ValueCapture& c) { capture_tuple_dict_args(c, args, kwargs); },
+      [&] { return original(self, args, kwargs); },
+      [&](PyObject* rule) { return method_rule<M>(rule, self, op, args, kwargs); });
 }
 
 template <std::size_t M>
 PyObject* method_varargs_trampoline(PyObject* self, PyObject* args) {
   const auto original = methods[M].original;
   const auto op = method_op<M>(self);
-  auto* recorder = op ? recorder_for(op) : nullptr;
-  if (recorder == nullptr) return original(self, args);
-  return record_call(
-      *recorder, op, core::Phase::None, 0, [&](ValueCapture& c) { capture_tuple_dict_args(c, args, nullptr); },
-      [&] { return original(self, args); });
+  if (op == 0) return original(self, args);
+  return hooked_call(
+      op, [&](ValueCapture& c) { capture_tuple_dict_args(c, args, nullptr); }, [&] { return original(self, args); },
+      [&](PyObject* rule) { return method_rule<M>(rule, self, op, args, nullptr); });
 }
 
 template <std::size_t M>
@@ -156,7 +200,7 @@ int patch_table(std::unordered_map<PyObject*, PatchedCallable>& table,
     auto* slot = vectorcall_slot(object);
     if (slot == nullptr || *slot == trampoline || table.contains(object)) continue;
     Py_INCREF(object);
-    table.emplace(object, PatchedCallable{object, *slot, recorder->op_id(name, level), name, {}});
+    table.emplace(object, PatchedCallable{object, *slot, nullptr, recorder->op_id(name, level), name, {}});
     *slot = trampoline;
     ++patched;
   }
@@ -167,6 +211,7 @@ int unpatch_table(std::unordered_map<PyObject*, PatchedCallable>& table) {
   int restored = 0;
   for (auto& [object, entry] : table) {
     if (auto* slot = vectorcall_slot(object)) *slot = entry.original;
+    Py_XDECREF(entry.original_callable);
     Py_DECREF(object);
     ++restored;
   }

@@ -35,6 +35,8 @@ class ValueCapture {
   /// Appends `array` as the value for `object` and returns its index.
   std::uint32_t add_array(PyObject* object, core::ArrayCapture array);
   void other(PyObject* object);
+  /// {kind, repr} written as given: for objects whose repr is costly or has side effects.
+  void other(std::string_view kind, std::string_view repr) { writer_.other(kind, repr); }
 
  private:
   void list(PyObject* sequence, int depth);

@@ -1,0 +1,34 @@
+#include "ophook/strided_copy.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+namespace ophook::core {
+namespace {
+
+std::vector<int> copy_view(const int* base, std::vector<std::int64_t> shape, std::vector<std::int64_t> strides) {
+  std::size_t n = 1;
+  for (auto d : shape) n *= static_cast<std::size_t>(d);
+  std::vector<int> out(n);
+  strided_copy(reinterpret_cast<std::byte*>(out.data()), reinterpret_cast<const std::byte*>(base), shape, strides,
+               sizeof(int));
+  return out;
+}
+
+TEST(StridedCopy, ContiguousTransposedNegativeAndBroadcast) {
+  const int m[6] = {0, 1, 2, 3, 4, 5};  // 2x3 C order
+  EXPECT_EQ(copy_view(m, {2, 3}, {12, 4}), (std::vector<int>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(copy_view(m, {3, 2}, {4, 12}), (std::vector<int>{0, 3, 1, 4, 2, 5}));          // transpose
+  EXPECT_EQ(copy_view(m + 5, {2, 3}, {-12, -4}), (std::vector<int>{5, 4, 3, 2, 1, 0}));    // [::-1, ::-1]
+  EXPECT_EQ(copy_view(m, {2, 3}, {0, 4}), (std::vector<int>{0, 1, 2, 0, 1, 2}));            // broadcast rows
+  EXPECT_EQ(copy_view(m, {2, 2}, {12, 8}), (std::vector<int>{0, 2, 3, 5}));                 // [:, ::2]
+  EXPECT_EQ(copy_view(m, {}, {}), (std::vector<int>{0}));                                    // 0-d
+  EXPECT_TRUE(copy_view(m, {0, 3}, {12, 4}).empty());                                        // empty
+  const int cube[8] = {0, 1, 2, 3, 4, 5, 6, 7};  // 2x2x2
+  EXPECT_EQ(copy_view(cube, {2, 2, 2}, {4, 16, 8}), (std::vector<int>{0, 2, 4, 6, 1, 3, 5, 7}));
+}
+
+}  // namespace
+}  // namespace ophook::core

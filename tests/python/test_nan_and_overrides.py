@@ -1,0 +1,132 @@
+"""OPHOOK_NAN (warn/raise) and @ophook.override rules on the NumPy levels."""
+import json
+import textwrap
+
+import numpy as np
+import pytest
+
+from conftest import arrays_in
+
+PIPELINE = textwrap.dedent("""
+    import numpy as np
+
+    def features(x):
+        shifted = x - 5.0
+        return np.log(shifted)        # line 6: NaN for x < 5
+
+    x = np.linspace(0.0, 10.0, 11)
+    y = x * 2.0
+    z = features(y)
+    w = np.nan_to_num(z) + 1.0        # NaN in, no new NaN out
+    print(int(np.isnan(z).sum()))
+""")
+
+
+@pytest.mark.parametrize("mode", ["trace", "dump"])
+def test_nan_warn_reports_the_first_producer_once(runner, mode):
+    plain = runner.run(PIPELINE, how="plain")
+    run = runner.run(PIPELINE, env={"OPHOOK_NAN": "warn", "OPHOOK_MODE": mode})
+    assert run.stdout == plain.stdout == "3\n"
+    warnings = [l for l in run.stderr.splitlines() if "NaN/Inf" in l]
+    assert len(warnings) == 1
+    log = next(r for r in run.records() if r["op"] == "numpy.log")
+    assert "seq %d numpy.log" % log["seq"] in warnings[0] and ":6:features" in warnings[0]
+    first = run.summary()["first_nonfinite"]
+    assert first["op"] == "numpy.log" and first["seq"] == log["seq"] and first["source"].endswith(":6:features")
+    assert run.summary()["ops"]["numpy.log"]["nonfinite"] == 1
+    assert run.summary()["ops"]["numpy.add"]["nonfinite"] == 0
+
+
+def test_nan_raise_stops_at_the_users_line(runner):
+    run = runner.run(PIPELINE, env={"OPHOOK_NAN": "raise"}, check=False)
+    assert run.proc.returncode == 1
+    lines = run.stderr.strip().splitlines()
+    end = next(i for i, l in enumerate(lines) if l.startswith("FloatingPointError"))
+    assert lines[end].startswith("FloatingPointError: ophook: numpy.log produced NaN/Inf")
+    tail = lines[:end]
+    frames = [l for l in tail if l.strip().startswith('File "')]
+    assert frames[-1].endswith("line 6, in features")
+    log = next(r for r in run.records() if r["op"] == "numpy.log")
+    produced = run.load(log["outputs"][0]["file"])
+    assert np.isnan(produced).sum() == 3
+    np.testing.assert_array_equal(run.load(arrays_in(log["args"])[0]["file"]), np.linspace(0, 20, 11) - 5.0)
+
+
+RULES = textwrap.dedent("""
+    import numpy as np
+    import ophook
+
+    @ophook.override("numpy.add")
+    def add_small_as_subtract(original, a, b, **kwargs):
+        if np.size(a) < 4:
+            return np.subtract(a, b)          # replaced for small arrays
+        return original(a, b, **kwargs)       # conditional: fall through
+
+    @ophook.override("numpy.add.reduce")
+    def sum_plus_one(original, array, *args, **kwargs):
+        return original(array, *args, **kwargs) + 1
+
+    @ophook.override("numpy.concatenate")
+    def concatenate_reversed(original, arrays, *args, **kwargs):
+        return original(list(arrays)[::-1], *args, **kwargs)
+
+    @ophook.override("numpy.multiply")
+    def broken(original, a, b, **kwargs):
+        return [1, 2, 3]
+
+    @ophook.override("numpy.divide")
+    def raising(original, a, b, **kwargs):
+        raise ZeroDivisionError("rule says no")
+""")
+
+PROGRAM = textwrap.dedent("""
+    import numpy as np
+    small, big = np.array([5.0, 6.0]), np.arange(8.0)
+    print((small + 1.0).tolist(), float((big + big)[3]))
+    print(float(np.arange(4.0).sum()))
+    print(np.concatenate([np.zeros(1), np.ones(1)]).tolist())
+    try:
+        np.divide(small, 2.0)
+    except ZeroDivisionError as e:
+        print("ZeroDivisionError", e)
+    try:
+        small * 2.0
+    except TypeError as e:
+        print("TypeError", e)
+""")
+
+
+@pytest.mark.parametrize("include", [None, "^$"])
+def test_numpy_overrides(runner, tmp_path, include):
+    rules = tmp_path / "rules.py"
+    rules.write_text(RULES)
+    env = {"OPHOOK_OVERRIDES": str(rules)}
+    if include:
+        env["OPHOOK_INCLUDE"] = include  # pure hijacking: nothing recorded, rules still apply
+    run = runner.run(PROGRAM, env=env)
+    lines = run.stdout.splitlines()
+    assert lines[0] == "[4.0, 5.0] 6.0"
+    assert lines[1] == "7.0"
+    assert lines[2] == "[1.0, 0.0]"
+    assert lines[3] == "ZeroDivisionError rule says no"
+    assert lines[4].startswith("TypeError ophook override broken") and "numpy.multiply" in lines[4]
+    assert "list" in lines[4]
+    records = run.records()
+    if include:
+        assert records == []
+        return
+    adds = [r for r in records if r["op"] == "numpy.add"]
+    assert all(r.get("overridden") for r in adds)
+    small_add = adds[0]
+    np.testing.assert_array_equal(run.load(small_add["outputs"][0]["file"]), [4.0, 5.0])
+    divide = next(r for r in records if r["op"] == "numpy.divide")
+    assert divide["error"] == "ZeroDivisionError: rule says no" and divide["overridden"]
+    reduce = next(r for r in records if r["op"] == "numpy.add.reduce")
+    assert float(run.load(reduce["outputs"][0]["file"])) == 7.0
+
+
+def test_bad_rules_file_is_reported_and_program_runs(runner, tmp_path):
+    run = runner.run("import numpy as np\nprint((np.ones(2) + 1).tolist())\n",
+                     env={"OPHOOK_OVERRIDES": str(tmp_path / "missing.py")})
+    assert run.stdout == "[2.0, 2.0]\n"
+    assert "OPHOOK_OVERRIDES" in run.stderr and "missing.py" in run.stderr
