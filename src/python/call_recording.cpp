@@ -6,19 +6,6 @@
 #include "ophook/stats.hpp"
 
 namespace ophook::py {
-namespace {
-
-std::string text_of(PyObject* object) {
-  PyRef text = PyRef::steal(PyObject_Str(object));
-  const char* utf8 = text ? PyUnicode_AsUTF8(text.get()) : nullptr;
-  if (utf8 == nullptr) {
-    PyErr_Clear();
-    return "<unprintable>";
-  }
-  return utf8;
-}
-
-}  // namespace
 
 std::string describe_pending_exception() {
   PyObject *type, *value, *traceback;
@@ -28,7 +15,7 @@ std::string describe_pending_exception() {
   std::string out = reinterpret_cast<PyTypeObject*>(type)->tp_name;
   if (value != nullptr) {
     BusyScope busy;  // str() of a user exception may call NumPy
-    const auto message = text_of(value);
+    const auto message = str_or(value, "<unprintable>");
     if (!message.empty()) out += ": " + message;
   }
   PyErr_Restore(type, value, traceback);

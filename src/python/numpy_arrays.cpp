@@ -16,16 +16,6 @@ struct DtypeEntry {
   std::uint32_t reason_id = 0;
 };
 
-std::string attr_text(PyObject* object, const char* name) {
-  PyRef value = PyRef::steal(PyObject_GetAttrString(object, name));
-  const char* text = value ? PyUnicode_AsUTF8(value.get()) : nullptr;
-  if (text == nullptr) {
-    PyErr_Clear();
-    return "?";
-  }
-  return text;
-}
-
 /// Interned description of a dtype, cached per descriptor object: builtin dtypes are singletons,
 /// so the cache holds a handful of entries and the lookup is one hash probe per array.
 const DtypeEntry& dtype_entry(core::Recorder& recorder, PyArray_Descr* descr) {
@@ -35,11 +25,8 @@ const DtypeEntry& dtype_entry(core::Recorder& recorder, PyArray_Descr* descr) {
 
   auto* as_object = reinterpret_cast<PyObject*>(descr);
   // str(dtype): "float32", "bool", "<U5", "|S3", ">i4", "datetime64[D]" — numpy's own spelling.
-  PyRef str_object = PyRef::steal(PyObject_Str(as_object));
-  const char* str_text = str_object ? PyUnicode_AsUTF8(str_object.get()) : nullptr;
-  if (str_text == nullptr) PyErr_Clear();
-  const std::string name = str_text ? str_text : "?";
-  auto npy_str = attr_text(as_object, "str");
+  const auto name = str_or(as_object, "?");
+  const auto npy_str = attribute_str_or(as_object, "str", "?");
   DtypeEntry entry;
   PyRef fields = PyRef::steal(PyObject_GetAttrString(as_object, "fields"));
   PyErr_Clear();

@@ -9,7 +9,15 @@
 #endif
 #include <numpy/arrayobject.h>
 
+#include <string>
+#include <string_view>
+
 namespace ophook::py {
+
+/// str(object) as UTF-8, or `fallback` (the Python error cleared) when that fails. GIL required.
+std::string str_or(PyObject* object, std::string_view fallback);
+/// str(getattr(object, name)) as UTF-8, or `fallback`.
+std::string attribute_str_or(PyObject* object, const char* name, std::string_view fallback);
 
 /// Imports NumPy's C API on first use. False (with no Python error set) when numpy cannot be
 /// imported; call only once the program itself has imported numpy. Needs the GIL.

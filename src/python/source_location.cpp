@@ -19,21 +19,11 @@ std::vector<std::string>& library_directories() {
   return dirs;
 }
 
-std::string code_text(PyObject* code, const char* attr) {
-  PyRef value = PyRef::steal(PyObject_GetAttrString(code, attr));
-  const char* text = value ? PyUnicode_AsUTF8(value.get()) : nullptr;
-  if (text == nullptr) {
-    PyErr_Clear();
-    return "?";
-  }
-  return text;
-}
-
 const CodeVerdict& verdict(core::Recorder& recorder, PyCodeObject* code) {
   static std::unordered_map<PyCodeObject*, CodeVerdict> cache;
   if (auto it = cache.find(code); it != cache.end()) return it->second;
   auto* object = reinterpret_cast<PyObject*>(code);
-  const auto file = code_text(object, "co_filename");
+  const auto file = attribute_str_or(object, "co_filename", "?");
   CodeVerdict v;
   v.library = false;
   for (const auto& dir : library_directories()) {
@@ -41,7 +31,7 @@ const CodeVerdict& verdict(core::Recorder& recorder, PyCodeObject* code) {
   }
   if (!v.library) {
     v.file_id = recorder.intern(file);
-    v.func_id = recorder.intern(code_text(object, "co_name"));
+    v.func_id = recorder.intern(attribute_str_or(object, "co_name", "?"));
   }
   Py_INCREF(object);  // the key stays valid: a freed code object's address is never reused here
   return cache.emplace(code, v).first->second;
