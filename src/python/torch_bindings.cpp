@@ -1,7 +1,68 @@
 #include "torch_bindings.hpp"
 
-namespace ophook::py {
+#include "python_common.hpp"
+#include "torch_handlers.hpp"
+#include "torch_module_stack.hpp"
+#include "torch_tensors.hpp"
 
-void bind_torch(pybind11::module_&) {}
+namespace pb = pybind11;
+
+namespace ophook::py {
+namespace {
+
+template <PyObject* (*F)(PyObject*, PyObject* const*, Py_ssize_t)>
+PyCFunction fastcall() {
+  return reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(F));
+}
+
+// The per-call entry points are plain METH_FASTCALL functions rather than pybind11 functions:
+// they run once per torch op (or module call), where pybind11's argument dispatch would cost
+// more than the rest of the pass-through.
+PyMethodDef fast_functions[] = {
+    {"torch_function_call", fastcall<&torch_handlers::on_torch_function>(), METH_FASTCALL,
+     "torch_function_call(func, args, kwargs): func(*args, **kwargs), recorded at level torch_function."},
+    {"torch_dispatch_call", fastcall<&torch_handlers::on_torch_dispatch>(), METH_FASTCALL,
+     "torch_dispatch_call(func, args, kwargs): func(*args, **kwargs), recorded at level torch_dispatch."},
+    {"torch_module_enter", fastcall<&module_stack::forward_pre_hook>(), METH_FASTCALL,
+     "Global nn.Module forward pre-hook: pushes the module on this thread's module stack."},
+    {"torch_module_exit", fastcall<&module_stack::forward_hook>(), METH_FASTCALL,
+     "Global nn.Module forward hook (always_call=True): pops the module."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+}  // namespace
+
+void bind_torch(pb::module_& m) {
+  if (PyModule_AddFunctions(m.ptr(), fast_functions) != 0) throw pb::error_already_set();
+
+  m.def(
+      "torch_setup",
+      [](const pb::object& torch, const pb::object& function_namer, const pb::object& dispatch_namer,
+         const pb::object& module_namer) {
+        module_stack::set_module_namer(module_namer.ptr());
+        const bool handlers = torch_handlers::configure(torch.ptr(), function_namer.ptr(), dispatch_namer.ptr());
+        return handlers && enable_torch_capture(torch.ptr());
+      },
+      pb::arg("torch"), pb::arg("function_namer"), pb::arg("dispatch_namer"), pb::arg("module_namer"),
+      "Prepares torch capture: tensor capturer, op namers, module namer. False if torch lacks a needed piece.");
+  m.def(
+      "torch_set_compiled_region_markers",
+      [](const pb::list& codes) {
+        std::vector<PyObject*> out;
+        for (const auto& code : codes) {
+          if (!PyCode_Check(code.ptr())) throw pb::type_error("code objects expected");
+          out.push_back(code.ptr());
+        }
+        torch_handlers::set_compiled_region_markers(out);
+      },
+      "OPHOOK_COMPILE=ignore: calls made below a frame running one of these code objects are not recorded.");
+  m.def(
+      "torch_reset",
+      [] {
+        torch_handlers::clear_caches();
+        module_stack::clear_names();
+      },
+      "Forgets cached op and module names (at uninstall).");
+}
 
 }  // namespace ophook::py

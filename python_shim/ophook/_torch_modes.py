@@ -1,0 +1,360 @@
+"""PyTorch capture policy: which modes exist, on which threads they are pushed, what torch.compile does.
+
+The modes are thin trampolines. Each handler is one plain method that hands (func, args, kwargs)
+straight to C++ (_ophook.torch_function_call / torch_dispatch_call), which resolves the op once
+per func object, decides whether to record, snapshots the inputs, runs func and records the
+result; no recording logic runs in Python. The module path of each record comes from a C++
+per-thread stack fed by torch's global nn.Module forward hooks (also C++ functions).
+"""
+import atexit
+import json
+import os
+import sys
+import threading
+import types
+import warnings
+import weakref
+
+from . import _import_hooks, _ophook
+
+_installation = None  # the active _Installation, or None
+
+
+# ---- names (run once per func / module object; C++ caches the answers) ------------------------
+
+def _function_name(func):
+    """Public name of a torch_function func: torch.add, torch.Tensor.sum, torch.nn.functional.linear."""
+    torch = sys.modules["torch"]
+    if isinstance(func, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return "torch.ops." + str(func)
+    try:
+        name = torch.overrides.resolve_name(func)
+    except Exception:
+        name = None
+    if name:
+        return _unaliased(torch, name, func)
+    qualname = getattr(func, "__qualname__", None) or getattr(func, "__name__", None)
+    module = getattr(func, "__module__", None)
+    if module and qualname:
+        return "%s.%s" % (module, qualname)
+    return "torch.%s" % (qualname or type(func).__name__)
+
+
+def _unaliased(torch, name, func):
+    """resolve_name's table keeps one name per function object, sometimes an alias's
+    (torch.mm → "torch.spmm"): prefer the function's own name where its namespace has it."""
+    short = getattr(func, "__name__", None)
+    prefix, _, last = name.rpartition(".")
+    if not short or not prefix or last == short or last.startswith("__") or short.startswith("_"):
+        return name  # accessors and operators (Tensor.__pow__) keep the name the user's syntax reached
+    owner = torch if prefix == "torch" else None
+    if prefix.startswith("torch."):
+        owner = torch
+        for part in prefix.split(".")[1:]:
+            owner = getattr(owner, part, None)
+    if owner is not None and getattr(owner, short, None) is func:
+        return "%s.%s" % (prefix, short)
+    return name
+
+
+def _dispatch_name(func):
+    """(name, callable) of a torch_dispatch func: ("aten.mm.default", the C++ op behind it)."""
+    torch = sys.modules["torch"]
+    if type(func) is torch._ops.OpOverload:
+        return str(func), func._op  # _op: the same call as func(...) without OpOverload.__call__'s frame
+    if isinstance(func, torch._ops.HigherOrderOperator):
+        return "higher_order." + func.name(), func
+    return str(func), func
+
+
+def _make_module_namer():
+    """torch.utils.module_tracker's naming: a module first seen outside any known parent is named by
+    its class; its children (recursively) get "<parent>.<attribute>"."""
+    known = weakref.WeakKeyDictionary()
+    expanded = weakref.WeakSet()
+
+    def name_of(module):
+        name = known.get(module)
+        if name is None:
+            name = known[module] = type(module).__name__
+        if module not in expanded:
+            expanded.add(module)
+            for child_name, child in module.named_children():
+                known[child] = "%s.%s" % (name, child_name)
+                name_of(child)
+        return name
+
+    return name_of
+
+
+# ---- the mode classes ---------------------------------------------------------------------------
+
+def _function_mode_class(torch, ignore_compile):
+    handler = _ophook.torch_function_call
+    if not ignore_compile:
+        class OphookFunctionMode(torch.overrides.TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None, _handler=handler):
+                return _handler(func, args, kwargs)
+    else:
+        compiling = torch.compiler.is_compiling
+
+        class OphookFunctionMode(torch.overrides.TorchFunctionMode):
+            # While Dynamo traces, the mode steps aside: the op goes into the graph as if the mode
+            # were absent, and the compiled region runs unrecorded.
+            def __torch_function__(self, func, types, args=(), kwargs=None, _handler=handler,
+                                   _compiling=compiling):
+                if _compiling():
+                    return func(*args, **(kwargs or {}))
+                return _handler(func, args, kwargs)
+    return OphookFunctionMode
+
+
+def _dispatch_mode_class(torch, ignore_compile):
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    handler = _ophook.torch_dispatch_call
+
+    class OphookDispatchMode(TorchDispatchMode):
+        supports_higher_order_operators = True
+
+        @classmethod
+        def _should_skip_dynamo(cls):
+            # True would wrap __torch_dispatch__ in torch._disable_dynamo: three more Python frames
+            # per op, and the handler could no longer see that a compiled region is running. Dynamo
+            # is kept off this frame by skip_code instead (see _Installation._on_dynamo).
+            return False
+
+        @classmethod
+        def ignore_compile_internals(cls):
+            return ignore_compile
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None, _handler=handler):
+            return _handler(func, args, kwargs)
+
+    return OphookDispatchMode
+
+
+# ---- installation -------------------------------------------------------------------------------
+
+class _Installation:
+    """Everything install() changed, so that uninstall() undoes exactly that."""
+
+    def __init__(self, torch, levels, compile_policy):
+        self.torch = torch
+        self.compile_policy = compile_policy
+        ignore = compile_policy == "ignore"
+        self.function_mode = _function_mode_class(torch, ignore)() if "torch_function" in levels else None
+        self.dispatch_mode = _dispatch_mode_class(torch, ignore)() if "torch_dispatch" in levels else None
+        self.owner_thread = threading.get_ident()
+        self.hook_handles = []
+        self.original_bootstrap = None
+        self.stance = None
+
+    # -- per thread --
+    def push_here(self, owner):
+        C = self.torch._C
+        if self.function_mode is not None:
+            C._push_on_torch_function_stack(self.function_mode)
+        if self.dispatch_mode is not None:
+            if owner:
+                self.dispatch_mode.__enter__()  # also sets torch's process-wide "in a dispatch mode" flags
+            else:
+                C._push_on_torch_dispatch_stack(self.dispatch_mode)
+
+    def pop_here(self, owner):
+        if self.dispatch_mode is not None:
+            _remove_dispatch_mode(self.torch, self.dispatch_mode, owner)
+        if self.function_mode is not None:
+            _remove_function_mode(self.torch, self.function_mode)
+
+    # -- process wide --
+    def wrap_threads(self):
+        original = threading.Thread._bootstrap_inner
+        installation = self
+
+        def _bootstrap_inner(thread):
+            pushed = False
+            try:
+                installation.push_here(owner=False)
+                pushed = True
+            except Exception:
+                pass
+            try:
+                original(thread)
+            finally:
+                if pushed:
+                    try:
+                        installation.pop_here(owner=False)
+                    except Exception:
+                        pass
+
+        _bootstrap_inner.__wrapped__ = original
+        self.original_bootstrap = original
+        threading.Thread._bootstrap_inner = _bootstrap_inner
+
+    def unwrap_threads(self):
+        if self.original_bootstrap is not None:
+            threading.Thread._bootstrap_inner = self.original_bootstrap
+            self.original_bootstrap = None
+
+    def hook_modules(self):
+        from torch.nn.modules import module as nn_module
+
+        self.hook_handles = [
+            nn_module.register_module_forward_pre_hook(_ophook.torch_module_enter),
+            nn_module.register_module_forward_hook(_ophook.torch_module_exit, always_call=True),
+        ]
+        # torch.compile(module) warns whenever any global module hook exists; these are ophook's.
+        warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when there are global hooks",
+                                category=UserWarning)
+
+    def unhook_modules(self):
+        for handle in self.hook_handles:
+            handle.remove()
+        self.hook_handles = []
+
+    def apply_compile_policy(self):
+        _import_hooks.when_imported("torch._dynamo", self._on_dynamo)
+        if self.compile_policy == "eager":
+            note = {"policy": "eager",
+                    "detail": "torch.compile'd code runs eagerly (Dynamo stance force_eager): every op is recorded"}
+        else:
+            note = {"policy": "ignore",
+                    "detail": "torch.compile'd callables run compiled; nothing that runs inside them "
+                              "(compilation, compiled code, calls it makes back into torch) is recorded"}
+        _ophook.add_note("compile", json.dumps(note))
+
+    def trampolines(self):
+        for mode, name in ((self.function_mode, "__torch_function__"), (self.dispatch_mode, "__torch_dispatch__")):
+            if mode is not None:
+                yield getattr(type(mode), name)
+
+    def _on_dynamo(self, dynamo):
+        """Once torch._dynamo is imported (torch.compile's first use): Dynamo must never try to
+        compile a trampoline frame; in eager policy compiled functions run eagerly."""
+        try:
+            from torch._dynamo.eval_frame import skip_code
+
+            for function in self.trampolines():
+                skip_code(function.__code__)
+        except Exception as error:
+            _ophook.log("warn", "torch._dynamo: could not exclude ophook's mode handlers (%s)" % error)
+        if _installation is not self:
+            return
+        if self.compile_policy == "ignore":
+            markers = _compiled_region_codes()
+            if not markers:
+                _ophook.log("warn", "OPHOOK_COMPILE=ignore: Dynamo's compile_wrapper not found in torch %s; "
+                            "calls made by compiled code are recorded" % self.torch.__version__)
+            _ophook.torch_set_compiled_region_markers(markers)
+            return
+        try:
+            self.stance = dynamo.set_stance("force_eager")
+        except Exception as error:  # e.g. imported inside a compiled region
+            _ophook.log("warn", "OPHOOK_COMPILE=eager: could not set Dynamo's stance (%s)" % error)
+
+    def restore_compile_policy(self):
+        _ophook.torch_set_compiled_region_markers([])
+        if self.stance is not None:
+            try:
+                from torch._dynamo.eval_frame import _set_stance
+
+                _set_stance(self.stance.prev)
+            except Exception:
+                pass
+            self.stance = None
+
+
+def _compiled_region_codes():
+    """Code objects of the wrapper every torch.compile'd callable runs through (Dynamo's
+    compile_wrapper, nested in _TorchDynamoContext.__call__)."""
+    from torch._dynamo import eval_frame
+
+    found = []
+
+    def walk(code):
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                if const.co_name == "compile_wrapper":
+                    found.append(const)
+                walk(const)
+
+    walk(eval_frame._TorchDynamoContext.__call__.__code__)
+    return found
+
+
+def _remove_function_mode(torch, mode):
+    C = torch._C
+    above = []
+    while C._len_torch_function_stack() > 0:
+        top = C._pop_torch_function_stack()
+        if top is mode:
+            break
+        above.append(top)
+    for other in reversed(above):
+        C._push_on_torch_function_stack(other)
+
+
+def _remove_dispatch_mode(torch, mode, owner):
+    from torch.utils._python_dispatch import (_get_current_dispatch_mode, _get_current_dispatch_mode_stack,
+                                              _pop_mode, _push_mode)
+
+    if not any(m is mode for m in _get_current_dispatch_mode_stack()):
+        return
+    above = []
+    while _get_current_dispatch_mode() is not mode:
+        above.append(_pop_mode())
+    if owner:
+        mode.__exit__(None, None, None)
+    else:
+        _pop_mode()
+    for other in reversed(above):
+        _push_mode(other)
+
+
+def install(torch):
+    """Hooks `torch` (the imported module) with the levels of the running configuration."""
+    global _installation
+    if _installation is not None:
+        return
+    config = json.loads(_ophook.config())
+    levels = set(config.get("levels", ())) & {"torch_function", "torch_dispatch"}
+    if not levels:
+        return
+    _ophook.set_version("torch", torch.__version__)
+    _ophook.add_library_directory(os.path.dirname(torch.__file__))
+    _ophook.add_library_directory(os.path.dirname(os.path.abspath(__file__)))
+    compile_policy = config.get("compile", "eager")
+    if not _ophook.torch_setup(torch, _function_name, _dispatch_name, _make_module_namer()):
+        _ophook.log("warn", "torch %s: missing internals; torch calls are not recorded" % torch.__version__)
+        return
+    installation = _Installation(torch, levels, compile_policy)
+    _installation = installation
+    installation.hook_modules()
+    installation.apply_compile_policy()
+    installation.push_here(owner=True)
+    installation.wrap_threads()
+    _ophook.log("debug", "torch %s: modes %s pushed (compile policy %s)"
+                % (torch.__version__, ",".join(sorted(levels)), installation.compile_policy))
+
+
+def uninstall():
+    """Pops the modes from the installing thread, removes the module hooks and the thread wrapper,
+    restores Dynamo's stance. Threads started meanwhile keep their modes until they end (torch's
+    mode stacks are per thread); with recording off those pass calls straight through."""
+    global _installation
+    installation, _installation = _installation, None
+    if installation is None:
+        return
+    installation.unwrap_threads()
+    installation.unhook_modules()
+    installation.restore_compile_policy()
+    if threading.get_ident() == installation.owner_thread:
+        try:
+            installation.pop_here(owner=True)
+        except Exception as error:
+            _ophook.log("warn", "could not pop ophook's torch modes: %s" % error)
+    _ophook.torch_reset()
+
+
+atexit.register(uninstall)  # before interpreter teardown: no mode left on the main thread's stack

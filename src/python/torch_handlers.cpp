@@ -1,0 +1,228 @@
+#include "torch_handlers.hpp"
+
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "call_recording.hpp"
+#include "torch_module_stack.hpp"
+
+namespace ophook::py::torch_handlers {
+namespace {
+
+using core::Level;
+
+/// A func object's op and the callable that runs it (OpOverload._op skips OpOverload.__call__'s
+/// Python frame). Both held strongly so that their addresses are never reused while cached.
+struct OpTarget {
+  std::uint32_t op_id = 0;
+  PyObject* target = nullptr;
+};
+
+struct PairHash {
+  std::size_t operator()(const std::pair<PyObject*, PyObject*>& p) const noexcept {
+    return std::hash<PyObject*>()(p.first) * 31 + std::hash<PyObject*>()(p.second);
+  }
+};
+
+constexpr std::size_t kMaxCached = 1 << 16;  // funcs made on the fly (closures) are not cached past this
+
+PyObject* function_namer = nullptr;
+PyObject* dispatch_namer = nullptr;
+PyObject* current_autograd_node = nullptr;
+// OPHOOK_COMPILE=ignore: code objects of the frames that run a torch.compile'd callable
+// (Dynamo's compile_wrapper); calls made below one of them pass through unrecorded.
+std::vector<PyObject*> compiled_region_markers;
+PyObject* self_name = nullptr;
+PyObject* name_name = nullptr;
+std::unordered_map<PyObject*, std::uint32_t> function_ops;  // func → op (func held)
+std::unordered_map<PyObject*, OpTarget> dispatch_ops;      // func → op, target (both held)
+// Property accessors arrive as fresh method-wrappers (Tensor.grad.__get__): keyed by the
+// descriptor they wrap and the slot name.
+std::unordered_map<std::pair<PyObject*, PyObject*>, std::uint32_t, PairHash> accessor_ops;
+
+/// Calls namer(func) under a BusyScope; returns the result or nullptr (error cleared).
+PyRef ask(PyObject* namer, PyObject* func) {
+  if (namer == nullptr) return {};
+  BusyScope busy;
+  PyRef result = PyRef::steal(PyObject_CallOneArg(namer, func));
+  if (!result) PyErr_Clear();
+  return result;
+}
+
+std::uint32_t op_named(PyObject* name, Level level) {
+  auto* recorder = core::Recorder::get();
+  const char* text = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : nullptr;
+  if (text == nullptr) PyErr_Clear();
+  if (recorder == nullptr) return 0;
+  return recorder->op_id(text ? text : (level == Level::TorchFunction ? "torch.<unnamed>" : "aten.<unnamed>"), level);
+}
+
+std::uint32_t accessor_op(PyObject* func) {
+  PyRef owner = PyRef::steal(PyObject_GetAttr(func, self_name));
+  PyRef slot = PyRef::steal(PyObject_GetAttr(func, name_name));
+  if (!owner || !slot) {
+    PyErr_Clear();
+    return op_named(ask(function_namer, func).get(), Level::TorchFunction);
+  }
+  const std::pair key{owner.get(), slot.get()};
+  if (auto it = accessor_ops.find(key); it != accessor_ops.end()) return it->second;
+  const auto id = op_named(ask(function_namer, func).get(), Level::TorchFunction);
+  if (id == 0 || accessor_ops.size() >= kMaxCached) return id;
+  Py_INCREF(key.first), Py_INCREF(key.second);
+  accessor_ops.emplace(key, id);
+  return id;
+}
+
+std::uint32_t function_op(PyObject* func) {
+  if (Py_IS_TYPE(func, &_PyMethodWrapper_Type)) return accessor_op(func);
+  if (auto it = function_ops.find(func); it != function_ops.end()) return it->second;
+  const auto id = op_named(ask(function_namer, func).get(), Level::TorchFunction);
+  if (id == 0 || function_ops.size() >= kMaxCached) return id;
+  Py_INCREF(func);
+  function_ops.emplace(func, id);
+  return id;
+}
+
+OpTarget dispatch_op(PyObject* func) {
+  if (auto it = dispatch_ops.find(func); it != dispatch_ops.end()) return it->second;
+  PyRef answer = ask(dispatch_namer, func);
+  OpTarget out{0, func};
+  if (answer && PyTuple_Check(answer.get()) && PyTuple_GET_SIZE(answer.get()) == 2) {
+    out.op_id = op_named(PyTuple_GET_ITEM(answer.get(), 0), Level::TorchDispatch);
+    PyObject* target = PyTuple_GET_ITEM(answer.get(), 1);
+    if (PyCallable_Check(target)) out.target = target;
+  } else {
+    out.op_id = op_named(nullptr, Level::TorchDispatch);
+  }
+  if (out.op_id == 0 || dispatch_ops.size() >= kMaxCached) return {out.op_id, func};
+  Py_INCREF(func), Py_INCREF(out.target);
+  dispatch_ops.emplace(func, out);
+  return out;
+}
+
+core::Phase current_phase() {
+  if (current_autograd_node == nullptr) return core::Phase::Forward;
+  PyRef node = PyRef::steal(PyObject_CallNoArgs(current_autograd_node));
+  if (!node) {
+    PyErr_Clear();
+    return core::Phase::Forward;
+  }
+  return node.get() == Py_None ? core::Phase::Forward : core::Phase::Backward;
+}
+
+/// True while a torch.compile'd callable runs on this thread: one of the marker frames is on the
+/// stack. A walk of the stack, paid only for recorded calls and only in ignore policy.
+bool in_compiled_region() {
+  if (compiled_region_markers.empty()) return false;
+  PyFrameObject* frame = PyEval_GetFrame();  // borrowed
+  Py_XINCREF(frame);
+  bool found = false;
+  while (frame != nullptr && !found) {
+    PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
+    for (auto* marker : compiled_region_markers) found = found || marker == reinterpret_cast<PyObject*>(code);
+    Py_DECREF(code);
+    PyFrameObject* back = PyFrame_GetBack(frame);  // new reference
+    Py_DECREF(frame);
+    frame = back;
+  }
+  Py_XDECREF(frame);
+  return found;
+}
+
+void capture_call_args(ValueCapture& capture, PyObject* args, PyObject* kwargs) {
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); ++i) capture.value(PyTuple_GET_ITEM(args, i));
+  capture.begin_kwargs();
+  if (kwargs == nullptr) return;
+  PyObject *key, *value;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(kwargs, &pos, &key, &value)) {
+    const char* name = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : nullptr;
+    if (name == nullptr) PyErr_Clear();
+    capture.key(name ? name : "?");
+    capture.value(value);
+  }
+}
+
+/// The shared body: normalizes (func, args, kwargs), then passes the call through or records it.
+template <typename Resolve>
+PyObject* handle(PyObject* const* argv, Py_ssize_t nargs, Resolve&& resolve) {
+  if (nargs < 1) {
+    PyErr_SetString(PyExc_TypeError, "ophook torch handler: func missing");
+    return nullptr;
+  }
+  PyObject* func = argv[0];
+  PyRef args_ref;
+  PyObject* args = nargs > 1 ? argv[1] : nullptr;
+  if (args == nullptr || !PyTuple_Check(args)) {
+    args_ref = PyRef::steal(args == nullptr || args == Py_None ? PyTuple_New(0) : PySequence_Tuple(args));
+    if (!args_ref) return nullptr;
+    args = args_ref.get();
+  }
+  PyObject* kwargs = nargs > 2 && argv[2] != Py_None ? argv[2] : nullptr;
+  if (kwargs != nullptr && !PyDict_Check(kwargs)) {
+    PyErr_SetString(PyExc_TypeError, "ophook torch handler: kwargs must be a dict");
+    return nullptr;
+  }
+  if (kwargs != nullptr && PyDict_GET_SIZE(kwargs) == 0) kwargs = nullptr;  // what func(*args) would pass
+  const auto [op_id, target] = resolve(func);
+  auto call_original = [&] { return PyObject_Call(target, args, kwargs); };
+  if (op_id == 0) return call_original();
+  PyObject* rule = has_overrides() ? override_for(op_id) : nullptr;
+  auto* recorder = recorder_for(op_id);
+  if ((rule == nullptr && recorder == nullptr) || in_compiled_region()) return call_original();
+  auto capture = [&](ValueCapture& c) { capture_call_args(c, args, kwargs); };
+  // An @ophook.override rule gets the op itself as `original`: inside this handler the mode is
+  // off, so calling it runs the real op.
+  auto run_rule = [&] { return run_override(rule, target, op_id, args, kwargs); };
+  if (recorder == nullptr) return run_rule();
+  const auto phase = current_phase();
+  const auto module = module_stack::current_module_id();
+  if (rule == nullptr) return record_call(*recorder, op_id, phase, module, capture, call_original);
+  return record_call(*recorder, op_id, phase, module, capture, run_rule, true);
+}
+
+}  // namespace
+
+void set_compiled_region_markers(const std::vector<PyObject*>& codes) {
+  for (auto* code : compiled_region_markers) Py_DECREF(code);
+  compiled_region_markers = codes;
+  for (auto* code : compiled_region_markers) Py_INCREF(code);
+}
+
+bool configure(PyObject* torch, PyObject* function_namer_, PyObject* dispatch_namer_) {
+  if (self_name == nullptr) {
+    self_name = PyUnicode_InternFromString("__self__");
+    name_name = PyUnicode_InternFromString("__name__");
+  }
+  Py_XINCREF(function_namer_), Py_XDECREF(function_namer), function_namer = function_namer_;
+  Py_XINCREF(dispatch_namer_), Py_XDECREF(dispatch_namer), dispatch_namer = dispatch_namer_;
+  if (current_autograd_node == nullptr) {
+    PyRef c = PyRef::steal(PyObject_GetAttrString(torch, "_C"));
+    current_autograd_node = c ? PyObject_GetAttrString(c.get(), "_current_autograd_node") : nullptr;
+    if (current_autograd_node == nullptr) PyErr_Clear();
+  }
+  return current_autograd_node != nullptr;
+}
+
+void clear_caches() {
+  for (auto& [func, id] : function_ops) Py_DECREF(func);
+  function_ops.clear();
+  for (auto& [func, entry] : dispatch_ops) Py_DECREF(func), Py_DECREF(entry.target);
+  dispatch_ops.clear();
+  for (auto& [key, id] : accessor_ops) Py_DECREF(key.first), Py_DECREF(key.second);
+  accessor_ops.clear();
+}
+
+PyObject* on_torch_function(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  return handle(args, nargs, [](PyObject* func) { return std::pair{function_op(func), func}; });
+}
+
+PyObject* on_torch_dispatch(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  return handle(args, nargs, [](PyObject* func) {
+    const auto op = dispatch_op(func);
+    return std::pair{op.op_id, op.target};
+  });
+}
+
+}  // namespace ophook::py::torch_handlers

@@ -1,0 +1,34 @@
+#pragma once
+#include <vector>
+
+#include "python_common.hpp"
+
+namespace ophook::py {
+
+/// The C++ bodies behind ophook's torch mode trampolines. Each takes (func, args, kwargs) as
+/// METH_FASTCALL arguments — the trampoline's `__torch_function__`/`__torch_dispatch__` passes
+/// them straight through — and returns what func(*args, **kwargs) returns, recording the call
+/// when recorder_for() says so. The op is resolved once per func object (torch_function: the
+/// public name from the namer, e.g. "torch.nn.functional.linear"; torch_dispatch:
+/// "aten.mm.default"), the phase is "backward" while autograd runs a node, the module is the
+/// innermost running nn.Module of this thread. GIL required.
+namespace torch_handlers {
+
+/// Python callables used on a func object's first sight: function_namer(func) -> str;
+/// dispatch_namer(func) -> (str, callable to run the op with). Also caches
+/// torch._C._current_autograd_node from `torch`.
+bool configure(PyObject* torch, PyObject* function_namer, PyObject* dispatch_namer);
+
+/// OPHOOK_COMPILE=ignore: code objects of the frames through which torch.compile'd callables run
+/// (Dynamo's compile_wrapper). A call made while one of them is on the thread's stack passes
+/// through unrecorded. Empty (the default): everything is recorded.
+void set_compiled_region_markers(const std::vector<PyObject*>& codes);
+
+/// Drops the per-func caches (their op ids stay valid: ops are never unregistered).
+void clear_caches();
+
+PyObject* on_torch_function(PyObject* self, PyObject* const* args, Py_ssize_t nargs);
+PyObject* on_torch_dispatch(PyObject* self, PyObject* const* args, Py_ssize_t nargs);
+
+}  // namespace torch_handlers
+}  // namespace ophook::py

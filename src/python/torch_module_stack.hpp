@@ -1,0 +1,30 @@
+#pragma once
+#include <cstdint>
+
+#include "python_common.hpp"
+
+namespace ophook::py {
+
+/// The nn.Module whose forward is running, per thread: torch's global forward pre-hook pushes
+/// the module, its global forward hook (registered with always_call=True) pops it. A module's
+/// dotted path ("MLP.fc1", as torch.utils.module_tracker names them) is computed once by the
+/// Python namer given to set_module_namer and then cached per module object until it dies.
+/// All functions need the GIL.
+namespace module_stack {
+
+/// Python callable namer(module) -> str, called on a module's first forward.
+void set_module_namer(PyObject* namer);
+
+/// Interned name id of the innermost running module on this thread, 0 when none.
+std::uint32_t current_module_id() noexcept;
+
+/// Forgets cached names (e.g. at uninstall); stacks of running forwards are kept.
+void clear_names();
+
+/// METH_FASTCALL bodies for the hooks: pre(module, args) and post(module, args, [kwargs,] output).
+/// Both return None.
+PyObject* forward_pre_hook(PyObject* self, PyObject* const* args, Py_ssize_t nargs);
+PyObject* forward_hook(PyObject* self, PyObject* const* args, Py_ssize_t nargs);
+
+}  // namespace module_stack
+}  // namespace ophook::py
