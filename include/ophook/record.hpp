@@ -29,6 +29,10 @@ struct ArrayCapture {
   bool captured = false;                // `data` holds all `nbytes` element bytes (maybe 0)
   std::unique_ptr<std::byte[]> data;
   std::size_t nbytes = 0;
+  std::size_t data_capacity = 0;        // bytes allocated at `data` when reused (0 = exactly nbytes)
+
+  /// A buffer of at least `n` bytes at `data` (reusing a recycled one when big enough); sets nbytes.
+  OPHOOK_API std::byte* reserve_data(std::size_t n);
 };
 
 /// Everything known about one recorded call, built on the program's thread without formatting and
@@ -57,6 +61,21 @@ struct CallRecord {
 
   /// Bytes this record holds, for the queue's memory cap.
   OPHOOK_API std::size_t footprint() const;
+
+  /// An empty array slot appended to `arrays`, reusing the shape and data buffers of an earlier
+  /// use of this record (see RecordPool) so that a steady stream of calls allocates nothing.
+  OPHOOK_API ArrayCapture& new_array();
+
+  /// Back to a default-constructed record, keeping buffers of modest size for reuse.
+  OPHOOK_API void clear_for_reuse() noexcept;
+
+  // Owned by RecordQueue / RecordPool while the record waits there.
+  CallRecord* next_in_chain = nullptr;
+  std::size_t queued_bytes = 0;  // footprint() when pushed: what release() frees
+  std::size_t pooled_bytes = 0;  // RecordPool: bytes of this record and those after it
+
+ private:
+  std::vector<ArrayCapture> spare_arrays_;  // cleared slots that still own their buffers
 };
 
 using RecordPtr = std::unique_ptr<CallRecord>;

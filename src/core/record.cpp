@@ -1,5 +1,7 @@
 #include "ophook/record.hpp"
 
+#include <algorithm>
+
 namespace ophook::core {
 
 std::string_view to_string(Level level) {
@@ -26,10 +28,58 @@ std::string_view to_string(Phase phase) {
   return "";
 }
 
+namespace {
+// Buffers up to this size stay with a recycled record; bigger ones are freed, so that the pool of
+// idle records never holds more than a few KiB each.
+constexpr std::size_t kKeptBufferBytes = 4096;
+}  // namespace
+
+std::byte* ArrayCapture::reserve_data(std::size_t n) {
+  if (!data || data_capacity < n) {
+    data = std::make_unique_for_overwrite<std::byte[]>(n);
+    data_capacity = n;
+  }
+  nbytes = n;
+  return data.get();
+}
+
 std::size_t CallRecord::footprint() const {
-  std::size_t bytes = sizeof(CallRecord) + values.capacity() + error.capacity();
-  for (const auto& a : arrays) bytes += sizeof(ArrayCapture) + a.shape.capacity() * 8 + a.nbytes;
+  std::size_t bytes = sizeof(CallRecord) + values.capacity() + error.capacity() +
+                      (arrays.capacity() + spare_arrays_.capacity()) * sizeof(ArrayCapture);
+  for (const auto& a : arrays) bytes += a.shape.capacity() * 8 + std::max(a.nbytes, a.data_capacity);
+  for (const auto& a : spare_arrays_) bytes += a.shape.capacity() * 8 + a.data_capacity;
   return bytes;
+}
+
+ArrayCapture& CallRecord::new_array() {
+  if (spare_arrays_.empty()) return arrays.emplace_back();
+  auto& slot = arrays.emplace_back(std::move(spare_arrays_.back()));
+  spare_arrays_.pop_back();
+  return slot;
+}
+
+void CallRecord::clear_for_reuse() noexcept {
+  seq = 0, op_id = 0, phase = Phase::None, overridden = has_error = nonfinite_new = false;
+  depth = 0, t_ns = dur_ns = 0, tid = 0;
+  source_file_id = source_func_id = 0, source_line = 0, module_id = 0;
+  kwargs_offset = outputs_offset = 0;
+  error.clear();
+  if (error.capacity() > kKeptBufferBytes) std::string().swap(error);
+  values.clear();
+  if (values.capacity() > kKeptBufferBytes) std::vector<std::uint8_t>().swap(values);
+  for (auto& a : arrays) {
+    if (a.data && a.data_capacity == 0) a.data_capacity = a.nbytes;  // filled without reserve_data
+    if (a.data_capacity > kKeptBufferBytes) a.data.reset(), a.data_capacity = 0;
+    a.shape.clear();
+    a.dtype_id = a.device_id = a.no_data_reason_id = 0;
+    a.alias_of = -1;
+    a.captured = false;
+    a.nbytes = 0;
+    if (spare_arrays_.size() < 16) spare_arrays_.push_back(std::move(a));
+  }
+  arrays.clear();
+  next_in_chain = nullptr;
+  queued_bytes = pooled_bytes = 0;
 }
 
 }  // namespace ophook::core

@@ -4,6 +4,7 @@
 #include <memory>
 #include <utility>
 
+#include "ophook/record_pool.hpp"
 #include "ophook/recorder.hpp"
 #include "overrides.hpp"
 #include "python_common.hpp"
@@ -25,10 +26,11 @@ inline std::int64_t monotonic_ns() noexcept {
 inline core::Recorder* recorder_for(std::uint32_t op_id) noexcept {
   if (!g_recording_on.load(std::memory_order_relaxed)) return nullptr;
   auto* recorder = core::Recorder::get();
+  // The filter verdict first: a filtered-out call then costs no thread-local lookup.
+  if (recorder == nullptr || !recorder->op(op_id).recorded) return nullptr;
   const auto& state = thread_state();
-  if (recorder == nullptr || state.busy) return nullptr;
-  if (state.depth > 0 && !recorder->config().nested) return nullptr;
-  return recorder->op(op_id).recorded ? recorder : nullptr;
+  if (state.busy) return nullptr;
+  return state.depth > 0 && !recorder->config().nested ? nullptr : recorder;
 }
 
 /// "Type: message" of the exception being raised, leaving it set exactly as it was.
@@ -54,7 +56,7 @@ template <typename CaptureInputs, typename Invoke>
 PyObject* record_call(core::Recorder& recorder, std::uint32_t op_id, core::Phase phase, std::uint32_t module_id,
                       CaptureInputs&& capture_inputs, Invoke&& invoke, bool overridden = false) {
   auto& state = thread_state();
-  auto record = std::make_unique<core::CallRecord>();
+  auto record = core::RecordPool::take();  // recycled: no allocation per call
   record->seq = recorder.next_seq();
   record->op_id = op_id;
   record->phase = phase;
@@ -62,7 +64,6 @@ PyObject* record_call(core::Recorder& recorder, std::uint32_t op_id, core::Phase
   record->overridden = overridden;
   record->depth = static_cast<std::uint16_t>(state.depth);
   record->tid = current_tid();
-  record->values.reserve(128);
   ValueCapture capture(*record, recorder);
   capture_inputs(capture);
 

@@ -17,11 +17,18 @@ struct DtypeEntry {
 };
 
 /// Interned description of a dtype, cached per descriptor object: builtin dtypes are singletons,
-/// so the cache holds a handful of entries and the lookup is one hash probe per array.
+/// so the cache holds a handful of entries. The last descriptor seen is checked first: most calls
+/// see one dtype over and over.
 const DtypeEntry& dtype_entry(core::Recorder& recorder, PyArray_Descr* descr) {
   static std::unordered_map<PyArray_Descr*, DtypeEntry> cache;
+  static PyArray_Descr* last_descr = nullptr;
+  static const DtypeEntry* last_entry = nullptr;
   constexpr std::size_t kMaxCached = 4096;
-  if (auto it = cache.find(descr); it != cache.end()) return it->second;
+  if (descr == last_descr) return *last_entry;
+  if (auto it = cache.find(descr); it != cache.end()) {
+    last_descr = descr, last_entry = &it->second;
+    return it->second;
+  }
 
   auto* as_object = reinterpret_cast<PyObject*>(descr);
   // str(dtype): "float32", "bool", "<U5", "|S3", ">i4", "datetime64[D]" — numpy's own spelling.
@@ -32,50 +39,80 @@ const DtypeEntry& dtype_entry(core::Recorder& recorder, PyArray_Descr* descr) {
   PyErr_Clear();
   const bool structured = fields && fields.get() != Py_None;
   const char kind = npy_str.size() > 1 ? npy_str[1] : '?';
+  // A structured dtype is saved as numpy.save does: the header's descr is str(dtype.descr), the
+  // Python literal of its field list, which numpy.load reads back without pickle.
+  const auto file_descr = structured ? attribute_str_or(as_object, "descr", "") : npy_str;
+  constexpr std::size_t kMaxDescr = 9000;  // numpy.load refuses header dicts over 10000 bytes
   if (PyDataType_REFCHK(descr) || kind == 'O') {
     entry.reason_id = recorder.intern("object dtype: no file without pickle");
-  } else if (structured || kind == 'V') {
-    entry.reason_id = recorder.intern("structured or void dtype: statistics and file not supported");
+  } else if (structured && (file_descr.empty() || file_descr.size() > kMaxDescr)) {
+    entry.reason_id = recorder.intern("structured dtype too large for a .npy header numpy.load accepts");
   } else {
     entry.savable = true;
   }
-  entry.dtype_id = recorder.intern_dtype({name, entry.savable ? npy_str : "", ""});
+  entry.dtype_id = recorder.intern_dtype({name, entry.savable ? file_descr : "", ""});
   static DtypeEntry uncached;
   if (cache.size() >= kMaxCached) return uncached = entry;
   Py_INCREF(as_object);  // keeps the key alive, so the pointer is never reused for another dtype
-  return cache.emplace(descr, entry).first->second;
+  const auto& kept = cache.emplace(descr, entry).first->second;  // node-based: the address stays
+  last_descr = descr, last_entry = &kept;
+  return kept;
+}
+
+/// Bytes of array data already copied into the record being built.
+std::size_t copied_bytes(const core::CallRecord& record) {
+  std::size_t bytes = 0;
+  for (const auto& a : record.arrays) bytes += a.captured ? a.nbytes : 0;
+  return bytes;
+}
+
+/// An array that would take a call's record over OPHOOK_QUEUE_BYTES is not copied: copying it
+/// would hold more memory than the user allowed (a 4 GiB array, a second 4 GiB). The record says
+/// why, and summary.json counts such arrays under notes.arrays_not_copied.
+std::uint32_t refuse_oversized(ValueCapture& capture, std::size_t nbytes) {
+  static std::uint64_t refused = 0;
+  auto& recorder = capture.recorder();
+  const std::string reason = "not copied: the call's arrays exceed OPHOOK_QUEUE_BYTES=" +
+                             std::to_string(recorder.config().queue_bytes) +
+                             " (no file, no statistics; raise OPHOOK_QUEUE_BYTES to capture it)";
+  const auto& record = capture.record();
+  recorder.add_note("arrays_not_copied", {{"count", ++refused},
+                                          {"reason", reason},
+                                          {"last_seq", record.seq},
+                                          {"last_op", recorder.op(record.op_id).name},
+                                          {"last_nbytes", nbytes}});
+  return recorder.intern(reason);
 }
 
 void capture_array(ValueCapture& capture, PyObject* object, PyArrayObject* array) {
   if (auto alias = capture.alias_of(object); alias >= 0) {
-    core::ArrayCapture copy;
+    auto& copy = capture.new_array(object);
     const auto& first = capture.record().arrays[static_cast<std::size_t>(alias)];
     copy.shape = first.shape;
     copy.dtype_id = first.dtype_id;
     copy.alias_of = alias;
-    capture.add_array(object, std::move(copy));
     return;
   }
   const int nd = PyArray_NDIM(array);
   const npy_intp* dims = PyArray_DIMS(array);
   const auto& dtype = dtype_entry(capture.recorder(), PyArray_DESCR(array));
-  core::ArrayCapture out;
+  const bool copy = capture.copy_data() && dtype.savable;
+  const auto item = static_cast<std::size_t>(PyArray_ITEMSIZE(array));
+  const auto n = static_cast<std::size_t>(PyArray_SIZE(array)) * item;
+  const bool oversized = copy && copied_bytes(capture.record()) + n > capture.recorder().config().queue_bytes;
+  const auto reason = oversized ? refuse_oversized(capture, n) : dtype.reason_id;
+  auto& out = capture.new_array(object);
   out.shape.assign(dims, dims + nd);
   out.dtype_id = dtype.dtype_id;
-  out.no_data_reason_id = dtype.reason_id;
-  if (capture.copy_data() && dtype.savable) {
-    const auto item = static_cast<std::size_t>(PyArray_ITEMSIZE(array));
-    const auto n = static_cast<std::size_t>(PyArray_SIZE(array)) * item;
-    out.data = std::make_unique_for_overwrite<std::byte[]>(n);
-    out.nbytes = n;
+  out.no_data_reason_id = reason;
+  if (copy && !oversized) {
     const npy_intp* strides = PyArray_STRIDES(array);
     static_assert(sizeof(npy_intp) == sizeof(std::int64_t));
-    core::strided_copy(out.data.get(), static_cast<const std::byte*>(PyArray_DATA(array)),
+    core::strided_copy(out.reserve_data(n), static_cast<const std::byte*>(PyArray_DATA(array)),
                        {reinterpret_cast<const std::int64_t*>(dims), static_cast<std::size_t>(nd)},
                        {reinterpret_cast<const std::int64_t*>(strides), static_cast<std::size_t>(nd)}, item);
     out.captured = true;
   }
-  capture.add_array(object, std::move(out));
 }
 
 }  // namespace

@@ -1,10 +1,10 @@
 #include "numpy_hooks.hpp"
 
 #include <array>
-#include <unordered_map>
 
 #include "call_recording.hpp"
 #include "ophook/log.hpp"
+#include "pointer_table.hpp"
 
 namespace ophook::py {
 namespace {
@@ -27,8 +27,8 @@ struct PatchedMethod {
   PyCFunction original = nullptr;
 };
 
-std::unordered_map<PyObject*, PatchedCallable> ufuncs;
-std::unordered_map<PyObject*, PatchedCallable> dispatchers;
+PointerTable<PatchedCallable> ufuncs;
+PointerTable<PatchedCallable> dispatchers;
 std::array<PatchedMethod, kMethods.size()> methods;
 
 vectorcallfunc* vectorcall_slot(PyObject* object) {
@@ -84,10 +84,10 @@ PyObject* run_rule(PyObject* rule, PyObject* original, std::uint32_t op, PyObjec
 }
 
 /// The shared body of the two vectorcall trampolines.
-PyObject* hooked_vectorcall(std::unordered_map<PyObject*, PatchedCallable>& table, PyObject* callable,
+PyObject* hooked_vectorcall(const PointerTable<PatchedCallable>& table, PyObject* callable,
                             PyObject* const* args, size_t nargsf, PyObject* kwnames) {
-  auto& entry = table.find(callable)->second;  // only patched objects reach a trampoline
-  const auto original = entry.original;  // copies: the table may rehash during the call
+  auto& entry = *table.find(callable);  // only patched objects reach a trampoline
+  const auto original = entry.original;
   const auto op = entry.op_id;
   return hooked_call(
       op, [&](ValueCapture& c) { capture_vectorcall_args(c, args, nargsf, kwnames); },
@@ -108,11 +108,11 @@ PyObject* dispatcher_trampoline(PyObject* callable, PyObject* const* args, size_
 /// The op id of ufunc `self`'s method M, or 0 when self is not a patched ufunc.
 template <std::size_t M>
 std::uint32_t method_op(PyObject* self) {
-  auto it = ufuncs.find(self);
-  if (it == ufuncs.end()) return 0;
-  auto& id = it->second.method_op_ids[M];
+  auto* entry = ufuncs.find(self);
+  if (entry == nullptr) return 0;
+  auto& id = entry->method_op_ids[M];
   if (id == 0) {
-    if (auto* recorder = core::Recorder::get()) id = recorder->op_id(it->second.name + "." + kMethods[M], Level::UfuncMethod);
+    if (auto* recorder = core::Recorder::get()) id = recorder->op_id(entry->name + "." + kMethods[M], Level::UfuncMethod);
   }
   return id;
 }
@@ -191,7 +191,7 @@ PyCFunction trampoline_for_index(std::size_t index, int flags, std::index_sequen
   return out;
 }
 
-int patch_table(std::unordered_map<PyObject*, PatchedCallable>& table,
+int patch_table(PointerTable<PatchedCallable>& table,
                 const std::vector<std::pair<PyObject*, std::string>>& objects, Level level, vectorcallfunc trampoline) {
   auto* recorder = core::Recorder::get();
   if (recorder == nullptr) return 0;
@@ -200,21 +200,21 @@ int patch_table(std::unordered_map<PyObject*, PatchedCallable>& table,
     auto* slot = vectorcall_slot(object);
     if (slot == nullptr || *slot == trampoline || table.contains(object)) continue;
     Py_INCREF(object);
-    table.emplace(object, PatchedCallable{object, *slot, nullptr, recorder->op_id(name, level), name, {}});
+    table.insert(object, PatchedCallable{object, *slot, nullptr, recorder->op_id(name, level), name, {}});
     *slot = trampoline;
     ++patched;
   }
   return patched;
 }
 
-int unpatch_table(std::unordered_map<PyObject*, PatchedCallable>& table) {
+int unpatch_table(PointerTable<PatchedCallable>& table) {
   int restored = 0;
-  for (auto& [object, entry] : table) {
-    if (auto* slot = vectorcall_slot(object)) *slot = entry.original;
+  table.for_each([&](const void*, PatchedCallable& entry) {
+    if (auto* slot = vectorcall_slot(entry.object)) *slot = entry.original;
     Py_XDECREF(entry.original_callable);
-    Py_DECREF(object);
+    Py_DECREF(entry.object);
     ++restored;
-  }
+  });
   table.clear();
   return restored;
 }

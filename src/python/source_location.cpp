@@ -2,6 +2,8 @@
 
 #include <frameobject.h>
 
+#include <array>
+#include <cstdint>
 #include <unordered_map>
 #include <vector>
 
@@ -21,20 +23,49 @@ std::vector<std::string>& library_directories() {
 
 const CodeVerdict& verdict(core::Recorder& recorder, PyCodeObject* code) {
   static std::unordered_map<PyCodeObject*, CodeVerdict> cache;
-  if (auto it = cache.find(code); it != cache.end()) return it->second;
-  auto* object = reinterpret_cast<PyObject*>(code);
-  const auto file = attribute_str_or(object, "co_filename", "?");
-  CodeVerdict v;
-  v.library = false;
-  for (const auto& dir : library_directories()) {
-    if (file.compare(0, dir.size(), dir) == 0) v.library = true;
+  static PyCodeObject* last_code = nullptr;  // a loop calls from one code object over and over
+  static const CodeVerdict* last_verdict = nullptr;
+  if (code == last_code) return *last_verdict;
+  auto it = cache.find(code);
+  if (it == cache.end()) {
+    auto* object = reinterpret_cast<PyObject*>(code);
+    const auto file = attribute_str_or(object, "co_filename", "?");
+    CodeVerdict v;
+    v.library = false;
+    for (const auto& dir : library_directories()) {
+      if (file.compare(0, dir.size(), dir) == 0) v.library = true;
+    }
+    if (!v.library) {
+      v.file_id = recorder.intern(file);
+      v.func_id = recorder.intern(attribute_str_or(object, "co_name", "?"));
+    }
+    Py_INCREF(object);  // the key stays valid: a freed code object's address is never reused here
+    it = cache.emplace(code, v).first;
   }
-  if (!v.library) {
-    v.file_id = recorder.intern(file);
-    v.func_id = recorder.intern(attribute_str_or(object, "co_name", "?"));
-  }
-  Py_INCREF(object);  // the key stays valid: a freed code object's address is never reused here
-  return cache.emplace(code, v).first->second;
+  last_code = code, last_verdict = &it->second;
+  return it->second;
+}
+
+/// The line a frame is at. PyFrame_GetLineNumber decodes the code's line table from its start on
+/// every call; the result only depends on (code, instruction offset), so it is cached in a small
+/// direct-mapped table. Code objects in it are kept alive by verdict()'s cache.
+int line_of(PyFrameObject* frame, PyCodeObject* code) {
+#if PY_VERSION_HEX >= 0x030B0000
+  struct Entry {
+    PyCodeObject* code = nullptr;
+    int lasti = -1;
+    int line = 0;
+  };
+  static std::array<Entry, 512> cache;
+  const int lasti = PyFrame_GetLasti(frame);
+  auto& entry = cache[((reinterpret_cast<std::uintptr_t>(code) >> 4) ^ static_cast<std::uintptr_t>(lasti) * 0x9E37u) %
+                      cache.size()];
+  if (entry.code != code || entry.lasti != lasti) entry = {code, lasti, PyFrame_GetLineNumber(frame)};
+  return entry.line;
+#else
+  (void)code;
+  return PyFrame_GetLineNumber(frame);
+#endif
 }
 
 }  // namespace
@@ -51,22 +82,22 @@ void add_library_directory(const std::string& directory) {
 
 void locate_source(core::CallRecord& record, core::Recorder& recorder) {
   PyFrameObject* frame = PyEval_GetFrame();  // borrowed
-  Py_XINCREF(frame);
+  PyFrameObject* owned = nullptr;             // outer frames come as new references
   while (frame != nullptr) {
-    PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
-    const auto& v = verdict(recorder, code);
+    PyCodeObject* code = PyFrame_GetCode(frame);  // new reference; the frame keeps one too
     Py_DECREF(code);
+    const auto& v = verdict(recorder, code);
     if (!v.library) {
       record.source_file_id = v.file_id;
       record.source_func_id = v.func_id;
-      record.source_line = PyFrame_GetLineNumber(frame);
-      Py_DECREF(frame);
-      return;
+      record.source_line = line_of(frame, code);
+      break;
     }
-    PyFrameObject* back = PyFrame_GetBack(frame);  // new reference
-    Py_DECREF(frame);
-    frame = back;
+    PyFrameObject* back = PyFrame_GetBack(frame);
+    Py_XDECREF(owned);
+    frame = owned = back;
   }
+  Py_XDECREF(owned);
 }
 
 }  // namespace ophook::py

@@ -33,22 +33,41 @@ ValueCapture::ValueCapture(core::CallRecord& record, core::Recorder& recorder)
 
 void ValueCapture::begin_outputs() {
   record_.outputs_offset = offset();
-  seen_.clear();
+  seen_count_ = 0;
+  overflow_.clear();
 }
 
 std::int32_t ValueCapture::alias_of(PyObject* object) const {
-  for (const auto& [o, index] : seen_) {
+  for (std::size_t i = 0; i < seen_count_; ++i) {
+    if (seen_[i].first == object) return static_cast<std::int32_t>(seen_[i].second);
+  }
+  for (const auto& [o, index] : overflow_) {
     if (o == object) return static_cast<std::int32_t>(index);
   }
   return -1;
 }
 
+void ValueCapture::note_array(PyObject* object, std::uint32_t index) {
+  if (seen_count_ < kInlineSeen) {
+    seen_[seen_count_++] = {object, index};
+  } else {
+    overflow_.emplace_back(object, index);
+  }
+  writer_.array(index);
+}
+
 std::uint32_t ValueCapture::add_array(PyObject* object, core::ArrayCapture array) {
   const auto index = static_cast<std::uint32_t>(record_.arrays.size());
   record_.arrays.push_back(std::move(array));
-  seen_.emplace_back(object, index);
-  writer_.array(index);
+  note_array(object, index);
   return index;
+}
+
+core::ArrayCapture& ValueCapture::new_array(PyObject* object) {
+  const auto index = static_cast<std::uint32_t>(record_.arrays.size());
+  auto& slot = record_.new_array();
+  note_array(object, index);
+  return slot;
 }
 
 void ValueCapture::value(PyObject* object) { value_at_depth(object, 0); }

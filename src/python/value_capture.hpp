@@ -1,4 +1,5 @@
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string_view>
 #include <utility>
@@ -34,12 +35,15 @@ class ValueCapture {
   std::int32_t alias_of(PyObject* object) const;
   /// Appends `array` as the value for `object` and returns its index.
   std::uint32_t add_array(PyObject* object, core::ArrayCapture array);
+  /// Appends a cleared array slot (with recycled buffers) as the value for `object`; fill it in.
+  core::ArrayCapture& new_array(PyObject* object);
   void other(PyObject* object);
   /// {kind, repr} written as given: for objects whose repr is costly or has side effects.
   void other(std::string_view kind, std::string_view repr) { writer_.other(kind, repr); }
 
  private:
   void list(PyObject* sequence, int depth);
+  void note_array(PyObject* object, std::uint32_t index);
   void value_at_depth(PyObject* object, int depth);
   std::uint32_t offset() const { return static_cast<std::uint32_t>(record_.values.size()); }
 
@@ -47,7 +51,11 @@ class ValueCapture {
   core::Recorder& recorder_;
   core::ValueWriter writer_;
   bool copy_data_;
-  std::vector<std::pair<PyObject*, std::uint32_t>> seen_;  // this section's arrays
+  // This section's arrays: a few inline (no allocation per call), the rest in overflow_.
+  static constexpr std::size_t kInlineSeen = 8;
+  std::array<std::pair<PyObject*, std::uint32_t>, kInlineSeen> seen_{};
+  std::size_t seen_count_ = 0;
+  std::vector<std::pair<PyObject*, std::uint32_t>> overflow_;
 };
 
 /// A capturer for one more kind of array-like object (torch.Tensor). Returns false when `object`

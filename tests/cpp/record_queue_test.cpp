@@ -1,10 +1,17 @@
 // RecordQueue: bytes-capped, producers wait instead of dropping, the writer drains in order.
 #include "ophook/record_queue.hpp"
 
+#include "ophook/record_pool.hpp"
+
 #include <gtest/gtest.h>
 
+#include <cstring>
+
+#include <algorithm>
 #include <atomic>
+#include <map>
 #include <thread>
+#include <vector>
 
 namespace ophook::core {
 namespace {
@@ -61,6 +68,85 @@ TEST(RecordQueue, ProducersWaitForTheWriterAndNothingIsLost) {
   ASSERT_EQ(seen.size(), static_cast<std::size_t>(kRecords));
   for (int i = 0; i < kRecords; ++i) EXPECT_EQ(seen[static_cast<std::size_t>(i)], static_cast<std::uint64_t>(i));
   EXPECT_GT(queue.producer_waits(), 0u);
+}
+
+TEST(RecordQueue, ManyProducersLoseNothingAndKeepEachThreadsOrder) {
+  const auto one = record_of(0, 256)->footprint();
+  RecordQueue queue(one * 64);
+  constexpr int kThreads = 4, kPerThread = 3000;
+  std::map<std::int32_t, std::vector<std::uint64_t>> seen;  // tid -> seqs in pop order
+  std::thread writer([&] {
+    std::deque<RecordPtr> batch;
+    while (queue.pop_all(batch, std::chrono::milliseconds(1))) {
+      for (auto& r : batch) {
+        seen[r->tid].push_back(r->seq);
+        queue.release(std::move(r));  // recycled into the pool the producers take from
+      }
+      batch.clear();
+    }
+  });
+  std::vector<std::thread> producers;
+  for (int t = 0; t < kThreads; ++t) {
+    producers.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        auto r = RecordPool::take();
+        EXPECT_TRUE(r->values.empty() && r->arrays.empty() && r->seq == 0);
+        r->tid = t;
+        r->seq = static_cast<std::uint64_t>(i);
+        r->values.resize(256);
+        r->new_array().reserve_data(100);
+        if (!queue.try_push(r)) queue.push(std::move(r));
+      }
+    });
+  }
+  for (auto& p : producers) p.join();
+  queue.wait_drained();
+  EXPECT_EQ(queue.bytes_held(), 0u);
+  queue.close();
+  writer.join();
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(kThreads));
+  for (const auto& [tid, seqs] : seen) {
+    ASSERT_EQ(seqs.size(), static_cast<std::size_t>(kPerThread)) << tid;
+    EXPECT_TRUE(std::is_sorted(seqs.begin(), seqs.end())) << tid;
+  }
+}
+
+TEST(RecordPool, AGivenRecordComesBackClearedWithItsSmallBuffers) {
+  auto r = RecordPool::take();
+  CallRecord* const address = r.get();
+  r->seq = 7, r->has_error = true, r->error = "ValueError: x";
+  r->values.resize(300);
+  auto& array = r->new_array();
+  array.shape = {4, 5};
+  std::memset(array.reserve_data(160), 1, 160);
+  array.captured = true;
+  RecordPool::give(std::move(r));
+
+  std::vector<RecordPtr> taken;  // other tests may have left records in the pool too
+  for (int i = 0; i < 10000 && (taken.empty() || taken.back().get() != address); ++i) taken.push_back(RecordPool::take());
+  ASSERT_EQ(taken.back().get(), address);
+  auto& back = *taken.back();
+  EXPECT_EQ(back.seq, 0u);
+  EXPECT_FALSE(back.has_error);
+  EXPECT_TRUE(back.error.empty() && back.values.empty() && back.arrays.empty());
+  EXPECT_GE(back.values.capacity(), 300u);
+  auto& slot = back.new_array();
+  EXPECT_TRUE(slot.shape.empty());
+  EXPECT_FALSE(slot.captured);
+  EXPECT_EQ(slot.alias_of, -1);
+  EXPECT_GE(slot.data_capacity, 160u);  // the buffer is reused, not reallocated
+}
+
+TEST(RecordPool, LargeBuffersAreNotKept) {
+  auto r = RecordPool::take();
+  CallRecord* const address = r.get();
+  r->new_array().reserve_data(1 << 20);
+  RecordPool::give(std::move(r));
+  std::vector<RecordPtr> taken;
+  for (int i = 0; i < 10000 && (taken.empty() || taken.back().get() != address); ++i) taken.push_back(RecordPool::take());
+  ASSERT_EQ(taken.back().get(), address);
+  EXPECT_EQ(taken.back()->new_array().data_capacity, 0u);
+  EXPECT_LT(taken.back()->footprint(), std::size_t{64} << 10);
 }
 
 }  // namespace

@@ -1,0 +1,62 @@
+#include "ophook/record_pool.hpp"
+
+#include <atomic>
+#include <utility>
+
+namespace ophook::core {
+namespace {
+
+// Idle records beyond this many bytes are freed rather than pooled.
+constexpr std::size_t kMaxPooledBytes = 16u << 20;
+constexpr std::size_t kTypicalValueBytes = 128;
+constexpr std::size_t kTypicalArrays = 4;
+
+// The shared chain: only the writer pushes (so a pushed head never reappears under a concurrent
+// push: no ABA); program threads take it whole with one exchange.
+std::atomic<CallRecord*> shared_chain{nullptr};
+std::atomic<std::size_t> shared_bytes{0};
+
+/// This thread's records, taken from the shared chain; freed when the thread ends.
+struct LocalChain {
+  CallRecord* head = nullptr;
+  ~LocalChain() {
+    while (head != nullptr) delete std::exchange(head, head->next_in_chain);
+  }
+};
+thread_local LocalChain local;
+
+}  // namespace
+
+RecordPtr RecordPool::take() {
+  if (local.head == nullptr && shared_chain.load(std::memory_order_relaxed) != nullptr) {
+    local.head = shared_chain.exchange(nullptr, std::memory_order_acquire);
+    if (local.head != nullptr) shared_bytes.fetch_sub(local.head->pooled_bytes, std::memory_order_relaxed);
+  }
+  if (local.head == nullptr) {
+    // The writer is behind (or this is the first call): a fresh record, sized for a typical
+    // call at once rather than grown by doubling.
+    auto fresh = std::make_unique<CallRecord>();
+    fresh->values.reserve(kTypicalValueBytes);
+    fresh->arrays.reserve(kTypicalArrays);
+    return fresh;
+  }
+  RecordPtr record(std::exchange(local.head, local.head->next_in_chain));
+  record->next_in_chain = nullptr;
+  record->pooled_bytes = 0;
+  return record;
+}
+
+void RecordPool::give(RecordPtr record) noexcept {
+  record->clear_for_reuse();
+  const auto bytes = record->footprint();
+  if (shared_bytes.load(std::memory_order_relaxed) + bytes > kMaxPooledBytes) return;  // freed here
+  CallRecord* node = record.release();
+  CallRecord* head = shared_chain.load(std::memory_order_relaxed);
+  do {
+    node->next_in_chain = head;
+    node->pooled_bytes = bytes + (head != nullptr ? head->pooled_bytes : 0);
+  } while (!shared_chain.compare_exchange_weak(head, node, std::memory_order_release, std::memory_order_relaxed));
+  shared_bytes.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+}  // namespace ophook::core
