@@ -7,7 +7,9 @@
 namespace ophook::core {
 
 /// Replaces every character outside [A-Za-z0-9._-] with '_' ("aten.add.Tensor" stays,
-/// "numpy.add.reduce" stays, "../x" becomes ".._x"); never yields "." or "..". Pure.
+/// "numpy.add.reduce" stays, "../x" becomes ".._x"); never yields "." or "..". A result longer
+/// than 200 bytes (no file name could hold it) is cut to 183 bytes + '-' + the 16 hex digits of
+/// the xxh64 of `op`. Pure.
 OPHOOK_API std::string sanitize_op_name(std::string_view op);
 
 /// "op_<op>_input<k>_<seq>.npy", seq zero-padded to at least 6 digits. `op` must be sanitized.

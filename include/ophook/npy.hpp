@@ -23,8 +23,11 @@ struct NpyHeader {
 /// descr is not a simple (non-structured, non-object) type.
 OPHOOK_API std::size_t npy_item_size(std::string_view descr);
 
-/// Encodes a complete version 1.0 header (magic through the newline) for a C-order array, padded
-/// so the data starts at a multiple of 64 bytes, as numpy.save does. Thread-safe, no I/O.
+/// Encodes a complete header (magic through the newline) for a C-order array, padded so the data
+/// starts at a multiple of 64 bytes, as numpy.save does: version 1.0, 2.0 when the dict exceeds
+/// 64 KiB, 3.0 when it holds non-ASCII bytes (UTF-8 field names). `descr` is a dtype.str ("<f4"),
+/// or, starting with '[', the Python literal of a structured dtype's descr list, written
+/// unquoted. Thread-safe, no I/O.
 OPHOOK_API std::string encode_npy_header(std::string_view descr, std::span<const std::int64_t> shape,
                               bool fortran_order = false);
 

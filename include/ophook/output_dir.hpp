@@ -16,12 +16,19 @@ struct IoResult {
 /// One process's output directory, held open as a directory fd so that every file is created
 /// relative to it. Files are written to a unique temporary name with O_CREAT|O_EXCL|O_NOFOLLOW and
 /// renamed into place, so a reader sees each file complete or not at all and a symlink planted at
-/// the final name is replaced, never followed. Mode 0644. Not thread-safe: owned by the writer.
+/// the final name is replaced, never followed. Files get mode 0644 (less what the umask removes).
+/// A directory created directly inside a world-writable one (/tmp) gets mode 0700, and an existing
+/// one there must belong to this user: others could otherwise read the dumps or swap them.
+/// Not thread-safe: owned by the writer.
 class OutputDir {
  public:
+  /// Whether the last component of the path may be a symlink: yes for the directory the user
+  /// named, no for the pid<PID>/rank<R> directories made inside it.
+  enum class Leaf { Follow, NoFollow };
+
   /// Creates the directory (and parents) if needed and opens it; throws ophook::Error naming the
   /// path when it is not a directory or cannot be created/opened.
-  explicit OutputDir(std::string path);
+  explicit OutputDir(std::string path, Leaf leaf = Leaf::Follow);
   ~OutputDir();
   OutputDir(const OutputDir&) = delete;
   OutputDir& operator=(const OutputDir&) = delete;
@@ -40,10 +47,17 @@ class OutputDir {
   /// api_*.txt, op_*.npy, stale temporaries), never anything else. Returns how many were removed.
   std::size_t remove_previous_run_files();
 
+  /// Sets `bytes` of disk space aside in a hidden temporary file, so that the end-of-run files
+  /// still fit when the disk fills up during the run; release_reserve() frees it just before they
+  /// are written. Best effort (nothing happens where fallocate is unsupported).
+  void reserve_space(std::size_t bytes) noexcept;
+  void release_reserve() noexcept;
+
  private:
   std::string path_;
   int dir_fd_ = -1;
   unsigned long temp_counter_ = 0;
+  std::string reserve_name_;
 };
 
 }  // namespace ophook::core

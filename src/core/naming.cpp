@@ -3,7 +3,17 @@
 
 #include <fmt/format.h>
 
+#define XXH_INLINE_ALL  // header-only: libophook.so must not depend on libxxhash.so
+#include <xxhash.h>
+
 namespace ophook::core {
+namespace {
+
+// A file name may hold 255 bytes; "op_" + "_output<k>_<seq>.npy" needs at most 45 of them.
+constexpr std::size_t kMaxStem = 200;
+constexpr std::size_t kHashDigits = 16;
+
+}  // namespace
 
 std::string sanitize_op_name(std::string_view op) {
   std::string out;
@@ -21,6 +31,12 @@ std::string sanitize_op_name(std::string_view op) {
     }
   }
   if (out == "." || out == "..") out.assign(out.size(), '_');
+  if (out.size() > kMaxStem) {
+    // Too long for a file name: keep the start and make the end the hash of the full name, so
+    // that distinct long names still get distinct files.
+    out.resize(kMaxStem - kHashDigits - 1);
+    out += fmt::format("-{:016x}", XXH64(op.data(), op.size(), 0));
+  }
   return out;
 }
 

@@ -1,6 +1,7 @@
 // The .npy header, byte for byte as numpy.lib.format writes and reads it.
 #include "ophook/npy.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <charconv>
 #include <cstring>
@@ -120,6 +121,13 @@ std::optional<Descr> parse_descr(std::string_view text, std::string* error) {
 // A cursor over the header dict text: a tiny reader for exactly the Python literal numpy writes
 // ({'descr': str, 'fortran_order': bool, 'shape': tuple of int}). Every read is bounds-checked.
 class DictReader {
+  static constexpr int kMaxNesting = 32;
+  static void multiply(std::size_t& size, std::int64_t dim) {
+    if (__builtin_mul_overflow(size, static_cast<std::size_t>(dim), &size)) {
+      fail("the structured dtype's item size overflows");
+    }
+  }
+
  public:
   explicit DictReader(std::string_view text) : text_(text) {}
 
@@ -186,6 +194,55 @@ class DictReader {
     return value;
   }
 
+  std::size_t position() const { return pos_; }
+  std::string_view since(std::size_t start) const { return text_.substr(start, pos_ - start); }
+
+  /// A structured dtype's descr list as numpy.save writes it ([('x', '<i4'), ('pos', [...]),
+  /// ('m', '<f8', (2, 2)), (('title', 'name'), '|u1')]); returns its item size.
+  std::size_t structured_item_size(int depth) {
+    if (depth > kMaxNesting) fail("structured dtype nested more than 32 levels deep");
+    expect('[', "to open a structured descr");
+    std::size_t total = 0;
+    while (!accept(']')) {
+      expect('(', "to open a field");
+      skip_blanks();
+      if (accept('(')) {  // (title, name)
+        string("a field title");
+        expect(',', "after a field title");
+        string("a field name");
+        expect(')', "to close a field's (title, name)");
+      } else {
+        string("a field name");
+      }
+      expect(',', "after a field name");
+      skip_blanks();
+      std::size_t size = 0;
+      if (peek() == '[') {
+        size = structured_item_size(depth + 1);
+      } else {
+        std::string why;
+        const auto d = parse_descr(string("a field format"), &why);
+        if (!d) fail(why);
+        size = d->item_size;
+      }
+      if (accept(',')) {
+        skip_blanks();
+        if (peek() == '(') {
+          for (const std::int64_t dim : shape()) multiply(size, dim);
+        } else if (peek() != ')') {
+          multiply(size, dimension());
+        }
+      }
+      expect(')', "to close a field");
+      if (__builtin_add_overflow(total, size, &total)) fail("the structured dtype's item size overflows");
+      if (!accept(',')) {
+        expect(']', "to close a structured descr");
+        break;
+      }
+    }
+    return total;
+  }
+
   std::vector<std::int64_t> shape() {
     skip_blanks();
     if (peek() == '[') fail("shape is a list, not a tuple" + at());
@@ -210,17 +267,24 @@ class DictReader {
 void parse_dict(std::string_view text, NpyHeader& out) {
   DictReader r(text);
   r.expect('{', "at the start of the header dict");
-  bool seen_descr = false, seen_order = false, seen_shape = false;
+  bool seen_descr = false, seen_order = false, seen_shape = false, structured = false;
   std::string descr_text;
+  std::size_t structured_size = 0;
   while (!r.accept('}')) {
     const std::string_view key = r.string("a key");
     r.expect(':', "after a key");
     // A repeated key is legal in a Python dict literal: the last one wins, as in numpy.
     if (key == "descr") {
       r.skip_blanks();
-      if (r.peek() == '[') fail("structured dtypes (a list descr) are not supported");
       if (r.peek() == '(') fail("sub-array dtypes (a tuple descr) are not supported");
-      descr_text = std::string(r.string("descr"));
+      structured = r.peek() == '[';
+      if (structured) {
+        const auto start = r.position();
+        structured_size = r.structured_item_size(0);
+        descr_text = std::string(r.since(start));
+      } else {
+        descr_text = std::string(r.string("descr"));
+      }
       seen_descr = true;
     } else if (key == "fortran_order") {
       out.fortran_order = r.boolean();
@@ -241,6 +305,11 @@ void parse_dict(std::string_view text, NpyHeader& out) {
   if (!seen_descr) fail("the header dict lacks 'descr'");
   if (!seen_order) fail("the header dict lacks 'fortran_order'");
   if (!seen_shape) fail("the header dict lacks 'shape'");
+  if (structured) {
+    out.descr = descr_text;  // the literal as written: two files of one dtype compare equal
+    out.item_size = structured_size;
+    return;
+  }
   std::string why;
   const auto descr = parse_descr(descr_text, &why);
   if (!descr) fail(why);
@@ -283,9 +352,11 @@ std::string encode_npy_header(std::string_view descr, std::span<const std::int64
   // numpy: "{" + "'key': repr(value), " for the sorted keys + "}" + growth-axis spaces.
   std::string dict;
   dict.reserve(128 + shape.size() * 22);
-  dict += "{'descr': '";
+  // A structured dtype's descr is already the Python literal of its field list.
+  const bool literal = descr.starts_with('[');
+  dict += literal ? "{'descr': " : "{'descr': '";
   dict += descr;
-  dict += "', 'fortran_order': ";
+  dict += literal ? ", 'fortran_order': " : "', 'fortran_order': ";
   dict += fortran_order ? "True" : "False";
   dict += ", 'shape': (";
   for (std::size_t i = 0; i < shape.size(); ++i) {
@@ -302,9 +373,11 @@ std::string encode_npy_header(std::string_view descr, std::span<const std::int64
   // Pad with spaces and a final newline so that the data starts at a multiple of 64; a header
   // already aligned still gets 64 spaces, as in numpy's _wrap_header.
   const std::size_t hlen = dict.size() + 1;
-  std::size_t length_field = 2;
+  // Format 3.0 is 2.0 with a UTF-8 dict (non-ASCII field names); 1.0 and 2.0 are read as latin-1.
+  const bool utf8 = std::any_of(dict.begin(), dict.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
+  std::size_t length_field = utf8 ? 4 : 2;
   std::size_t padlen = kAlign - (kMagicLen + 2 + length_field + hlen) % kAlign;
-  if (hlen + padlen > 0xFFFF) {
+  if (hlen + padlen > 0xFFFF && length_field == 2) {
     length_field = 4;  // format 2.0: the dict does not fit a uint16 length
     padlen = kAlign - (kMagicLen + 2 + length_field + hlen) % kAlign;
   }
@@ -313,7 +386,7 @@ std::string encode_npy_header(std::string_view descr, std::span<const std::int64
   std::string out;
   out.reserve(kMagicLen + 2 + length_field + total);
   out.append(kMagic, kMagicLen);
-  out += static_cast<char>(length_field == 2 ? 1 : 2);
+  out += static_cast<char>(utf8 ? 3 : length_field == 2 ? 1 : 2);
   out += '\0';
   for (std::size_t i = 0; i < length_field; ++i) out += static_cast<char>((total >> (8 * i)) & 0xFF);
   out += dict;

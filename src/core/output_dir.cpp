@@ -18,6 +18,8 @@ namespace ophook::core {
 namespace {
 
 constexpr mode_t kFileMode = 0644;
+// For a directory made inside a world-writable one such as /tmp: only its owner may enter it.
+constexpr mode_t kPrivateDirMode = 0700;
 constexpr std::string_view kTempPrefix = ".tmp.";
 // Room left in a 255-byte name for ".tmp." and ".<pid>.<counter>".
 constexpr std::size_t kTempNameRoom = 200;
@@ -57,6 +59,20 @@ void make_directories(const std::string& path) {
   }
 }
 
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw Error("ophook: output path '" + path + "' " + what);
+}
+
+std::string error_text(int error) { return std::system_category().message(error); }
+
+// "a/b/c/" → {"a/b", "c"}; "c" → {"", "c"}; "/c" → {"/", "c"}.
+std::pair<std::string, std::string> split_last(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) return {"", path};
+  return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
+}
+
 bool is_previous_run_file(std::string_view name) noexcept {
   for (const std::string_view fixed : {"trace.jsonl", "summary.json", "api_trace.txt",
                                        "api_apis.txt", "api_configs.txt", "api_statistics.txt"}) {
@@ -70,15 +86,46 @@ bool is_previous_run_file(std::string_view name) noexcept {
 
 std::string IoResult::message() const { return std::system_category().message(error); }
 
-OutputDir::OutputDir(std::string path) : path_(std::move(path)) {
+OutputDir::OutputDir(std::string path, Leaf leaf) : path_(std::move(path)) {
   if (path_.empty()) throw Error("ophook: the output directory path is empty");
-  make_directories(path_);
-  dir_fd_ = ::open(path_.c_str(), O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-  if (dir_fd_ < 0) {
+  const auto [parent, name] = split_last(path_);
+  if (name.empty()) {  // "/"
+    dir_fd_ = ::open(path_.c_str(), O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+    if (dir_fd_ < 0) fail(path_, "cannot be opened: " + error_text(errno));
+    return;
+  }
+  if (!parent.empty()) make_directories(parent);
+  const int parent_fd = ::open(parent.empty() ? "." : parent.c_str(), O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+  if (parent_fd < 0) {
+    fail(path_, errno == ENOTDIR ? "lies below something that is not a directory"
+                                 : "cannot be reached: " + error_text(errno));
+  }
+  struct stat parent_st{};
+  const bool shared_parent = ::fstat(parent_fd, &parent_st) == 0 && (parent_st.st_mode & S_IWOTH) != 0;
+  if (::mkdirat(parent_fd, name.c_str(), shared_parent ? kPrivateDirMode : 0777) != 0 && errno != EEXIST) {
     const int error = errno;
-    throw Error("ophook: output path '" + path_ + "' " +
-                (error == ENOTDIR ? std::string("is not a directory")
-                                  : "cannot be opened: " + std::system_category().message(error)));
+    ::close(parent_fd);
+    fail(path_, "cannot be created: " + error_text(error));
+  }
+  const int nofollow = leaf == Leaf::NoFollow ? O_NOFOLLOW : 0;
+  dir_fd_ = ::openat(parent_fd, name.c_str(), O_DIRECTORY | O_RDONLY | O_CLOEXEC | nofollow);
+  const int error = errno;
+  struct stat leaf_st{};
+  // With O_DIRECTORY a symlink fails as ENOTDIR (or ELOOP): tell which it was.
+  const bool is_link = dir_fd_ < 0 && leaf == Leaf::NoFollow &&
+                       ::fstatat(parent_fd, name.c_str(), &leaf_st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                       S_ISLNK(leaf_st.st_mode);
+  ::close(parent_fd);
+  if (dir_fd_ < 0) {
+    if (is_link) fail(path_, "is a symlink: not followed");
+    fail(path_, error == ENOTDIR ? std::string("is not a directory") : "cannot be opened: " + error_text(error));
+  }
+  struct stat st{};
+  if (shared_parent && (::fstat(dir_fd_, &st) != 0 || st.st_uid != ::geteuid())) {
+    ::close(dir_fd_);
+    dir_fd_ = -1;
+    fail(path_, "belongs to uid " + std::to_string(st.st_uid) + " in the world-writable directory '" + parent +
+                    "': refusing to write there (another user could read or replace the dumps)");
   }
 }
 
@@ -144,6 +191,26 @@ int OutputDir::open_fresh_for_append(std::string_view name) {
   (void)::unlinkat(dir_fd_, file.c_str(), 0);
   return ::openat(dir_fd_, file.c_str(),
                   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, kFileMode);
+}
+
+void OutputDir::reserve_space(std::size_t bytes) noexcept {
+  char name[64];
+  std::snprintf(name, sizeof name, "%sreserve.%ld", kTempPrefix.data(), static_cast<long>(::getpid()));
+  const int fd = ::openat(dir_fd_, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, kFileMode);
+  if (fd < 0) return;
+  const bool ok = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes)) == 0;
+  ::close(fd);
+  if (ok) {
+    reserve_name_ = name;
+  } else {
+    ::unlinkat(dir_fd_, name, 0);
+  }
+}
+
+void OutputDir::release_reserve() noexcept {
+  if (reserve_name_.empty()) return;
+  ::unlinkat(dir_fd_, reserve_name_.c_str(), 0);
+  reserve_name_.clear();
 }
 
 std::size_t OutputDir::remove_previous_run_files() {

@@ -96,7 +96,7 @@ void Recorder::start_writer(std::string output_path) {
   writer_.reset();  // a finished run's writer, already joined
   queue_.reset();
   queue_ = std::make_unique<RecordQueue>(config_.queue_bytes);
-  writer_ = std::make_unique<TraceWriter>(*this, *queue_, output_path_);
+  writer_ = std::make_unique<TraceWriter>(*this, *queue_, output_path_, /*nested=*/output_path_ != root_output_);
   writer_ready_.store(true, std::memory_order_release);
 }
 

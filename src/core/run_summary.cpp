@@ -134,7 +134,8 @@ nlohmann::ordered_json RunSummary::summary_json(std::uint64_t dropped, std::uint
                    {"exhausted", budget_exhausted_},
                    {"exhausted_at_seq", budget_exhausted_ ? Json(budget_exhausted_at_) : Json(nullptr)}};
   out["write_errors"] = {{"count", write_errors_},
-                         {"first", write_errors_ ? Json(first_write_error_) : Json(nullptr)}};
+                         {"first", write_errors_ ? Json(first_write_error_) : Json(nullptr)},
+                         {"stopped", stopped_}};
   out["queue"] = {{"cap_bytes", config.queue_bytes}, {"producer_waits", producer_waits}};
   out["first_nonfinite"] = first_nonfinite_;
   out["ops"] = std::move(ops);
@@ -173,7 +174,8 @@ void RunSummary::write_files(OutputDir& dir, std::uint64_t dropped, std::uint64_
                                                        {"api_configs.txt", configs},
                                                        {"api_statistics.txt", statistics_text()}};
   for (const auto& [name, text] : files) {
-    if (auto r = dir.write_file(name, text); !r.ok && count_write_error(name, r.error)) {
+    if (auto r = dir.write_file(name, text); !r.ok) {
+      count_write_error(name, r.error);
       logger().error("cannot write {}/{}: {}", dir.path(), name, r.message());
     }
   }

@@ -31,6 +31,8 @@ class RunSummary {
   void count_file(std::uint64_t bytes) { files_ += 1, bytes_ += bytes; }
   /// Counts a failed write; true for the first failure (the caller logs that one).
   bool count_write_error(const std::string& what, int error);
+  /// Notes that an output (".npy files", "trace.jsonl") stopped for the rest of the run, and why.
+  void note_stopped(const std::string& output, const std::string& reason) { stopped_[output] = reason; }
   void count_record_error() { ++record_errors_; }
 
   void write_files(OutputDir& dir, std::uint64_t dropped, std::uint64_t producer_waits);
@@ -63,6 +65,7 @@ class RunSummary {
   std::uint64_t calls_ = 0, files_ = 0, bytes_ = 0, record_errors_ = 0;
   std::uint64_t write_errors_ = 0;
   std::string first_write_error_;
+  nlohmann::ordered_json stopped_ = nlohmann::ordered_json::object();
   bool budget_exhausted_ = false;
   std::uint64_t budget_exhausted_at_ = 0;
   std::uint64_t current_seq_ = 0;

@@ -16,12 +16,23 @@
 #include "ophook/recorder.hpp"
 #include "ophook/values.hpp"
 #include "record_json.hpp"
+#include "termination_signal.hpp"
 
 namespace ophook::core {
 namespace {
 
 constexpr auto kPoll = std::chrono::milliseconds(5);
 constexpr std::size_t kLineFlushBytes = 1 << 16;
+// Disk space set aside at start for summary.json and the api_* files, so that a disk that fills
+// up during the run still gets a summary saying so.
+constexpr std::size_t kFinalFilesReserve = 256 << 10;
+
+/// Errors that concern one file name only (a name too long, a directory or a planted file in the
+/// way): that file is skipped and the others go on. Anything else is a failure of the medium.
+bool only_this_file(int error) {
+  return error == ENAMETOOLONG || error == EINVAL || error == EEXIST || error == EISDIR ||
+         error == ENOTEMPTY || error == ELOOP;
+}
 
 /// Input k counts the arrays of args then kwargs in order; output k those of outputs (k = 0 when
 /// the call returned a single array). Aliases (the same object twice) share their first's role.
@@ -50,13 +61,20 @@ void assign_file_names(const CallRecord& record, const OpEntry& op, std::vector<
 
 }  // namespace
 
-TraceWriter::TraceWriter(Recorder& recorder, RecordQueue& queue, std::string output_path)
-    : recorder_(recorder), queue_(queue), dir_(std::move(output_path)), summary_(recorder) {
+TraceWriter::TraceWriter(Recorder& recorder, RecordQueue& queue, std::string output_path, bool nested)
+    : recorder_(recorder),
+      queue_(queue),
+      dir_(std::move(output_path), nested ? OutputDir::Leaf::NoFollow : OutputDir::Leaf::Follow),
+      summary_(recorder) {
   dir_.remove_previous_run_files();
   trace_fd_ = dir_.open_fresh_for_append("trace.jsonl");
   if (trace_fd_ < 0) throw Error("cannot create " + dir_.path() + "/trace.jsonl: " + std::strerror(errno));
   api_fd_ = dir_.open_fresh_for_append("api_trace.txt");
-  if (api_fd_ < 0) api_failed_ = true;
+  if (api_fd_ < 0) {
+    api_failed_ = true;
+    file_failed("api_trace.txt", errno);
+  }
+  arm_termination_signals(&Recorder::finish_before_exit);
   // The thread never runs Python and must not take the program's signals (SIGINT → the main
   // thread's KeyboardInterrupt).
   sigset_t all, old;
@@ -80,24 +98,33 @@ void TraceWriter::abandon_after_fork() {
 }
 
 void TraceWriter::finish(std::uint64_t dropped, std::uint64_t producer_waits) {
+  final_dropped_ = dropped, final_waits_ = producer_waits;  // published to the thread by close()
   queue_.close();
   if (thread_.joinable()) thread_.join();
-  emit_all_pending();
-  flush_lines();
-  summary_.write_files(dir_, dropped, producer_waits);
 }
 
 void TraceWriter::run() noexcept {
+  dir_.reserve_space(kFinalFilesReserve);
   std::deque<RecordPtr> batch;
   while (queue_.pop_all(batch, kPoll)) {
     for (auto& record : batch) {
-      const auto bytes = record->footprint();
       process(*record);
-      record.reset();
-      queue_.release(bytes, 1);
+      queue_.release(std::move(record));  // recycled for the program's next calls
     }
     batch.clear();
     flush_lines();
+  }
+  write_final_files();
+}
+
+void TraceWriter::write_final_files() noexcept {
+  emit_all_pending();
+  flush_lines();
+  dir_.release_reserve();
+  try {
+    summary_.write_files(dir_, final_dropped_, final_waits_);
+  } catch (const std::exception& e) {
+    logger().error("cannot write the summary files into {}: {}", dir_.path(), e.what());
   }
 }
 
@@ -105,7 +132,9 @@ void TraceWriter::process(CallRecord& record) noexcept {
   try {
     const auto& op = recorder_.op(record.op_id);
     std::vector<ArrayOutcome> outcomes(record.arrays.size());
-    assign_file_names(record, op, outcomes);
+    // Names and roles only matter for files and NaN statistics: trace mode has neither (the names'
+    // formatting was a fifth of the writer's time per record).
+    if (recorder_.config().mode != Mode::Trace) assign_file_names(record, op, outcomes);
     save_arrays(record, outcomes);
     auto api_line = api_call_text(record, recorder_);
     summary_.observe(record, outcomes, api_line);
@@ -150,12 +179,7 @@ void TraceWriter::save_arrays(const CallRecord& record, std::vector<ArrayOutcome
     if (result.ok) {
       summary_.count_file(size);
     } else {
-      note_write_error(outcome.file, result.error);
-      if (result.error == ENOSPC || result.error == EDQUOT || result.error == EFBIG ||
-          result.error == EROFS || result.error == EACCES) {
-        files_failed_ = true;
-        logger().warn("stopped writing .npy files after this error; continuing with trace and stats only");
-      }
+      file_failed(outcome.file, result.error);
       outcome.file.clear();
     }
   }
@@ -200,8 +224,11 @@ void TraceWriter::append(int fd, std::string& buffer, bool& failed, const char* 
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       failed = true;
-      note_write_error(what, n < 0 ? errno : EIO);
-      logger().warn("stopped writing {} after this error", what);
+      const int error = n < 0 ? errno : EIO;
+      summary_.count_write_error(what, error);
+      summary_.note_stopped(what, std::strerror(error));
+      logger().error("cannot write {}/{}: {}: no more lines are added to it", dir_.path(), what,
+                     std::strerror(error));
       break;
     }
     done += static_cast<std::size_t>(n);
@@ -209,9 +236,16 @@ void TraceWriter::append(int fd, std::string& buffer, bool& failed, const char* 
   buffer.clear();
 }
 
-void TraceWriter::note_write_error(const std::string& what, int error) noexcept {
-  if (summary_.count_write_error(what, error)) {
-    logger().error("cannot write {}/{}: {}", dir_.path(), what, std::strerror(error));
+void TraceWriter::file_failed(const std::string& name, int error) noexcept {
+  const bool first = summary_.count_write_error(name, error);
+  if (name.ends_with(".npy") && !only_this_file(error)) {
+    files_failed_ = true;
+    summary_.note_stopped(".npy files", name + ": " + std::strerror(error));
+    logger().error("cannot write {}/{}: {}: no more .npy files, trace.jsonl and statistics go on",
+                   dir_.path(), name, std::strerror(error));
+  } else if (first) {
+    logger().error("cannot write {}/{}: {}: this file is skipped (the first such error; summary.json counts them all)",
+                   dir_.path(), name, std::strerror(error));
   }
 }
 

@@ -20,16 +20,21 @@ class RecordQueue;
 
 /// The writer thread: takes records from the queue, writes their .npy files (dump mode, within the
 /// byte budget), computes statistics, and appends trace.jsonl and api_trace.txt lines in seq order.
-/// At the end it writes summary.json and the other api_* files. A failed write never reaches the
-/// program: it is logged once, counted, and that kind of output stops.
+/// At the end it writes summary.json and the other api_* files, on this thread too: it blocks every
+/// signal, so a write beyond RLIMIT_FSIZE fails with EFBIG instead of killing the program with
+/// SIGXFSZ. A failed write never reaches the program: it gets one line on stderr and an entry in
+/// summary.json; a failure of the medium (disk full, size limit, read-only, permission) stops that
+/// kind of output for the rest of the run instead of retrying.
 class TraceWriter {
  public:
   /// Opens the output directory (throws ophook::Error naming it when unusable), removes the named
   /// files of an earlier run, and starts the thread.
-  TraceWriter(Recorder& recorder, RecordQueue& queue, std::string output_path);
+  /// `nested`: a child's pid<PID>/rank<R> directory below the root's, never reached through a
+  /// symlink planted at that name.
+  TraceWriter(Recorder& recorder, RecordQueue& queue, std::string output_path, bool nested = false);
   ~TraceWriter();
 
-  /// Lets the thread drain the queue and exit, then writes the end-of-process files.
+  /// Lets the thread drain the queue, write the end-of-process files and exit; waits for it.
   void finish(std::uint64_t dropped, std::uint64_t producer_waits);
 
   /// For the child after fork(): the thread does not exist there; forget it without joining.
@@ -37,13 +42,14 @@ class TraceWriter {
 
  private:
   void run() noexcept;
+  void write_final_files() noexcept;
   void process(CallRecord& record) noexcept;
   void save_arrays(const CallRecord& record, std::vector<ArrayOutcome>& outcomes) noexcept;
   void emit_in_order(std::uint64_t seq, std::string_view line, std::string_view api_line) noexcept;
   void emit_all_pending() noexcept;
   void flush_lines() noexcept;
   void append(int fd, std::string& buffer, bool& failed, const char* what) noexcept;
-  void note_write_error(const std::string& what, int error) noexcept;
+  void file_failed(const std::string& name, int error) noexcept;
 
   Recorder& recorder_;
   RecordQueue& queue_;
@@ -54,6 +60,7 @@ class TraceWriter {
   std::string trace_buffer_, api_buffer_;
   fmt::memory_buffer line_;  // reused for every record
   std::uint64_t next_seq_ = 0;
+  std::uint64_t final_dropped_ = 0, final_waits_ = 0;  // set by finish() before the queue closes
   std::map<std::uint64_t, std::pair<std::string, std::string>> pending_;  // seq → lines
   RunSummary summary_;
   std::thread thread_;

@@ -34,6 +34,19 @@ TEST(Naming, SanitizeNeverYieldsDotNames) {
   EXPECT_EQ(sanitize_op_name(""), "");
 }
 
+TEST(Naming, LongNamesAreCutWithAHashSoFileNamesFit) {
+  const std::string long_a = "torch.ops." + std::string(300, 'a');
+  const std::string long_b = "torch.ops." + std::string(299, 'a') + "b";
+  const auto a = sanitize_op_name(long_a), b = sanitize_op_name(long_b);
+  EXPECT_EQ(a.size(), 200u);
+  EXPECT_EQ(a.substr(0, 183), long_a.substr(0, 183));
+  EXPECT_EQ(a[183], '-');
+  EXPECT_NE(a, b);
+  EXPECT_EQ(sanitize_op_name(long_a), a);  // stable
+  EXPECT_LE(output_file_name(a, 99999, ~0ull).size(), 255u);
+  EXPECT_EQ(sanitize_op_name(std::string(200, 'x')), std::string(200, 'x'));  // at the limit: kept
+}
+
 TEST(Naming, FileNames) {
   EXPECT_EQ(input_file_name("numpy.add", 1, 0), "op_numpy.add_input1_000000.npy");
   EXPECT_EQ(input_file_name("numpy.add", 12, 42), "op_numpy.add_input12_000042.npy");

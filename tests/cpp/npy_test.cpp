@@ -39,6 +39,20 @@ std::string parse_error(const std::string& bytes) {
 // Expected headers below are what numpy.save writes (numpy.lib.format._write_array_header):
 // dict + (21 - digits of the growth axis) spaces, then spaces and '\n' so that
 // 10 + len(dict) + padding + 1 is a multiple of 64, with 1..64 padding spaces.
+TEST(NpyHeader, StructuredDescrsGiveTheirItemSize) {
+  auto parse = [](const std::string& descr) {
+    const auto header = encode_npy_header(descr, std::vector<std::int64_t>{3});
+    return parse_npy_header(std::as_bytes(std::span(header.data(), header.size())));
+  };
+  const std::string plain = "[('x', '<i4'), ('y', '<f8', (2,)), ('name', '|S3')]";
+  EXPECT_EQ(parse(plain).descr, plain);
+  EXPECT_EQ(parse(plain).item_size, 4u + 16u + 3u);
+  EXPECT_EQ(parse("[('pos', [('lat', '>f4'), ('lon', '>f4')]), (('T', 't'), '<U2'), ('', '|V3')]").item_size,
+            8u + 8u + 3u);
+  EXPECT_EQ(parse("[('m', '<f8', (2, 3))]").item_size, 48u);
+  EXPECT_EQ(parse("[]").item_size, 0u);
+}
+
 TEST(NpyEncode, MatrixFloat32) {
   const Shape shape{2, 3};
   const std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
@@ -185,7 +199,16 @@ TEST(NpyParse, RejectionsSayWhatIsWrong) {
       {raw_v1("{'descr': '<f4', 'fortran_order': False}"), "lacks 'shape'"},
       {raw_v1("{'fortran_order': False, 'shape': (2,)}"), "lacks 'descr'"},
       {raw_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}"), "'x'"},
-      {with_descr("[('a', '<f4')]"), "structured"},
+      {with_descr("[('a', '<f4'"), "integer"},
+      {with_descr("[('a', '<f4', (2,), 3)]"), "expected ')'"},
+      {with_descr("[(1, '<f4')]"), "a field name"},
+      {with_descr("[('a', '<f4', (4611686018427387904, 8))]"), "item size overflows"},
+      {with_descr([] {
+         std::string deep;
+         for (int i = 0; i < 40; ++i) deep += "[('a', ";
+         return deep;
+       }()),
+       "nested more than 32"},
       {with_descr("('<f4', (2,))"), "sub-array"},
       {with_descr("'|O'"), "pickle"},
       {with_descr("'<f3'"), "item size"},

@@ -217,5 +217,51 @@ TEST_F(OutputDirTest, SymlinkedOutputDirectoryIsUsable) {
   EXPECT_EQ(slurp(root_ / "real" / "summary.json"), "{}");
 }
 
+TEST_F(OutputDirTest, NestedDirectoryIsNeverASymlink) {
+  // pid<PID>/rank<R> below the root: a link planted at that name is refused, not followed.
+  fs::create_directory(root_ / "elsewhere");
+  fs::create_directory_symlink(root_ / "elsewhere", root_ / "rank1");
+  try {
+    OutputDir dir((root_ / "rank1").string(), OutputDir::Leaf::NoFollow);
+    FAIL() << "no exception";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("symlink"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(fs::is_empty(root_ / "elsewhere"));
+  OutputDir fresh((root_ / "rank2").string(), OutputDir::Leaf::NoFollow);
+  ASSERT_TRUE(fresh.write_file("summary.json", "{}").ok);
+  EXPECT_TRUE(fs::is_directory(fs::symlink_status(root_ / "rank2")));
+}
+
+TEST_F(OutputDirTest, InsideAWorldWritableDirectoryItIsPrivateAndMustBeOurs) {
+  fs::permissions(root_, static_cast<fs::perms>(01777));
+  OutputDir dir((root_ / "dumps").string());
+  EXPECT_EQ(fs::status(root_ / "dumps").permissions(), static_cast<fs::perms>(0700));
+  fs::create_directory(root_ / "theirs");
+  ASSERT_EQ(::chown((root_ / "theirs").c_str(), ::geteuid() + 1, static_cast<gid_t>(-1)) == 0, ::geteuid() == 0)
+      << "only root can give a directory away";
+  if (::geteuid() == 0) {
+    try {
+      OutputDir taken((root_ / "theirs").string());
+      FAIL() << "no exception";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("world-writable"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST_F(OutputDirTest, ReserveHoldsSpaceUntilReleased) {
+  OutputDir dir(root_.string());
+  dir.reserve_space(64 << 10);
+  std::size_t reserved = 0;
+  for (const auto& entry : fs::directory_iterator(root_)) {
+    if (entry.path().filename().string().starts_with(".tmp.reserve.")) reserved = entry.file_size();
+  }
+  EXPECT_EQ(reserved, 64u << 10);
+  dir.release_reserve();
+  EXPECT_TRUE(listing(root_).empty());
+  EXPECT_EQ(dir.remove_previous_run_files(), 0u);
+}
+
 }  // namespace
 }  // namespace ophook::core
