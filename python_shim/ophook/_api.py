@@ -44,13 +44,19 @@ class Tracer:
         with ophook.Tracer(output_path="trace_output", levels=["torch_function"], mode="trace"):
             ...
 
-    On exit the summary and api_* files are written. start()/stop() do the same by hand."""
+    On exit the summary and api_* files are written. start()/stop() do the same by hand. A
+    recording already running when the Tracer starts (LD_PRELOAD, the PYTHONPATH shim) is finished
+    first, so that the Tracer's options apply."""
 
     def __init__(self, **options):
         self._options = options
         self.output = None
 
     def start(self):
+        if _native().is_recording():
+            # Started already (preload or the PYTHONPATH shim): that recording ends here, with its
+            # summary, and the Tracer's own options take over.
+            self.stop()
         self.output = install(**self._options)
         return self
 

@@ -1,7 +1,6 @@
 """Operator overrides (the seeds' hijacking): `@ophook.override("aten.mm.default")` registers a
 replacement that receives the original callable first. Rules are looked up in C++ by op name;
 this module registers them, loads OPHOOK_OVERRIDES files and checks what a rule returns."""
-import importlib.util
 import os
 import sys
 
@@ -41,14 +40,26 @@ def override(op_name):
 
 
 def load_rules_file(path):
-    """Imports an OPHOOK_OVERRIDES file (its @ophook.override decorators register the rules)."""
+    """Imports an OPHOOK_OVERRIDES file (its @ophook.override decorators register the rules). The
+    module is also importable by its file name (unless that name is taken), so that the program can
+    reach the rules' state: `import rules_numpy_mm` gives this module, not a second copy."""
+    import importlib.util  # only runs with OPHOOK_OVERRIDES: keeps it off every interpreter's start
+
     spec = importlib.util.spec_from_file_location("ophook_overrides_rules", path)
     if spec is None:
         raise ValueError("OPHOOK_OVERRIDES=%r is not a Python file" % path)
     module = importlib.util.module_from_spec(spec)
     sys.modules.setdefault("ophook_overrides_rules", module)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    if stem.isidentifier() and stem not in sys.modules:
+        sys.modules[stem] = module
     spec.loader.exec_module(module)
     return module
+
+
+def rules_needing(level_prefix):
+    """Names of the registered rules whose op names start with `level_prefix` ("aten.", "torch.")."""
+    return sorted(name for name in _rules if name.startswith(level_prefix))
 
 
 def _is_array_result(value, framework):
@@ -63,7 +74,7 @@ def invoke(rule, original, op_name, level, args, kwargs):
     """Runs `rule` for one call and checks that its result has the kind of value the op returns.
     Called from C++ for every overridden call; exceptions of the rule propagate unchanged."""
     result = rule(original, *args, **kwargs)
-    expected = _expected_kind(op_name, level, args)
+    expected = _expected_kind(op_name, level, args, kwargs)
     if expected is None:
         return result
     framework = "torch" if level.startswith("torch") else "numpy"
@@ -78,7 +89,7 @@ def invoke(rule, original, op_name, level, args, kwargs):
     return result
 
 
-def _expected_kind(op_name, level, args):
+def _expected_kind(op_name, level, args, kwargs):
     """("array", shape or None) when the op's result kind is known, else None."""
     if level == "ufunc":
         np = sys.modules["numpy"]
@@ -100,5 +111,22 @@ def _expected_kind(op_name, level, args):
         except (AttributeError, IndexError):
             return None
         if len(returns) == 1 and str(returns[0].type) == "Tensor":
-            return ("array", None)
+            return ("array", _meta_shape(torch, func, args, kwargs))
     return None
+
+
+def _meta_shape(torch, func, args, kwargs):
+    """The shape of func's result, computed on meta tensors (shapes only, no data, no kernel
+    run); None when the op has no meta implementation."""
+    from torch.utils._pytree import tree_map
+
+    def to_meta(value):
+        if not isinstance(value, torch.Tensor):
+            return value
+        return torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
+
+    try:
+        with torch._C.DisableTorchFunction():  # not an op of the program: no torch_function mode sees it
+            return tuple(func(*tree_map(to_meta, args), **tree_map(to_meta, kwargs)).shape)
+    except Exception:
+        return None

@@ -1,9 +1,9 @@
 """PyTorch capture policy: which modes exist, on which threads they are pushed, what torch.compile does.
 
-The modes are thin trampolines. Each handler is one plain method that hands (func, args, kwargs)
-straight to C++ (_ophook.torch_function_call / torch_dispatch_call), which resolves the op once
-per func object, decides whether to record, snapshots the inputs, runs func and records the
-result; no recording logic runs in Python. The module path of each record comes from a C++
+The modes are empty shells: each instance's handler is a C++ function bound as a method
+(_ophook.torch_function_call / torch_dispatch_call), which resolves the op once per func object,
+decides whether to record, snapshots the inputs, runs func and records the result; no Python
+runs per op (except the function mode's compile check under OPHOOK_COMPILE=ignore). The module path of each record comes from a C++
 per-thread stack fed by torch's global nn.Module forward hooks (also C++ functions).
 """
 import atexit
@@ -93,19 +93,23 @@ def _function_mode_class(torch, ignore_compile):
     handler = _ophook.torch_function_call
     if not ignore_compile:
         class OphookFunctionMode(torch.overrides.TorchFunctionMode):
-            def __torch_function__(self, func, types, args=(), kwargs=None, _handler=handler):
-                return _handler(func, args, kwargs)
+            def __init__(self):
+                super().__init__()
+                # torch wants a bound method: binding the C++ handler itself leaves no Python frame
+                # between the user's call and C++ (cheaper, and tracebacks end at the user's line).
+                self.__torch_function__ = types.MethodType(handler, self)
     else:
         compiling = torch.compiler.is_compiling
 
         class OphookFunctionMode(torch.overrides.TorchFunctionMode):
             # While Dynamo traces, the mode steps aside: the op goes into the graph as if the mode
-            # were absent, and the compiled region runs unrecorded.
+            # were absent, and the compiled region runs unrecorded. (Dynamo traces this method, so
+            # it stays Python.)
             def __torch_function__(self, func, types, args=(), kwargs=None, _handler=handler,
                                    _compiling=compiling):
                 if _compiling():
                     return func(*args, **(kwargs or {}))
-                return _handler(func, args, kwargs)
+                return _handler(self, func, types, args, kwargs)
     return OphookFunctionMode
 
 
@@ -117,19 +121,19 @@ def _dispatch_mode_class(torch, ignore_compile):
     class OphookDispatchMode(TorchDispatchMode):
         supports_higher_order_operators = True
 
+        def __init__(self):
+            super().__init__()
+            self.__torch_dispatch__ = types.MethodType(handler, self)  # as for the function mode
+
         @classmethod
         def _should_skip_dynamo(cls):
-            # True would wrap __torch_dispatch__ in torch._disable_dynamo: three more Python frames
-            # per op, and the handler could no longer see that a compiled region is running. Dynamo
-            # is kept off this frame by skip_code instead (see _Installation._on_dynamo).
+            # True would wrap a __torch_dispatch__ defined in the class in torch._disable_dynamo;
+            # the handler is bound per instance (C++, nothing for Dynamo to trace).
             return False
 
         @classmethod
         def ignore_compile_internals(cls):
             return ignore_compile
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None, _handler=handler):
-            return _handler(func, args, kwargs)
 
     return OphookDispatchMode
 
@@ -224,18 +228,19 @@ class _Installation:
                               "(compilation, compiled code, calls it makes back into torch) is recorded"}
         _ophook.add_note("compile", json.dumps(note))
 
-    def trampolines(self):
+    def python_handlers(self):
+        """The handlers written in Python (only the function mode's, under OPHOOK_COMPILE=ignore)."""
         for mode, name in ((self.function_mode, "__torch_function__"), (self.dispatch_mode, "__torch_dispatch__")):
-            if mode is not None:
-                yield getattr(type(mode), name)
+            if mode is not None and isinstance(type(mode).__dict__.get(name), types.FunctionType):
+                yield type(mode).__dict__[name]
 
     def _on_dynamo(self, dynamo):
         """Once torch._dynamo is imported (torch.compile's first use): Dynamo must never try to
-        compile a trampoline frame; in eager policy compiled functions run eagerly."""
+        compile a Python handler frame; in eager policy compiled functions run eagerly."""
         try:
             from torch._dynamo.eval_frame import skip_code
 
-            for function in self.trampolines():
+            for function in self.python_handlers():
                 skip_code(function.__code__)
         except Exception as error:
             _ophook.log("warn", "torch._dynamo: could not exclude ophook's mode handlers (%s)" % error)
@@ -312,6 +317,17 @@ def _remove_dispatch_mode(torch, mode, owner):
         _push_mode(other)
 
 
+def _warn_about_unreachable_rules(levels):
+    """@ophook.override rules act only at a level that is hooked: say so for the others."""
+    from . import _overrides
+
+    for prefix, level in (("aten.", "torch_dispatch"), ("torch.", "torch_function")):
+        names = _overrides.rules_needing(prefix)
+        if names and level not in levels:
+            _ophook.log("warn", "override%s for %s inactive: OPHOOK_LEVELS does not include %s"
+                        % ("s" if len(names) > 1 else "", ", ".join(names), level))
+
+
 def install(torch):
     """Hooks `torch` (the imported module) with the levels of the running configuration."""
     global _installation
@@ -319,6 +335,7 @@ def install(torch):
         return
     config = json.loads(_ophook.config())
     levels = set(config.get("levels", ())) & {"torch_function", "torch_dispatch"}
+    _warn_about_unreachable_rules(levels)
     if not levels:
         return
     _ophook.set_version("torch", torch.__version__)

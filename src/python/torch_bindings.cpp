@@ -20,9 +20,11 @@ PyCFunction fastcall() {
 // more than the rest of the pass-through.
 PyMethodDef fast_functions[] = {
     {"torch_function_call", fastcall<&torch_handlers::on_torch_function>(), METH_FASTCALL,
-     "torch_function_call(func, args, kwargs): func(*args, **kwargs), recorded at level torch_function."},
+     "torch_function_call(mode, func, types, args=(), kwargs=None): a TorchFunctionMode's handler, bound as "
+     "its __torch_function__: func(*args, **kwargs), recorded at level torch_function."},
     {"torch_dispatch_call", fastcall<&torch_handlers::on_torch_dispatch>(), METH_FASTCALL,
-     "torch_dispatch_call(func, args, kwargs): func(*args, **kwargs), recorded at level torch_dispatch."},
+     "torch_dispatch_call(mode, func, types, args=(), kwargs=None): a TorchDispatchMode's handler, bound as "
+     "its __torch_dispatch__: func(*args, **kwargs), recorded at level torch_dispatch."},
     {"torch_module_enter", fastcall<&module_stack::forward_pre_hook>(), METH_FASTCALL,
      "Global nn.Module forward pre-hook: pushes the module on this thread's module stack."},
     {"torch_module_exit", fastcall<&module_stack::forward_hook>(), METH_FASTCALL,

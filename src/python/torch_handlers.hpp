@@ -5,9 +5,10 @@
 
 namespace ophook::py {
 
-/// The C++ bodies behind ophook's torch mode trampolines. Each takes (func, args, kwargs) as
-/// METH_FASTCALL arguments — the trampoline's `__torch_function__`/`__torch_dispatch__` passes
-/// them straight through — and returns what func(*args, **kwargs) returns, recording the call
+/// The C++ bodies of ophook's torch modes. Each is the mode's `__torch_function__` /
+/// `__torch_dispatch__` itself (bound to the mode instance as a method, so torch calls C++ with
+/// no Python frame in between): METH_FASTCALL arguments (mode, func, types[, args[, kwargs]]).
+/// Returns what func(*args, **kwargs) returns, recording the call
 /// when recorder_for() says so. The op is resolved once per func object (torch_function: the
 /// public name from the namer, e.g. "torch.nn.functional.linear"; torch_dispatch:
 /// "aten.mm.default"), the phase is "backward" while autograd runs a node, the module is the

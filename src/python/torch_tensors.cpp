@@ -202,13 +202,11 @@ bool capture_storage(ValueCapture& capture, PyObject* object) {
   BusyScope busy;
   PyRef untyped = typed ? PyRef::steal(PyObject_GetAttrString(object, "_untyped_storage")) : PyRef::borrow(object);
   PyRef nbytes = untyped ? PyRef::steal(PyObject_CallMethod(untyped.get(), "nbytes", nullptr)) : PyRef();
-  PyRef device = untyped ? PyRef::steal(PyObject_GetAttrString(untyped.get(), "device")) : PyRef();
-  PyRef dtype = typed ? PyRef::steal(PyObject_GetAttrString(object, "_dtype")) : PyRef();
   PyErr_Clear();
   std::string repr = typed ? "torch.TypedStorage(" : "torch.UntypedStorage(";
-  if (dtype) repr += "dtype=" + str_or(dtype.get(), "?") + ", ";
+  if (typed) repr += "dtype=" + attribute_str_or(object, "_dtype", "?") + ", ";
   repr += "nbytes=" + str_or(nbytes.get(), "?");
-  repr += ", device='" + str_or(device.get(), "?") + "')";
+  repr += ", device='" + (untyped ? attribute_str_or(untyped.get(), "device", "?") : std::string("?")) + "')";
   capture.other(typed ? "torch.TypedStorage" : "torch.UntypedStorage", repr);
   return true;
 }

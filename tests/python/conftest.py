@@ -1,9 +1,10 @@
-"""Shared fixtures of the end-to-end tests: run a real Python program in a subprocess with or
-without ophook, then read back what it recorded."""
+"""Shared fixtures and helpers of the end-to-end tests: run a real Python program in a subprocess
+with or without ophook, then read back what it recorded (`runner` fixture, or run()/run_script()
+with trace()/summary()/load() on the output directory)."""
 import json
 import os
 import subprocess
-import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,24 @@ BUILD_DIR = Path(os.environ.get("OPHOOK_BUILD_DIR", SOURCE_DIR / "build"))
 LIBRARY = BUILD_DIR / "libophook.so"
 SHIM_DIR = BUILD_DIR / "python_shim"
 VENV_PYTHON = SOURCE_DIR / ".venv" / "bin" / "python"
+EXAMPLES = SOURCE_DIR / "examples"
+
+
+def clean_env(**overrides):
+    """The test process's environment without any OPHOOK_*/LD_PRELOAD, plus `overrides`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPHOOK_") and k != "LD_PRELOAD"}
+    env.update({k: str(v) for k, v in overrides.items()})
+    return env
+
+
+def trace(directory):
+    """The records of <directory>/trace.jsonl."""
+    path = Path(directory) / "trace.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def summary(directory):
+    return json.loads((Path(directory) / "summary.json").read_text())
 
 
 class Run:
@@ -32,11 +51,10 @@ class Run:
         return self.proc.stderr
 
     def records(self, subdir=""):
-        path = self.output / subdir / "trace.jsonl"
-        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        return trace(self.output / subdir)
 
     def summary(self, subdir=""):
-        return json.loads((self.output / subdir / "summary.json").read_text())
+        return summary(self.output / subdir)
 
     def load(self, name, subdir=""):
         return np.load(self.output / subdir / name, allow_pickle=False)
@@ -56,10 +74,7 @@ class Runner:
         script = self.tmp_path / ("prog%d.py" % self.count)
         script.write_text(code)
         output = self.tmp_path / ("dumps%d" % self.count)
-        full_env = {k: v for k, v in os.environ.items() if not k.startswith("OPHOOK_")}
-        full_env.pop("LD_PRELOAD", None)
-        full_env["OPHOOK_OUTPUT"] = str(output)
-        full_env.update(env or {})
+        full_env = clean_env(**{"OPHOOK_OUTPUT": output, **(env or {})})
         if how == "preload":
             full_env["LD_PRELOAD"] = str(LIBRARY)
         elif how == "pythonpath":
@@ -86,3 +101,45 @@ def arrays_in(values):
         if isinstance(v, (list, dict)):
             out.extend(arrays_in(v))
     return out
+
+
+def arrays(record, section="args"):
+    """The array values of a record's section (kwargs values after positional ones), flattened."""
+    return arrays_in(record[section])
+
+
+def load(directory, value):
+    """The .npy file of a recorded array value."""
+    assert value["file"], "no file for %r" % value
+    return np.load(Path(directory) / value["file"], allow_pickle=False)
+
+
+def ops(records, name):
+    return [r for r in records if r["op"] == name]
+
+
+def same_bits(a, b):
+    """Equal as stored bytes, dtype and shape (so NaN payloads and signed zeros count)."""
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def run(args, cwd, preload=True, timeout=240, check=True, env=None, **settings):
+    """Runs the venv's Python with `args` in `cwd`; `settings` are OPHOOK_* variables (lower-case
+    names), `env` other variables. Under preload the output goes to <cwd>/out unless set."""
+    env = clean_env(**(env or {}), **{"OPHOOK_" + k.upper(): v for k, v in settings.items()})
+    if preload:
+        env["LD_PRELOAD"] = str(LIBRARY)
+        env.setdefault("OPHOOK_OUTPUT", str(Path(cwd) / "out"))
+    proc = subprocess.run([str(VENV_PYTHON), *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError("exit %d\nstdout:\n%s\nstderr:\n%s" % (proc.returncode, proc.stdout, proc.stderr))
+    return proc
+
+
+def run_script(tmp_path, source, *args, name="prog.py", **kwargs):
+    """Writes `source` (dedented) to <tmp_path>/<name> and run()s it there."""
+    script = Path(tmp_path) / name
+    script.write_text(textwrap.dedent(source))
+    return run([script, *args], cwd=tmp_path, **kwargs)

@@ -3,14 +3,12 @@ in-place ops, nesting with NumPy, the API-tracer files and the Tracer API. Each 
 programs in subprocesses (under LD_PRELOAD unless said) and checks the output against values
 recomputed here."""
 import json
-import subprocess
 
 import numpy as np
 import pytest
 import torch
 
-from torch_harness import (EXAMPLES, PYTHON, SHIM_DIR, arrays, clean_env, load, ops, run, run_script, same_bits,
-                           summary, trace)
+from conftest import EXAMPLES, SHIM_DIR, arrays, load, ops, run, run_script, same_bits, summary, trace
 
 # ---- tensors of every dtype and kind ------------------------------------------------------------
 
@@ -357,3 +355,20 @@ with ophook.Tracer(output_path="second", levels=["torch_dispatch"], mode="dump")
                           np.arange(6.0, dtype=np.float32).reshape(2, 3) * 2)
     second = trace(tmp_path / "second")
     assert [r["op"] for r in second] == ["aten.sub.Tensor"]
+
+
+
+def test_tracer_options_apply_when_the_shim_started_recording(runner):
+    """Under the PYTHONPATH shim recording starts before the program: a Tracer finishes that
+    recording and starts its own with its options."""
+    run = runner.run("""
+import torch, ophook
+torch.ones(2)                                            # recorded by the shim's recording
+with ophook.Tracer(output_path="mine", levels=["torch_dispatch"], mode="trace"):
+    torch.mul(torch.ones(2), 3)
+torch.zeros(1)                                           # after the Tracer: not recorded
+""", how="pythonpath")
+    assert [r["op"] for r in run.records()] == ["torch.ones"]
+    mine = trace(runner.tmp_path / "mine")
+    assert [r["op"] for r in mine] == ["aten.ones.default", "aten.mul.Tensor"]
+    assert all(v["file"] is None for r in mine for v in arrays(r))

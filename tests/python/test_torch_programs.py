@@ -6,7 +6,7 @@ import collections
 import numpy as np
 import pytest
 
-from torch_harness import EXAMPLES, arrays, load, ops, run, run_script, summary, trace
+from conftest import EXAMPLES, arrays, load, ops, run, run_script, summary, trace
 
 # ---- the MLP training example: bit-identical in every mode at both levels -----------------------
 
@@ -191,3 +191,34 @@ def test_distributed_gloo_ranks(tmp_path):
         names = {r["op"] for r in records}
         assert "torch.distributed.distributed_c10d.all_reduce" in names
         assert "torch.nn.functional.linear" in names
+
+
+# ---- the torch_dispatch promise: the results of a do-nothing dispatch mode ------------------------
+
+MODE_SENSITIVE = """
+import sys
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+class Noop(TorchDispatchMode):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+torch.manual_seed(0)
+x = torch.randn(6, 5, dtype=torch.float64)
+def results():  # ops that a do-nothing dispatch mode reroutes on torch 2.13 (README)
+    return [torch.linalg.svdvals(x), torch.linalg.matrix_norm(x, ord=2), torch.linalg.cond(x)]
+if sys.argv[1] == "noop":
+    with Noop():
+        values = results()
+else:
+    values = results()
+print([v.item().hex() if v.numel() == 1 else v.numpy().tobytes().hex() for v in values])
+"""
+
+
+def test_dispatch_level_keeps_the_bits_of_a_do_nothing_mode(tmp_path):
+    noop = run_script(tmp_path, MODE_SENSITIVE, "noop", preload=False).stdout
+    hooked = run_script(tmp_path, MODE_SENSITIVE, "hooked", levels="torch_dispatch", mode="dump").stdout
+    assert hooked == noop
+    assert ops(trace(tmp_path / "out"), "aten._linalg_svd.default")  # recorded while keeping the bits

@@ -1,0 +1,186 @@
+"""OPHOOK_NAN (warn/raise) and @ophook.override rules at the torch levels, and the seeds' hijack
+example (aten.mm by NumPy). Real programs in subprocesses under LD_PRELOAD; what they report and
+record is checked against the program's own lines and recomputed values."""
+import numpy as np
+import pytest
+
+from conftest import EXAMPLES, arrays, load, ops, run, run_script, summary, trace
+
+# A NaN planted deep in a model: log of a negative activation inside a nested module.
+MODEL = """\
+import torch
+from torch import nn
+
+
+class Features(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.proj(x)
+        return torch.log(h)  # NaN where h < 0
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Sequential(nn.Tanh(), Features())
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.head(torch.nan_to_num(self.encoder(x)))
+"""
+LOG_LINE = next(i for i, line in enumerate(MODEL.splitlines(), 1) if "torch.log" in line)
+
+PROGRAM = """
+import torch
+from model import Net
+
+torch.manual_seed(0)
+net = Net()
+with torch.no_grad():
+    net.encoder[1].proj.weight.copy_(torch.eye(4))
+    net.encoder[1].proj.bias.zero_()
+x = torch.linspace(-2.0, 2.0, 8).reshape(2, 4)
+print(net(x).shape)
+"""
+NAME = {"torch_function": "torch.log", "torch_dispatch": "aten.log.default"}
+
+
+def run_model(tmp_path, level, nan, **settings):
+    (tmp_path / "model.py").write_text(MODEL)
+    return run_script(tmp_path, PROGRAM, levels=level, nan=nan, **settings)
+
+
+@pytest.mark.parametrize("level", ["torch_function", "torch_dispatch"])
+def test_nan_warn_names_the_op_line_module_and_phase(tmp_path, level):
+    proc = run_model(tmp_path, level, "warn", mode="trace")
+    assert proc.stdout == "torch.Size([2, 2])\n"
+    records = trace(tmp_path / "out")
+    (log,) = ops(records, NAME[level])
+    where = "%s:%d:forward" % (tmp_path / "model.py", LOG_LINE)
+    (warning,) = [line for line in proc.stderr.splitlines() if "NaN/Inf" in line]
+    assert warning.endswith("seq %d %s at %s in module Net.encoder.1 (forward)" % (log["seq"], NAME[level], where))
+    first = summary(tmp_path / "out")["first_nonfinite"]
+    assert first == {"seq": log["seq"], "op": NAME[level], "source": where, "module": "Net.encoder.1",
+                     "phase": "forward"}
+    assert log["source"] == where and log["module"] == "Net.encoder.1" and log["phase"] == "forward"
+    counts = summary(tmp_path / "out")["ops"]
+    assert counts[NAME[level]]["nonfinite"] == 1
+    assert sum(op["nonfinite"] for op in counts.values()) == 1  # nan_to_num's NaN input is not fresh
+
+
+@pytest.mark.parametrize("level", ["torch_function", "torch_dispatch"])
+def test_nan_raise_stops_at_the_users_line_after_writing_the_record(tmp_path, level):
+    proc = run_model(tmp_path, level, "raise", check=False)
+    assert proc.returncode == 1 and proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    end = next(i for i, line in enumerate(lines) if line.startswith("FloatingPointError"))
+    assert lines[end].startswith("FloatingPointError: ophook: %s produced NaN/Inf from finite inputs" % NAME[level])
+    frames = [line.strip() for line in lines[:end] if line.strip().startswith('File "')]
+    assert frames[-1] == 'File "%s", line %d, in forward' % (tmp_path / "model.py", LOG_LINE)
+    (log,) = ops(trace(tmp_path / "out"), NAME[level])
+    (h,) = arrays(log)
+    (produced,) = arrays(log, "outputs")
+    expected_h = np.tanh(np.linspace(-2.0, 2.0, 8, dtype=np.float32).reshape(2, 4))
+    np.testing.assert_allclose(load(tmp_path / "out", h), expected_h, rtol=1e-6)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_allclose(load(tmp_path / "out", produced), np.log(load(tmp_path / "out", h)), rtol=1e-6)
+    assert np.isnan(load(tmp_path / "out", produced)).sum() == 4
+
+
+RULES = """
+import ophook, torch
+
+@ophook.override("aten.mm.default")
+def mm_plus_1000(original, a, b):
+    return original(a, b) + 1000 if a.numel() >= 4 else original(a, b)   # conditional
+
+@ophook.override("torch.nn.functional.relu")
+def relu_times_10(original, x, *args, **kwargs):
+    return original(x, *args, **kwargs) * 10
+
+@ophook.override("aten.sub.Tensor")
+def refusing_sub(original, *args, **kwargs):
+    raise ZeroDivisionError("rule says no")
+
+@ophook.override("torch.Tensor.div")
+def refusing_div(original, *args, **kwargs):
+    raise ZeroDivisionError("rule says no")
+
+@ophook.override("aten.mul.Tensor")
+def list_for_mul(original, a, b):
+    return [1.0, 2.0]
+
+@ophook.override("aten.cos.default")
+def wrong_shape_cos(original, x):
+    return original(x).reshape(-1)[:1]
+"""
+
+OVERRIDDEN_PROGRAM = """
+import torch
+print(torch.mm(torch.ones(2, 2), torch.ones(2, 2)).tolist(), torch.mm(torch.ones(1, 1), torch.ones(1, 1)).tolist())
+print(torch.nn.functional.relu(torch.tensor([-1.0, 2.0])).tolist())
+for name, call in [("sub", lambda: torch.ones(2) - 1), ("div", lambda: torch.ones(2).div(2)),
+                   ("mul", lambda: torch.mul(torch.ones(2), 3)), ("cos", lambda: torch.cos(torch.zeros(2, 2)))]:
+    try:
+        call()
+    except Exception as e:
+        print(name, type(e).__name__, e)
+"""
+
+
+@pytest.mark.parametrize("include", [None, "^$"])
+def test_overrides_at_both_torch_levels(tmp_path, include):
+    (tmp_path / "rules.py").write_text(RULES)
+    settings = {"include": include} if include else {}  # "^$": pure hijacking, nothing recorded
+    proc = run_script(tmp_path, OVERRIDDEN_PROGRAM, levels="torch_function,torch_dispatch", nested=1, mode="dump",
+                      overrides=tmp_path / "rules.py", **settings)
+    lines = proc.stdout.splitlines()
+    assert lines[:4] == ["[[1002.0, 1002.0], [1002.0, 1002.0]] [[1.0]]", "[0.0, 20.0]",
+                         "sub ZeroDivisionError rule says no", "div ZeroDivisionError rule says no"]
+    assert lines[4].startswith("mul TypeError ophook override list_for_mul (rules.py:")
+    assert "for aten.mul.Tensor returned list; the op returns a Tensor" in lines[4]
+    assert lines[5].startswith("cos TypeError ophook override wrong_shape_cos (rules.py:")
+    assert "for aten.cos.default returned shape (1,); the op returns shape (2, 2)" in lines[5]
+    records = trace(tmp_path / "out")
+    if include:
+        assert records == []
+        return
+    mms = ops(records, "aten.mm.default")
+    assert [r["overridden"] for r in mms] == [True, True]
+    big = mms[0]
+    a, b = (load(tmp_path / "out", v) for v in arrays(big))
+    assert np.array_equal(load(tmp_path / "out", arrays(big, "outputs")[0]), a @ b + 1000)  # what the rule returned
+    (relu,) = ops(records, "torch.nn.functional.relu")
+    assert relu["overridden"] is True and load(tmp_path / "out", arrays(relu, "outputs")[0]).tolist() == [0, 20]
+    (sub,) = ops(records, "aten.sub.Tensor")
+    assert sub["error"] == "ZeroDivisionError: rule says no" and sub["outputs"] == [] and sub["overridden"]
+    (div,) = ops(records, "torch.Tensor.div")
+    assert div["error"] == "ZeroDivisionError: rule says no" and div["overridden"]
+    assert all(not r.get("overridden") for r in ops(records, "torch.mm") + ops(records, "torch.ones"))
+
+
+def test_hijack_mm_example(tmp_path):
+    """The seeds' scenario: aten.mm by NumPy, verified against native torch.mm (float32, float64),
+    with both kinds of call recorded."""
+    proc = run([EXAMPLES / "hijack_mm.py"], cwd=tmp_path, levels="torch_dispatch", mode="dump",
+               overrides=EXAMPLES / "rules_numpy_mm.py")
+    assert proc.stdout.splitlines()[-1] == "hijacked 6 aten.mm calls; every result matches native torch.mm"
+    mms = ops(trace(tmp_path / "out"), "aten.mm.default")
+    assert len(mms) == 12 and all(r["overridden"] for r in mms)  # the rule handled all, falling through for 6
+    for record in mms:
+        a, b = (load(tmp_path / "out", v) for v in arrays(record))
+        (out,) = arrays(record, "outputs")
+        assert out["dtype"] in ("float32", "float64") and out["dtype"] == arrays(record)[0]["dtype"]
+        np.testing.assert_allclose(load(tmp_path / "out", out), a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_hijack_mm_example_says_how_to_run_it(tmp_path):
+    proc = run([EXAMPLES / "hijack_mm.py"], cwd=tmp_path, preload=False, check=False)
+    assert proc.returncode == 1 and "OPHOOK_OVERRIDES=examples/rules_numpy_mm.py" in proc.stderr
+    # an aten rule without the torch_dispatch level: ophook warns, the example says what went wrong
+    proc = run([EXAMPLES / "hijack_mm.py"], cwd=tmp_path, check=False, overrides=EXAMPLES / "rules_numpy_mm.py")
+    assert proc.returncode == 1 and "torch.mm was not hijacked" in proc.stderr
+    assert "override for aten.mm.default inactive: OPHOOK_LEVELS does not include torch_dispatch" in proc.stderr
