@@ -10,10 +10,6 @@ namespace ophook::cli {
 
 namespace fs = std::filesystem;
 
-namespace {
-constexpr const char* kLibraryName = "libophook.so";
-}  // namespace
-
 fs::path self_executable() {
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
@@ -23,20 +19,18 @@ fs::path self_executable() {
   return exe;
 }
 
-std::vector<fs::path> preload_library_candidates(const fs::path& exe) {
-  const fs::path dir = exe.parent_path();
-  return {dir / kLibraryName, dir / ".." / "ophook" / kLibraryName};
+fs::path preload_library_candidate(const fs::path& exe) {
+  return exe.parent_path() / "libophook.so";
 }
 
 std::optional<fs::path> find_preload_library(const fs::path& exe) {
-  for (const fs::path& candidate : preload_library_candidates(exe)) {
-    std::error_code ec;
-    if (fs::is_regular_file(candidate, ec)) {
-      fs::path canonical = fs::weakly_canonical(candidate, ec);
-      return ec ? fs::absolute(candidate) : canonical;
-    }
+  const fs::path candidate = preload_library_candidate(exe);
+  std::error_code ec;
+  if (!fs::is_regular_file(candidate, ec)) {
+    return std::nullopt;
   }
-  return std::nullopt;
+  fs::path canonical = fs::weakly_canonical(candidate, ec);
+  return ec ? fs::absolute(candidate) : canonical;
 }
 
 fs::path locate_preload_library() {
@@ -44,12 +38,8 @@ fs::path locate_preload_library() {
   if (auto found = find_preload_library(exe)) {
     return *found;
   }
-  std::string places;
-  for (const fs::path& candidate : preload_library_candidates(exe)) {
-    places += places.empty() ? "" : ", ";
-    places += candidate.lexically_normal().string();
-  }
-  throw Error(fmt::format("cannot find {} (looked at {})", kLibraryName, places));
+  throw Error(fmt::format("cannot find {} (the library lies beside the ophook executable)",
+                          preload_library_candidate(exe).string()));
 }
 
 }  // namespace ophook::cli

@@ -1,7 +1,6 @@
 #pragma once
 #include <filesystem>
 #include <optional>
-#include <vector>
 
 namespace ophook::cli {
 
@@ -9,16 +8,15 @@ namespace ophook::cli {
 /// be read.
 std::filesystem::path self_executable();
 
-/// The places where libophook.so may lie relative to the ophook executable at `exe`, in search
-/// order: beside it (the build tree: build/ophook, build/libophook.so), then ../ophook/ (an
-/// installed package). Pure.
-std::vector<std::filesystem::path> preload_library_candidates(const std::filesystem::path& exe);
+/// Where libophook.so lies for the ophook executable at `exe`: beside it, in the build tree
+/// (build/ophook, build/libophook.so) as in the installed Python package
+/// (site-packages/ophook/ophook, site-packages/ophook/libophook.so). Pure.
+std::filesystem::path preload_library_candidate(const std::filesystem::path& exe);
 
-/// The first candidate that exists as a regular file, made absolute and canonical; nullopt when
-/// none does.
+/// The candidate made absolute and canonical when it exists as a regular file, else nullopt.
 std::optional<std::filesystem::path> find_preload_library(const std::filesystem::path& exe);
 
-/// find_preload_library(self_executable()), or throws ophook::Error listing where it looked.
+/// find_preload_library(self_executable()), or throws ophook::Error naming where it looked.
 std::filesystem::path locate_preload_library();
 
 }  // namespace ophook::cli

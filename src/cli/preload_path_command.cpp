@@ -12,7 +12,7 @@ CLI::App* PreloadPathCommand::attach(CLI::App& app) {
       "preload-path", "Print the absolute path of libophook.so (the LD_PRELOAD value)");
   sub->footer(
       "Usage: LD_PRELOAD=$(ophook preload-path) python script.py\n"
-      "The library is looked for beside the ophook executable, then in ../ophook/.\n"
+      "The library lies beside the ophook executable (build/, or the installed ophook package).\n"
       "Exit status: 0 on success; 2 when the library cannot be found.\n");
   return sub;
 }
