@@ -29,7 +29,8 @@ if [[ ! -x .venv/bin/python ]]; then
 fi
 # torch==2.13.0 resolves to the CPU wheel that lies on this machine's disk; any other request
 # would pull a multi-GB CUDA build.
-pip_packages=(numpy==2.4.6 torch==2.13.0 pybind11 pytest pytest-timeout expecttest scikit-build-core)
+pip_packages=(numpy==2.4.6 torch==2.13.0 pybind11 pytest pytest-timeout expecttest scikit-build-core
+  hypothesis)
 if ! .venv/bin/python - "${pip_packages[@]}" <<'PY' 2>/dev/null
 import sys
 from importlib.metadata import version

@@ -171,7 +171,8 @@ ArrayDiff compare_buffers(const BufferView& a, const BufferView& b, Tolerance to
   }
   const ElementType ta = decode_descr(a.descr), tb = decode_descr(b.descr);
   const bool same_layout = a.descr == b.descr && a.item_size == b.item_size;
-  if (same_layout && std::memcmp(a.data.data(), b.data.data(), bytes_a) == 0) {
+  // memcmp must not see the null pointer of an empty buffer, even for 0 bytes.
+  if (same_layout && (bytes_a == 0 || std::memcmp(a.data.data(), b.data.data(), bytes_a) == 0)) {
     diff.compared = true;
     diff.bitwise_equal = true;
     if (ta.numeric() && a.elements > 0) diff.cosine = 1.0;

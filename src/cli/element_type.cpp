@@ -1,13 +1,22 @@
 #include "element_type.hpp"
 
 #include <bit>
+#include <cstdint>
 #include <cstring>
+
+#include "ophook/half.hpp"
 
 namespace ophook::cli {
 
 namespace {
 
 constexpr bool kLittleHost = std::endian::native == std::endian::little;
+
+/// A float16 element ('<f2'), converted with core::half_to_double.
+struct Half {
+  std::uint16_t bits;
+  explicit operator double() const { return core::half_to_double(bits); }
+};
 
 template <typename U>
 U load_bits(const std::byte* p, bool swap) {
@@ -134,7 +143,7 @@ void load_real(const ElementType& type, const std::byte* data, std::size_t first
     case ElementKind::Float:
       switch (type.size) {
         case 2:
-          return load_scalars<_Float16>(data, first, count, s, out);
+          return load_scalars<Half>(data, first, count, s, out);
         case 4:
           return load_scalars<float>(data, first, count, s, out);
         default:

@@ -277,24 +277,37 @@ std::string_view log_level_name(spdlog::level::level_enum level) {
 
 }  // namespace
 
+namespace {
+
+// A setting's text as a JSON string that can always be serialised: paths and patterns come from
+// the environment as bytes, and a non-UTF-8 byte would make json::dump throw when summary.json is
+// written (found by tests/fuzz/config_fuzzer.cpp). Such bytes become U+FFFD.
+nlohmann::json json_text(const std::string& text) {
+  const std::string quoted =
+      nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return nlohmann::json::parse(quoted);
+}
+
+}  // namespace
+
 nlohmann::json config_to_json(const Config& config) {
   nlohmann::json levels = nlohmann::json::array();
   if (config.levels.numpy) levels.push_back("numpy");
   if (config.levels.torch_function) levels.push_back("torch_function");
   if (config.levels.torch_dispatch) levels.push_back("torch_dispatch");
   return {
-      {"output", config.output},
+      {"output", json_text(config.output)},
       {"mode", to_string(config.mode)},
       {"levels", std::move(levels)},
-      {"include", config.include},
-      {"exclude", config.exclude},
+      {"include", json_text(config.include)},
+      {"exclude", json_text(config.exclude)},
       {"nested", config.nested},
       {"max_bytes", config.max_bytes},
       {"queue_bytes", config.queue_bytes},
       {"stack", config.stack},
       {"nan", to_string(config.nan)},
       {"compile", to_string(config.compile)},
-      {"overrides", config.overrides},
+      {"overrides", json_text(config.overrides)},
       {"log_level", log_level_name(config.log_level)},
       {"strict", config.strict},
       {"disable", config.disable},

@@ -13,6 +13,8 @@
 #define XXH_INLINE_ALL  // header-only: libophook.so must not depend on libxxhash.so
 #include <xxhash.h>
 
+#include "ophook/half.hpp"
+
 namespace ophook::core {
 namespace {
 
@@ -69,29 +71,10 @@ T load(const std::byte* p) noexcept {
   return value;
 }
 
-// IEEE binary16 → double by bit manipulation. GCC's _Float16 without -mf16c converts through a
-// libgcc soft-float call per element, about 50 times slower than this.
+// A float16 element; decoded by half_to_double.
 struct Half {
   std::uint16_t bits;
 };
-
-inline double half_to_double(std::uint16_t h) noexcept {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  const std::uint32_t exponent = (h >> 10) & 0x1Fu;
-  const std::uint32_t mantissa = h & 0x3FFu;
-  std::uint32_t bits;
-  if (exponent == 0x1F) {
-    bits = sign | 0x7F800000u | (mantissa << 13);  // Inf, NaN (payload kept)
-  } else if (exponent != 0) {
-    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);  // rebias 15 → 127
-  } else {
-    const double magnitude = static_cast<double>(mantissa) * 0x1p-24;  // zero and subnormals
-    return sign != 0 ? -magnitude : magnitude;
-  }
-  float value;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
-}
 
 template <typename T>
 double to_double(T v) noexcept {

@@ -100,16 +100,21 @@ TEST(CliArrayDiff, NanMatchesNanAndInfMatchesSameInf) {
 }
 
 TEST(CliArrayDiff, Float16IsReadAsHalfPrecision) {
-  const std::vector<_Float16> half{_Float16(1.0f), _Float16(0.5f), _Float16(-2.0f)};
+  // binary16 bit patterns: 1.0, 0.5, -2.0, the smallest subnormal 2^-24, -0.0, +Inf, -Inf.
+  const std::vector<std::uint16_t> half{0x3c00, 0x3800, 0xc000, 0x0001, 0x8000, 0x7c00, 0xfc00};
   const auto f2 = make("<f2", half);
-  const auto f4 = make<float>("<f4", {1.0f, 0.5f, -2.0f});
-  const ArrayDiff d = diff(f2, f4);
+  const auto f8 = make<double>("<f8", {1.0, 0.5, -2.0, std::ldexp(1.0, -24), -0.0, kInf, -kInf});
+  const ArrayDiff d = diff(f2, f8);
   EXPECT_FALSE(d.bitwise_equal);
   EXPECT_TRUE(d.within_tolerance());
   EXPECT_EQ(d.max_abs, 0.0);
-  // 1/3 in half precision is off by about 1e-4 from the float32 value.
+  EXPECT_EQ(d.nonfinite_mismatch, 0u);
+  // A NaN half (0x7e00) pairs with a NaN.
+  EXPECT_TRUE(diff(make("<f2", std::vector<std::uint16_t>{0x7e00}), make<double>("<f8", {kNaN}))
+                  .within_tolerance());
+  // 1/3 in half precision (0x3555) is off by about 1e-4 from the float32 value.
   const ArrayDiff third =
-      diff(make("<f2", std::vector<_Float16>{_Float16(1.0f / 3)}), make<float>("<f4", {1.0f / 3}));
+      diff(make("<f2", std::vector<std::uint16_t>{0x3555}), make<float>("<f4", {1.0f / 3}));
   EXPECT_GT(third.max_abs, 1e-5);
   EXPECT_LT(third.max_abs, 2e-4);
 }
@@ -124,7 +129,7 @@ TEST(CliArrayDiff, BigEndianEqualsLittleEndianValues) {
   EXPECT_TRUE(d.within_tolerance());
   const auto big_i4 = make(">i4", std::vector<std::int32_t>{7, -9}, true);
   EXPECT_TRUE(diff(make("<i4", std::vector<std::int32_t>{7, -9}), big_i4).within_tolerance());
-  const auto big_f2 = make(">f2", std::vector<_Float16>{_Float16(3.0f)}, true);
+  const auto big_f2 = make(">f2", std::vector<std::uint16_t>{0x4200}, true);  // 3.0
   EXPECT_TRUE(diff(make<float>("<f4", {3.0f}), big_f2).within_tolerance());
 }
 
