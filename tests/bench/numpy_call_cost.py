@@ -1,26 +1,132 @@
-"""Per-call cost of a small NumPy ufunc call in one process: prints ns per call (best of 5).
-
-Run it plain and under LD_PRELOAD with different OPHOOK_* settings; the difference between the two
-figures, measured in the same session, is what ophook adds per call."""
-import sys
+"""Per-call cost of np.add on 16-element arrays under ophook and under the Python baselines, in one
+process: every round runs each configuration once, in turn (A/B interleaved), ophook started and
+stopped through its Python API around its turn (the per-call path is the one LD_PRELOAD installs).
+Prints one JSON line: per configuration, the median over rounds of (its ns per call - the plain
+call's ns per call in the same round); for dump configurations also files per second, counting
+the time until every file is on disk."""
+import os
+import statistics
 import time
 
 import numpy as np
 
+from baselines.json_recorder import JsonRecorder
+from baselines.numpy_recorder import NumpyJsonRecorder
+from baselines.seed_dump import SeedDumper
+from worker_support import arguments, clear_directory, emit, file_stats, load_ophook, paired_medians
 
-def per_call_ns(n):
-    a = np.ones(16)
-    b = np.ones(16)
-    add = np.add
-    best = float("inf")
-    for _ in range(5):
-        t0 = time.perf_counter_ns()
-        for _ in range(n):
-            add(a, b)
-        best = min(best, (time.perf_counter_ns() - t0) / n)
-    return best
+args = arguments(__doc__, calls=100_000)
+ophook = load_ophook(args.build)
+a = np.ones(16)
+b = np.ones(16)
+
+
+def loop(n):
+    for _ in range(n):
+        np.add(a, b)  # through the namespace, so that the seed-style wrappers see it too
+
+
+def warm_up_calls(n):
+    return min(n, 1000)
+
+
+def timed_loop(n):
+    """(start, elapsed) ns of n calls, after a warm-up (first-call caches, the writer's start)."""
+    loop(warm_up_calls(n))
+    start = time.perf_counter_ns()
+    loop(n)
+    return start, time.perf_counter_ns() - start
+
+
+def plain(n, out):
+    return timed_loop(n)[1], None
+
+
+def ophook_run(**options):
+    def run(n, out):
+        with ophook.Tracer(output=out, levels=["numpy"], log_level="warn", **options):
+            start, elapsed = timed_loop(n)
+            if options.get("mode") != "dump":
+                return elapsed, None
+            ophook.flush()  # every file on disk: what files per second counts
+            return elapsed, time.perf_counter_ns() - start
+
+    return run
+
+
+def python_recorder(stack):
+    def run(n, out):
+        recorder = JsonRecorder(os.path.join(out, "trace.jsonl"), stack=stack)
+        patch = NumpyJsonRecorder(recorder)
+        patch.install()
+        try:
+            return timed_loop(n)[1], None
+        finally:
+            patch.uninstall()
+            recorder.close()
+
+    return run
+
+
+def seed(n, out):
+    dumper = SeedDumper(out)
+    dumper.install()
+    try:
+        elapsed = timed_loop(n)[1]
+        return elapsed, elapsed
+    finally:
+        dumper.uninstall()
+
+
+def np_save_loop(n, out):
+    def body(count):
+        for i in range(count):
+            np.save(os.path.join(out, "a_%d.npy" % i), a)
+            np.save(os.path.join(out, "b_%d.npy" % i), b)
+            np.save(os.path.join(out, "out_%d.npy" % i), np.add(a, b))
+
+    start = time.perf_counter_ns()
+    body(n)
+    elapsed = time.perf_counter_ns() - start
+    return elapsed, elapsed
+
+
+# name -> (run(n, out) -> (loop ns, ns until on disk or None), share of --calls it makes)
+CONFIGS = {
+    "plain": (plain, 1),
+    "ophook_trace_stack0": (ophook_run(mode="trace", stack=0), 1),
+    "ophook_trace_stack1": (ophook_run(mode="trace", stack=1), 1),
+    "ophook_filtered_out": (ophook_run(mode="trace", include="^nothing$"), 1),
+    "python_recorder_stack0": (python_recorder(False), 1 / 20),
+    "python_recorder_stack1": (python_recorder(True), 1 / 20),
+    "ophook_dump": (ophook_run(mode="dump", stack=0, max_bytes="64G"), 1 / 20),
+    "seed_dump": (seed, 1 / 50),
+    "np_save_loop": (np_save_loop, 1 / 50),
+}
+
+
+def main():
+    per_call, files_per_s = [], {}
+    for _ in range(args.rounds):
+        this_round = {}
+        for name, (run, share) in CONFIGS.items():
+            n = max(1, int(args.calls * share))
+            out = os.path.join(args.out, name)
+            clear_directory(out)
+            loop_ns, disk_ns = run(n, out)
+            this_round[name] = loop_ns / n
+            if disk_ns is not None:
+                files, _ = file_stats(out)
+                files *= n / (n + warm_up_calls(n))  # the warm-up's files were not timed
+                files_per_s.setdefault(name, []).append(files / (disk_ns / 1e9))
+            clear_directory(out)
+        per_call.append(this_round)
+    emit({
+        "plain_ns": statistics.median(r["plain"] for r in per_call),
+        "added_ns": paired_medians(per_call, "plain"),
+        "files_per_s": {name: statistics.median(v) for name, v in files_per_s.items()},
+    })
 
 
 if __name__ == "__main__":
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 200_000
-    print("%.1f" % per_call_ns(n))
+    main()

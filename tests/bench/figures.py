@@ -1,0 +1,9 @@
+"""Every figure group bench.py runs, in table order."""
+import figures_compare
+import figures_cpp
+import figures_numpy
+import figures_process
+import figures_torch
+
+FIGURE_GROUPS = (figures_numpy.GROUPS + figures_torch.GROUPS + figures_process.GROUPS + figures_compare.GROUPS
+                 + figures_cpp.GROUPS)

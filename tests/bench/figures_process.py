@@ -1,0 +1,62 @@
+"""Whole-process figures: dormant non-Python processes and `python -c pass` under LD_PRELOAD, and
+peak RSS of a dump-heavy program (dump_memory_load.py) hooked against unhooked."""
+import os
+
+from measure import Group, interleaved, median, plain_env, preload_env, run_process
+from table import millis, times
+
+DORMANT_ROWS = [
+    ("dormant-true", "dormant: `/bin/true` under `LD_PRELOAD`: wall time per run (baseline: without)", "≤ 1.05x"),
+    ("dormant-sh", "dormant: `sh -c :` under `LD_PRELOAD`: wall time per run (baseline: without)", "≤ 1.05x"),
+    ("python-pass", "`python -c pass` under `LD_PRELOAD` (no numpy imported): wall time per run "
+     "(baseline: without)", "≤ 3 ms added"),
+]
+
+MEMORY_ROWS = [
+    ("memory-dump", "peak RSS, dump-heavy run (3 x 32 MiB arrays per call, `OPHOOK_QUEUE_BYTES=64M`) "
+     "(baseline: unhooked)", "≤ unhooked + 64 MiB queue + 64 MiB"),
+]
+
+
+def batch_wall(argv, env, runs):
+    """Mean wall seconds per run over `runs` runs in a row."""
+    return sum(run_process(argv, env).wall_s for _ in range(runs)) / runs
+
+
+def hooked_vs_plain(ctx, argv, runs, hooked_env):
+    walls = interleaved(ctx.rounds(7), {
+        "plain": lambda: batch_wall(argv, plain_env(), runs),
+        "hooked": lambda: batch_wall(argv, hooked_env, runs),
+    })
+    return median(walls["hooked"]), median(walls["plain"])
+
+
+def measure_dormant(group, ctx):
+    env = preload_env(ctx.build, OPHOOK_OUTPUT=os.path.join(ctx.scratch, "out"))
+    rows = {}
+    for key, argv, runs in (("dormant-true", ["/bin/true"], ctx.size(100, 3)),
+                            ("dormant-sh", ["/bin/sh", "-c", ":"], ctx.size(100, 3))):
+        ours, base = hooked_vs_plain(ctx, argv, runs, env)
+        rows[key] = group.row(key, millis(ours), millis(base), times(ours / base), ours <= 1.05 * base)
+    ours, base = hooked_vs_plain(ctx, [ctx.python, "-c", "pass"], ctx.size(10, 2), env)
+    rows["python-pass"] = group.row("python-pass", "%s (+%s)" % (millis(ours), millis(ours - base)), millis(base),
+                                    times(ours / base), ours - base <= 0.003)
+    return rows
+
+
+def measure_memory(group, ctx):
+    mib, calls, queue_mib = ctx.size(32, 1), ctx.size(20, 3), 64
+    argv = [ctx.python, os.path.join(ctx.root, "tests", "bench", "dump_memory_load.py"), str(mib), str(calls)]
+    out = os.path.join(ctx.scratch, "dumps")
+    hooked_env = preload_env(ctx.build, OPHOOK_MODE="dump", OPHOOK_STACK=0, OPHOOK_LOG_LEVEL="warn",
+                             OPHOOK_QUEUE_BYTES="%dM" % queue_mib, OPHOOK_MAX_BYTES="1T", OPHOOK_OUTPUT=out)
+    rss = interleaved(ctx.rounds(3), {
+        "plain": lambda: run_process(argv, plain_env()).max_rss_mib,
+        "hooked": lambda: run_process(argv, hooked_env).max_rss_mib,
+    })
+    ours, base = median(rss["hooked"]), median(rss["plain"])
+    return {"memory-dump": group.row("memory-dump", "%.0f MiB" % ours, "%.0f MiB" % base, times(ours / base),
+                                     ours <= base + queue_mib + 64)}
+
+
+GROUPS = [Group("dormant", DORMANT_ROWS, measure_dormant), Group("memory", MEMORY_ROWS, measure_memory)]

@@ -1,0 +1,64 @@
+"""Sustained dump throughput on large arrays, in one process, rounds interleaved: np.negative on a
+--mib MiB float64 array, --calls times, recorded by ophook in dump mode (input and output files,
+with statistics), timed until every file is on disk; against dd writing the same number of bytes
+into the same directory, and against np.save of the same arrays in a loop. Prints one JSON line:
+median bytes per second of each."""
+import os
+import statistics
+import subprocess
+import time
+
+import numpy as np
+
+from worker_support import arguments, clear_directory, emit, file_stats, load_ophook
+
+args = arguments(__doc__, mib=64, calls=4)
+ophook = load_ophook(args.build)
+array = np.arange(args.mib * (1 << 20) // 8, dtype=np.float64)
+
+
+def ophook_dump(out):
+    with ophook.Tracer(output=out, levels=["numpy"], mode="dump", stack=0, max_bytes="1T", log_level="warn"):
+        start = time.perf_counter_ns()
+        for _ in range(args.calls):
+            np.negative(array)
+        ophook.flush()
+        elapsed = time.perf_counter_ns() - start
+    return file_stats(out)[1], elapsed
+
+
+def np_save_loop(out):
+    start = time.perf_counter_ns()
+    for i in range(args.calls):
+        np.save(os.path.join(out, "in_%d.npy" % i), array)
+        np.save(os.path.join(out, "out_%d.npy" % i), np.negative(array))
+    return file_stats(out)[1], time.perf_counter_ns() - start
+
+
+def dd(out):
+    """dd from /dev/zero, one file: the floor of writing these bytes into this directory."""
+    block = array.nbytes
+    count = 2 * args.calls
+    start = time.perf_counter_ns()
+    subprocess.run(["dd", "if=/dev/zero", "of=" + os.path.join(out, "dd.bin"), "bs=%d" % block,
+                    "count=%d" % count], check=True, stderr=subprocess.DEVNULL)
+    return block * count, time.perf_counter_ns() - start
+
+
+CONFIGS = {"ophook_dump": ophook_dump, "dd": dd, "np_save_loop": np_save_loop}
+
+
+def main():
+    rates = {name: [] for name in CONFIGS}
+    for _ in range(args.rounds):
+        for name, run in CONFIGS.items():
+            out = os.path.join(args.out, name)
+            clear_directory(out)
+            written, elapsed = run(out)
+            rates[name].append(written / (elapsed / 1e9))
+            clear_directory(out)
+    emit({"bytes_per_s": {name: statistics.median(v) for name, v in rates.items()}})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+"""What the in-process measurement workers share: the command line every worker takes, ophook
+imported from a build tree (without its preload start-up), and the JSON result line the driver
+(bench.py) reads from the worker's last stdout line."""
+import argparse
+import json
+import os
+import statistics
+import sys
+
+
+def arguments(doc, **defaults):
+    """--build DIR, --out DIR (scratch directory), --rounds R, plus `defaults` (name -> int)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--build", required=True, help="build directory with python_shim/")
+    parser.add_argument("--out", required=True, help="scratch directory for recorded output")
+    parser.add_argument("--rounds", type=int, default=5)
+    for name, value in defaults.items():
+        parser.add_argument("--" + name.replace("_", "-"), type=int, default=value)
+    return parser.parse_args()
+
+
+def load_ophook(build_dir):
+    sys.path.insert(0, os.path.join(os.path.abspath(build_dir), "python_shim"))
+    import ophook
+
+    return ophook
+
+
+def clear_directory(path):
+    """Removes the files in `path` (recorded output between rounds), keeps the directory."""
+    os.makedirs(path, exist_ok=True)
+    for entry in os.scandir(path):
+        if entry.is_file(follow_symlinks=False):
+            os.unlink(entry.path)
+        elif entry.is_dir(follow_symlinks=False):
+            clear_directory(entry.path)
+            os.rmdir(entry.path)
+
+
+def file_stats(path):
+    """(number of .npy files, their total bytes) under `path`."""
+    files = total = 0
+    for root, _, names in os.walk(path):
+        for name in names:
+            if name.endswith(".npy"):
+                files += 1
+                total += os.path.getsize(os.path.join(root, name))
+    return files, total
+
+
+def paired_medians(rounds, reference):
+    """{config: median over rounds of (value - reference's value in the same round)}."""
+    return {name: statistics.median(r[name] - r[reference] for r in rounds) for name in rounds[0]}
+
+
+def emit(result):
+    print(json.dumps(result))
