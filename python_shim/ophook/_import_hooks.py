@@ -5,9 +5,9 @@ exec_module call (an instance attribute removed again afterwards), so nothing in
 module's namespace, spec or loader is left changed.
 """
 import sys
-import threading
+import _thread  # not threading: this module loads in every hooked interpreter
 
-_lock = threading.RLock()
+_lock = _thread.RLock()
 _pending = {}  # module name -> [callbacks]
 
 

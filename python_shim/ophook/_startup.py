@@ -1,5 +1,6 @@
 """Process start-up of ophook: configuration, the recorder, hooks installed as frameworks load."""
 import atexit
+import importlib
 import os
 import sys
 
@@ -29,17 +30,19 @@ def register_framework(module_name, installer):
 
 
 def _install_framework_hooks(levels):
-    from . import _import_hooks, _numpy_patch
+    from . import _import_hooks
+
+    def install_with(installer_module):
+        # The installer's module (and what it imports: json, weakref, ...) loads only once its
+        # framework does, so `python -c pass` under the hook pays for none of it.
+        def install(module):
+            importlib.import_module(installer_module, __package__).install(module)
+        return install
 
     if "numpy" in levels:
-        _import_hooks.when_imported("numpy", _numpy_patch.install)
+        _import_hooks.when_imported("numpy", install_with("._numpy_patch"))
     if levels & {"torch_function", "torch_dispatch"}:
-        try:
-            from . import _torch_modes
-        except ImportError:
-            _torch_modes = None
-        if _torch_modes is not None:
-            _import_hooks.when_imported("torch", _torch_modes.install)
+        _import_hooks.when_imported("torch", install_with("._torch_modes"))
 
 
 def begin(settings, native):

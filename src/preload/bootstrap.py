@@ -17,11 +17,14 @@ def _ophook_bootstrap(library):
     else:
         sys.stderr.write("[ophook] no ophook package found beside %s: running unhooked\n" % library)
         return
-    import importlib.util
+    # importlib.machinery is already loaded at start-up; importlib.util would pull in contextlib.
+    from importlib._bootstrap import module_from_spec
+    from importlib.machinery import ModuleSpec, SourceFileLoader
 
-    spec = importlib.util.spec_from_file_location(
-        "ophook", init, submodule_search_locations=[os.path.dirname(init)])
-    module = importlib.util.module_from_spec(spec)
+    spec = ModuleSpec("ophook", SourceFileLoader("ophook", init), origin=init, is_package=True)
+    spec.submodule_search_locations = [os.path.dirname(init)]
+    spec.has_location = True
+    module = module_from_spec(spec)
     sys.modules["ophook"] = module
     try:
         spec.loader.exec_module(module)
