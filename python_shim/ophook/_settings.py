@@ -14,9 +14,20 @@ def _text(value):
     return str(value)
 
 
+def _environment_value(name):
+    """The variable's text; its raw bytes when it is not UTF-8 (a path from a latin-1 locale
+    arrives surrogate-escaped, which the recorder could not take as text)."""
+    value = os.environ[name]
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.environb[os.fsencode(name)]
+    return value
+
+
 def collect(**options):
     """The OPHOOK_* mapping: environment values, then `options` (lower-case names) on top."""
-    settings = {"OPHOOK_" + n: os.environ["OPHOOK_" + n] for n in NAMES if os.environ.get("OPHOOK_" + n)}
+    settings = {"OPHOOK_" + n: _environment_value("OPHOOK_" + n) for n in NAMES if os.environ.get("OPHOOK_" + n)}
     for key, value in options.items():
         if value is None:
             continue

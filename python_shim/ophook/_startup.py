@@ -98,8 +98,9 @@ def start(origin):
         return
     atexit.register(native.finish)
     os.register_at_fork(after_in_child=_after_fork_in_child)
-    native.log("info", "recording %s (%s mode) into %s"
-               % (",".join(sorted(_settings.levels(settings))), settings.get("OPHOOK_MODE", "dump"), output))
+    message = "recording %s (%s mode) into %s" % (
+        ",".join(sorted(_settings.levels(settings))), settings.get("OPHOOK_MODE", "dump"), output)
+    native.log("info", os.fsencode(message))  # bytes: the path may not be UTF-8
 
 
 def _after_fork_in_child():

@@ -169,7 +169,9 @@ void RunSummary::write_files(OutputDir& dir, std::uint64_t dropped, std::uint64_
   std::vector<std::string_view> sorted(configs_.begin(), configs_.end());
   std::sort(sorted.begin(), sorted.end());
   for (auto c : sorted) configs += std::string(c) + '\n';
-  const std::pair<const char*, std::string> files[] = {{"summary.json", summary.dump(2) + '\n'},
+  // A path from a non-UTF-8 locale (OPHOOK_OUTPUT, a source file) must not make dump() throw.
+  const auto summary_text = summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + '\n';
+  const std::pair<const char*, std::string> files[] = {{"summary.json", summary_text},
                                                        {"api_apis.txt", apis},
                                                        {"api_configs.txt", configs},
                                                        {"api_statistics.txt", statistics_text()}};

@@ -35,16 +35,24 @@ std::vector<std::string> config_errors(const Settings& settings) {
   return out;
 }
 
+/// A path or environment value as Python's os module spells it: undecodable bytes (a non-UTF-8
+/// OPHOOK_OUTPUT) come back surrogate-escaped instead of raising UnicodeDecodeError.
+pb::str os_text(const std::string& bytes) {
+  PyObject* text = PyUnicode_DecodeFSDefaultAndSize(bytes.data(), static_cast<Py_ssize_t>(bytes.size()));
+  if (!text) throw pb::error_already_set();
+  return pb::reinterpret_steal<pb::str>(text);
+}
+
 /// Starts (or returns) the process's recorder with `settings` (OPHOOK_* name → value) and turns
 /// recording on. Returns the output directory.
-std::string start(const Settings& settings) {
+pb::str start(const Settings& settings) {
   auto parsed = parse(settings);
   if (!parsed.errors.empty()) throw Error(parsed.errors.front().message());
   core::set_log_level(parsed.config.log_level);
   auto* running = Recorder::get();
   auto& recorder = running && !running->finished() ? *running : Recorder::start(parsed.config);
   g_recording_on.store(true);
-  return recorder.output_path();
+  return os_text(recorder.output_path());
 }
 
 Recorder& running_recorder() {
@@ -91,13 +99,13 @@ PYBIND11_MODULE(_ophook, m) {
   });
   m.def("exported_environment", [] {
     // What the recorder exported with setenv(), which os.environ does not see by itself.
-    std::map<std::string, std::string> out;
+    pb::dict out;
     for (const char* name : {"OPHOOK_ROOT_PID", "OPHOOK_ROOT_OUTPUT"}) {
-      if (const char* value = std::getenv(name)) out[name] = value;
+      if (const char* value = std::getenv(name)) out[name] = os_text(value);
     }
     return out;
   });
-  m.def("output_path", [] { return running_recorder().output_path(); });
+  m.def("output_path", [] { return os_text(running_recorder().output_path()); });
   m.def("config", [] { return ophook::core::config_to_json(running_recorder().config()).dump(); });
   m.def("set_version", [](const std::string& k, const std::string& v) { running_recorder().set_version(k, v); });
   m.def("add_note", [](const std::string& k, const std::string& json) {

@@ -80,7 +80,8 @@ class Runner:
         elif how == "pythonpath":
             full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SHIM_DIR), full_env.get("PYTHONPATH")]))
         proc = subprocess.run([str(python or VENV_PYTHON), *args, str(script)], env=full_env,
-                              cwd=cwd or self.tmp_path, capture_output=True, text=True, timeout=timeout)
+                              cwd=cwd or self.tmp_path, capture_output=True, text=True, timeout=timeout,
+                              errors="backslashreplace")  # paths in messages need not be UTF-8
         if check and proc.returncode != 0:
             raise AssertionError("program failed (%d):\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr))
         return Run(proc, full_env["OPHOOK_OUTPUT"])

@@ -1,5 +1,7 @@
 """OPHOOK_* settings end to end: modes, filters, byte budget, queue backpressure, stack, log level,
 strict mode and bad values."""
+import os
+
 import numpy as np
 import pytest
 
@@ -98,3 +100,16 @@ def test_strict_mode_exits_with_2_before_user_code(runner):
     assert run.proc.returncode == 2
     assert "user code ran" not in run.stdout
     assert "OPHOOK_MODE" in run.stderr
+
+
+def test_output_path_that_is_not_utf8(runner, tmp_path):
+    # A directory named in a latin-1 locale: its bytes are not UTF-8, which Python hands over
+    # surrogate-escaped. The run must record there, not die or fall back to unhooked.
+    output = tmp_path / os.fsdecode(b"r\xe9sultats")
+    hooked = runner.run(LOOP % 3, env={"OPHOOK_OUTPUT": output})
+    assert hooked.stdout == runner.run(LOOP % 3, how="plain").stdout
+    assert "Traceback" not in hooked.stderr and "unhooked" not in hooked.stderr
+    assert [r["op"] for r in hooked.records()] == ["numpy.add"] * 3 + ["numpy.add.reduce"]
+    summary = hooked.summary()
+    assert summary["totals"]["calls"] == 4
+    assert summary["output"].endswith("r\ufffdsultats")  # JSON is UTF-8: the odd byte is replaced
