@@ -102,6 +102,7 @@ PyObject* hooked_call(std::uint32_t op_id, CaptureInputs&& capture_inputs, Invok
                       InvokeRule&& invoke_rule) {
   PyObject* rule = has_overrides() ? override_for(op_id) : nullptr;
   auto* recorder = recorder_for(op_id);
+  if (recorder != nullptr && called_by_library_import(*recorder)) recorder = nullptr;
   if (rule == nullptr) {
     if (recorder == nullptr) return invoke_original();
     return record_call(*recorder, op_id, core::Phase::None, 0, capture_inputs, invoke_original);

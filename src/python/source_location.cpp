@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -12,6 +13,7 @@ namespace {
 
 struct CodeVerdict {
   bool library = true;
+  bool import_machinery = false;  // importlib's frozen bootstrap: a module is being imported
   std::uint32_t file_id = 0;
   std::uint32_t func_id = 0;
 };
@@ -31,7 +33,8 @@ const CodeVerdict& verdict(core::Recorder& recorder, PyCodeObject* code) {
     auto* object = reinterpret_cast<PyObject*>(code);
     const auto file = attribute_str_or(object, "co_filename", "?");
     CodeVerdict v;
-    v.library = false;
+    v.import_machinery = file.rfind("<frozen importlib._bootstrap", 0) == 0;
+    v.library = v.import_machinery;
     for (const auto& dir : library_directories()) {
       if (file.compare(0, dir.size(), dir) == 0) v.library = true;
     }
@@ -68,6 +71,25 @@ int line_of(PyFrameObject* frame, PyCodeObject* code) {
 #endif
 }
 
+/// Walks the calling thread's frames from the innermost while `visit(frame, code, verdict)`
+/// returns nullopt; returns the first value it gives, or `otherwise` past the outermost frame.
+template <typename Result, typename Visit>
+Result walk_frames(core::Recorder& recorder, Result otherwise, Visit&& visit) {
+  PyFrameObject* frame = PyEval_GetFrame();  // borrowed
+  PyFrameObject* owned = nullptr;             // outer frames come as new references
+  std::optional<Result> found;
+  while (frame != nullptr && !found) {
+    PyCodeObject* code = PyFrame_GetCode(frame);  // new reference; the frame keeps one too
+    Py_DECREF(code);
+    found = visit(frame, code, verdict(recorder, code));
+    PyFrameObject* back = found ? nullptr : PyFrame_GetBack(frame);
+    Py_XDECREF(owned);
+    frame = owned = back;
+  }
+  Py_XDECREF(owned);
+  return found.value_or(otherwise);
+}
+
 }  // namespace
 
 void add_library_directory(const std::string& directory) {
@@ -81,23 +103,20 @@ void add_library_directory(const std::string& directory) {
 }
 
 void locate_source(core::CallRecord& record, core::Recorder& recorder) {
-  PyFrameObject* frame = PyEval_GetFrame();  // borrowed
-  PyFrameObject* owned = nullptr;             // outer frames come as new references
-  while (frame != nullptr) {
-    PyCodeObject* code = PyFrame_GetCode(frame);  // new reference; the frame keeps one too
-    Py_DECREF(code);
-    const auto& v = verdict(recorder, code);
-    if (!v.library) {
-      record.source_file_id = v.file_id;
-      record.source_func_id = v.func_id;
-      record.source_line = line_of(frame, code);
-      break;
-    }
-    PyFrameObject* back = PyFrame_GetBack(frame);
-    Py_XDECREF(owned);
-    frame = owned = back;
-  }
-  Py_XDECREF(owned);
+  walk_frames(recorder, false, [&](PyFrameObject* frame, PyCodeObject* code, const CodeVerdict& v) {
+    if (v.library) return std::optional<bool>();
+    record.source_file_id = v.file_id;
+    record.source_func_id = v.func_id;
+    record.source_line = line_of(frame, code);
+    return std::optional<bool>(true);
+  });
+}
+
+bool called_by_library_import(core::Recorder& recorder) {
+  return walk_frames(recorder, false, [](PyFrameObject*, PyCodeObject*, const CodeVerdict& v) {
+    if (v.import_machinery) return std::optional<bool>(true);
+    return v.library ? std::optional<bool>() : std::optional<bool>(false);
+  });
 }
 
 }  // namespace ophook::py

@@ -13,6 +13,11 @@ namespace ophook::py {
 /// Needs the GIL; never raises.
 void locate_source(core::CallRecord& record, core::Recorder& recorder);
 
+/// True when the call comes from a library module's import (its innermost non-library frame is
+/// importlib's bootstrap), e.g. numpy.random setting itself up: such calls are not the program's
+/// and, seeded from entropy, would make two identical runs differ. Same cost model as above.
+bool called_by_library_import(core::Recorder& recorder);
+
 /// Adds a directory whose files count as library code (a package's __path__ entry).
 void add_library_directory(const std::string& directory);
 

@@ -201,3 +201,19 @@ def test_program_output_is_unchanged_for_the_example(runner):
         run = runner.run(code, env={"OPHOOK_MODE": mode})
         assert run.stdout == plain.stdout
         assert len(run.records()) > 20
+
+
+def test_calls_made_by_a_library_import_are_not_the_programs(runner, tmp_path):
+    # numpy.random sets itself up with ufunc calls (some seeded from entropy) the first time the
+    # program touches np.random: those are not the program's calls and would make two identical
+    # runs differ. A module of the program's own that computes at import time is still recorded.
+    (tmp_path / "own_constants.py").write_text("import numpy as np\nSCALE = np.sqrt(np.float64(4.0))\n")
+    code = ("import numpy as np\nimport own_constants\nnp.random.seed(0)\n"
+            "x = np.random.rand(3)\nprint(np.multiply(x, own_constants.SCALE).tolist())\n")
+    first, second = runner.run(code, env={"OPHOOK_MODE": "trace"}), runner.run(code, env={"OPHOOK_MODE": "trace"})
+    assert first.stdout == second.stdout == runner.run(code, how="plain").stdout
+    for run in (first, second):
+        records = run.records()
+        assert [r["op"] for r in records] == ["numpy.sqrt", "numpy.multiply"]
+        assert records[0]["source"].endswith("own_constants.py:2:<module>")
+        assert records[1]["source"].endswith(".py:5:<module>")
