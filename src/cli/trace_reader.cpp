@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cmath>
 #include <iterator>
 #include <limits>
 #include <optional>
@@ -35,7 +36,12 @@ std::optional<std::string> optional_string(const json& object, const char* key) 
 std::int64_t integer_field(const json& object, const char* key, std::int64_t fallback) {
   auto it = object.find(key);
   if (it == object.end() || !it->is_number()) return fallback;
-  if (it->is_number_float()) return static_cast<std::int64_t>(it->get<double>());
+  if (it->is_number_float()) {
+    // Converting a double outside int64's range is undefined behaviour (found by fuzz_trace).
+    const double value = it->get<double>();
+    constexpr double kLimit = 9223372036854775808.0;  // 2^63
+    return std::isfinite(value) && value >= -kLimit && value < kLimit ? static_cast<std::int64_t>(value) : fallback;
+  }
   return it->get<std::int64_t>();
 }
 
