@@ -57,6 +57,7 @@ class OutputDir {
   std::string path_;
   int dir_fd_ = -1;
   unsigned long temp_counter_ = 0;
+  std::string temp_name_, final_name_;  // write_file's buffers, kept between calls
   std::string reserve_name_;
 };
 

@@ -72,7 +72,6 @@ struct CallRecord {
   // Owned by RecordQueue / RecordPool while the record waits there.
   CallRecord* next_in_chain = nullptr;
   std::size_t queued_bytes = 0;  // footprint() when pushed: what release() frees
-  std::size_t pooled_bytes = 0;  // RecordPool: bytes of this record and those after it
 
  private:
   std::vector<ArrayCapture> spare_arrays_;  // cleared slots that still own their buffers

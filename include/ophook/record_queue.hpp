@@ -32,6 +32,13 @@ class RecordQueue {
   /// Enqueues, waiting for room. Call without holding the GIL.
   void push(RecordPtr record);
 
+  /// Whether `bytes` more would fit beside what is queued now (always, when nothing is).
+  bool has_room(std::size_t bytes) const { return fits(bytes); }
+  /// Waits until has_room(bytes). The capturing side calls it before copying an array, with the
+  /// bytes its record would then hold, so that captured data not yet written stays under the cap
+  /// instead of reaching the cap plus one record. Call without holding the GIL.
+  void wait_for_room(std::size_t bytes);
+
   /// Writer side: waits up to `poll` for records (or a flush/close request) and moves them all,
   /// in push order, into `out`. Returns false once closed and drained.
   bool pop_all(std::deque<RecordPtr>& out, std::chrono::milliseconds poll);
@@ -69,6 +76,7 @@ class RecordQueue {
   std::condition_variable writer_cv_;
   std::condition_variable room_cv_;
   std::atomic<int> waiting_{0};  // producers or flushers blocked on room_cv_
+  std::atomic<int> room_waiting_{0};  // of which producers
   std::uint64_t waits_ = 0;
   bool urgent_ = false;
   bool closed_ = false;

@@ -60,6 +60,10 @@ class OPHOOK_API Recorder {
   bool try_submit(RecordPtr& record) noexcept;
   /// Hands a record to the writer, waiting for room.
   void submit(RecordPtr record) noexcept;
+  /// Whether a record holding `bytes` of array data would fit in the queue now; wait_for_room
+  /// (GIL released) waits until it does, before the data is copied (RecordQueue::wait_for_room).
+  bool has_room(std::size_t bytes) const noexcept;
+  void wait_for_room(std::size_t bytes) noexcept;
 
   /// Waits until everything submitted so far is on disk.
   void flush() noexcept;

@@ -8,7 +8,8 @@ namespace ophook::core {
 
 /// Copies an n-dimensional strided array (strides in bytes, any sign, zero for broadcast
 /// dimensions) into `dst` in C order. `dst` must hold product(shape) * item_size bytes.
-/// Contiguous inner runs are copied with memcpy. Pure, thread-safe.
+/// Contiguous inner runs are copied with memcpy. A destination of 4 MiB or more is first advised
+/// onto transparent huge pages (madvise), the copy being what faults it in. Thread-safe.
 OPHOOK_API void strided_copy(std::byte* dst, const std::byte* src, std::span<const std::int64_t> shape,
                   std::span<const std::int64_t> strides, std::size_t item_size) noexcept;
 

@@ -1,7 +1,7 @@
 #include "api_text.hpp"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "ophook/recorder.hpp"
 #include "ophook/values.hpp"
@@ -11,57 +11,72 @@ namespace {
 
 class ApiFormatter {
  public:
-  ApiFormatter(const CallRecord& record, const Recorder& recorder, std::string_view array_word)
-      : record_(record), recorder_(recorder), array_word_(array_word) {}
+  ApiFormatter(std::string& out, const CallRecord& record, const Recorder& recorder, std::string_view array_word)
+      : out_(out), record_(record), recorder_(recorder), array_word_(array_word) {}
 
-  void section(std::string& out, std::uint32_t from, std::uint32_t to, bool& first) {
+  void section(std::uint32_t from, std::uint32_t to) {
     const auto* base = record_.values.data();
     ValueReader reader(base + from, base + to);
-    while (!reader.done()) {
+    for (bool first = true; !reader.done(); first = false) {
       auto token = reader.next();
-      out += first ? "" : ", ";
-      first = false;
+      if (!first) out_ += ", ";
       if (token.tag == ValueTag::Key) {
-        out += token.s;
-        out += '=';
+        out_ += token.s;
+        out_ += '=';
         token = reader.next();
       }
-      value(out, reader, token);
+      value(reader, token);
     }
   }
 
  private:
-  void value(std::string& out, ValueReader& reader, const ValueReader::Token& token) {
+  void integer(std::int64_t v) {
+    const fmt::format_int digits(v);
+    out_.append(digits.data(), digits.size());
+  }
+
+  void value(ValueReader& reader, const ValueReader::Token& token) {
     switch (token.tag) {
-      case ValueTag::Null: out += "None"; break;
-      case ValueTag::True: out += "True"; break;
-      case ValueTag::False: out += "False"; break;
-      case ValueTag::Int: out += fmt::to_string(token.i); break;
-      case ValueTag::Float: out += fmt::format("{}", token.f); break;
-      case ValueTag::Str: out += fmt::format("\"{}\"", token.s); break;
+      case ValueTag::Null: out_ += "None"; break;
+      case ValueTag::True: out_ += "True"; break;
+      case ValueTag::False: out_ += "False"; break;
+      case ValueTag::Int: integer(token.i); break;
+      case ValueTag::Float: fmt::format_to(std::back_inserter(out_), FMT_COMPILE("{}"), token.f); break;
+      case ValueTag::Str:
+        out_ += '"';
+        out_ += token.s;
+        out_ += '"';
+        break;
       case ValueTag::ListBegin: {
-        out += '[';
+        out_ += '[';
         bool first = true;
-        for (auto t = reader.next(); t.tag != ValueTag::ListEnd; t = reader.next()) {
-          out += first ? "" : ", ";
-          first = false;
-          value(out, reader, t);
+        for (auto t = reader.next(); t.tag != ValueTag::ListEnd; t = reader.next(), first = false) {
+          if (!first) out_ += ", ";
+          value(reader, t);
         }
-        out += ']';
+        out_ += ']';
         break;
       }
       case ValueTag::Array: {
         const auto& a = record_.arrays[token.index];
-        out += fmt::format("{}([{}], \"{}\")", array_word_, fmt::join(a.shape, ", "),
-                           recorder_.dtype(a.dtype_id).name);
+        out_ += array_word_;
+        out_ += "([";
+        for (std::size_t i = 0; i < a.shape.size(); ++i) {
+          if (i) out_ += ", ";
+          integer(a.shape[i]);
+        }
+        out_ += "], \"";
+        out_ += recorder_.dtype(a.dtype_id).name;
+        out_ += "\")";
         break;
       }
-      case ValueTag::Other: out += token.repr; break;
+      case ValueTag::Other: out_ += token.repr; break;
       case ValueTag::ListEnd:
       case ValueTag::Key: break;
     }
   }
 
+  std::string& out_;
   const CallRecord& record_;
   const Recorder& recorder_;
   std::string_view array_word_;
@@ -69,15 +84,13 @@ class ApiFormatter {
 
 }  // namespace
 
-std::string api_call_text(const CallRecord& record, const Recorder& recorder) {
+void append_api_call_text(std::string& out, const CallRecord& record, const Recorder& recorder) {
   const auto& op = recorder.op(record.op_id);
-  ApiFormatter formatter(record, recorder, framework_of(op.level) == "torch" ? "Tensor" : "Array");
-  std::string out = op.name;
+  ApiFormatter formatter(out, record, recorder, framework_of(op.level) == "torch" ? "Tensor" : "Array");
+  out += op.name;
   out += '(';
-  bool first = true;
-  formatter.section(out, 0, record.outputs_offset, first);
+  formatter.section(0, record.outputs_offset);
   out += ')';
-  return out;
 }
 
 }  // namespace ophook::core

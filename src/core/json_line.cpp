@@ -3,13 +3,18 @@
 namespace ophook::core {
 
 void JsonLine::string(std::string_view s) {
-  static constexpr char hex[] = "0123456789abcdef";
   out_.push_back('"');
+  string_content(s);
+  out_.push_back('"');
+}
+
+void JsonLine::string_content(std::string_view s) {
+  static constexpr char hex[] = "0123456789abcdef";
   std::size_t clean = 0;  // start of the run of bytes needing no escape
   for (std::size_t i = 0; i < s.size(); ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
     if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out_.append(s.substr(clean, i - clean));
+    raw(s.substr(clean, i - clean));
     clean = i + 1;
     switch (c) {
       case '"': raw("\\\""); break;
@@ -19,12 +24,11 @@ void JsonLine::string(std::string_view s) {
       case '\t': raw("\\t"); break;
       default: {
         const char escaped[] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-        out_.append(std::string_view(escaped, sizeof escaped));
+        raw(std::string_view(escaped, sizeof escaped));
       }
     }
   }
-  out_.append(s.substr(clean));
-  out_.push_back('"');
+  raw(s.substr(clean));
 }
 
 }  // namespace ophook::core

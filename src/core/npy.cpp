@@ -324,9 +324,9 @@ void append_int(std::string& out, std::int64_t value) {
 }
 
 std::size_t decimal_digits(std::int64_t value) {
-  std::string s;
-  append_int(s, value);
-  return s.size();
+  char buf[24];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+  return ec == std::errc() ? static_cast<std::size_t>(end - buf) : 0;
 }
 
 }  // namespace
@@ -349,49 +349,53 @@ std::size_t npy_item_size(std::string_view descr) {
 
 std::string encode_npy_header(std::string_view descr, std::span<const std::int64_t> shape,
                               bool fortran_order) {
+  // Built in place in one buffer (one allocation per header): magic, version and a 2-byte length
+  // field, the dict, then the padding; the fields are filled in once the dict's length is known.
+  std::string out;
+  out.reserve(kMagicLen + 4 + 96 + descr.size() + shape.size() * 22 + kAlign);
+  out.append(kMagic, kMagicLen);
+  out.append(4, '\0');
+  const std::size_t dict_start = out.size();
   // numpy: "{" + "'key': repr(value), " for the sorted keys + "}" + growth-axis spaces.
-  std::string dict;
-  dict.reserve(128 + shape.size() * 22);
   // A structured dtype's descr is already the Python literal of its field list.
   const bool literal = descr.starts_with('[');
-  dict += literal ? "{'descr': " : "{'descr': '";
-  dict += descr;
-  dict += literal ? ", 'fortran_order': " : "', 'fortran_order': ";
-  dict += fortran_order ? "True" : "False";
-  dict += ", 'shape': (";
+  out += literal ? "{'descr': " : "{'descr': '";
+  out += descr;
+  out += literal ? ", 'fortran_order': " : "', 'fortran_order': ";
+  out += fortran_order ? "True" : "False";
+  out += ", 'shape': (";
   for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i != 0) dict += ", ";
-    append_int(dict, shape[i]);
+    if (i != 0) out += ", ";
+    append_int(out, shape[i]);
   }
-  if (shape.size() == 1) dict += ',';
-  dict += "), }";
+  if (shape.size() == 1) out += ',';
+  out += "), }";
   if (!shape.empty()) {
     const std::size_t digits = decimal_digits(fortran_order ? shape.back() : shape.front());
-    if (digits < kGrowthAxisMaxDigits) dict.append(kGrowthAxisMaxDigits - digits, ' ');
+    if (digits < kGrowthAxisMaxDigits) out.append(kGrowthAxisMaxDigits - digits, ' ');
   }
 
   // Pad with spaces and a final newline so that the data starts at a multiple of 64; a header
   // already aligned still gets 64 spaces, as in numpy's _wrap_header.
-  const std::size_t hlen = dict.size() + 1;
+  const std::size_t hlen = out.size() - dict_start + 1;
   // Format 3.0 is 2.0 with a UTF-8 dict (non-ASCII field names); 1.0 and 2.0 are read as latin-1.
-  const bool utf8 = std::any_of(dict.begin(), dict.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
+  const bool utf8 = std::any_of(out.begin() + static_cast<std::ptrdiff_t>(dict_start), out.end(),
+                                [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
   std::size_t length_field = utf8 ? 4 : 2;
   std::size_t padlen = kAlign - (kMagicLen + 2 + length_field + hlen) % kAlign;
   if (hlen + padlen > 0xFFFF && length_field == 2) {
     length_field = 4;  // format 2.0: the dict does not fit a uint16 length
     padlen = kAlign - (kMagicLen + 2 + length_field + hlen) % kAlign;
   }
-  const std::uint64_t total = hlen + padlen;
-
-  std::string out;
-  out.reserve(kMagicLen + 2 + length_field + total);
-  out.append(kMagic, kMagicLen);
-  out += static_cast<char>(utf8 ? 3 : length_field == 2 ? 1 : 2);
-  out += '\0';
-  for (std::size_t i = 0; i < length_field; ++i) out += static_cast<char>((total >> (8 * i)) & 0xFF);
-  out += dict;
+  if (length_field == 4) out.insert(dict_start, 2, '\0');
   out.append(padlen, ' ');
   out += '\n';
+  const std::uint64_t total = hlen + padlen;
+  out[kMagicLen] = static_cast<char>(utf8 ? 3 : length_field == 2 ? 1 : 2);
+  out[kMagicLen + 1] = '\0';
+  for (std::size_t i = 0; i < length_field; ++i) {
+    out[kMagicLen + 2 + i] = static_cast<char>((total >> (8 * i)) & 0xFF);
+  }
   return out;
 }
 

@@ -5,9 +5,11 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <system_error>
 #include <utility>
@@ -31,16 +33,39 @@ bool valid_name(std::string_view name) noexcept {
 
 IoResult failure(int error) noexcept { return IoResult{false, error}; }
 
-// Writes all of `data`, retrying on EINTR and partial writes.
-bool write_all(int fd, const std::byte* data, std::size_t size) noexcept {
-  while (size > 0) {
-    const ssize_t n = ::write(fd, data, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
+void append_decimal(std::string& out, unsigned long value) {
+  char digits[24];
+  const auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
+  out.append(digits, end);
+}
+
+// Writes all of `parts` back to back with one writev (a .npy file's header and data in one system
+// call), retrying on EINTR and partial writes.
+bool write_all(int fd, std::span<const std::span<const std::byte>> parts) noexcept {
+  constexpr std::size_t kMaxIov = 16;
+  std::size_t part = 0, offset = 0;  // the first byte not yet written
+  auto skip_written = [&](std::size_t n) {
+    while (part < parts.size() && n >= parts[part].size() - offset) {
+      n -= parts[part].size() - offset;
+      ++part, offset = 0;
+    }
+    offset += n;
+  };
+  skip_written(0);  // leading empty parts
+  while (part < parts.size()) {
+    iovec iov[kMaxIov];
+    int count = 0;
+    for (std::size_t p = part; p < parts.size() && count < static_cast<int>(kMaxIov); ++p, ++count) {
+      const std::size_t skip = p == part ? offset : 0;
+      iov[count] = {const_cast<std::byte*>(parts[p].data() + skip), parts[p].size() - skip};
+    }
+    const ssize_t n = ::writev(fd, iov, count);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) errno = EIO;  // no progress on a non-empty write: never loop forever
       return false;
     }
-    data += n;
-    size -= static_cast<std::size_t>(n);
+    skip_written(static_cast<std::size_t>(n));
   }
   return true;
 }
@@ -137,33 +162,26 @@ IoResult OutputDir::write_file(std::string_view name,
                                std::span<const std::span<const std::byte>> parts) {
   if (!valid_name(name)) return failure(EINVAL);
   // A long final name is shortened in the temporary one; pid + counter keep it unique even for
-  // a forked child that inherited this object.
-  char suffix[48];
-  std::snprintf(suffix, sizeof suffix, ".%ld.%lu", static_cast<long>(::getpid()), ++temp_counter_);
-  std::string temp;
-  temp.reserve(kTempPrefix.size() + kTempNameRoom + sizeof suffix);
-  temp += kTempPrefix;
+  // a forked child that inherited this object. Both names are built in buffers kept between
+  // calls (no allocation per file; snprintf was a quarter of this function's instructions).
+  auto& temp = temp_name_;
+  temp.assign(kTempPrefix);
   temp += name.substr(0, kTempNameRoom);
-  temp += suffix;
+  append_decimal(temp += '.', static_cast<unsigned long>(::getpid()));
+  append_decimal(temp += '.', ++temp_counter_);
+  final_name_.assign(name);
 
   const int fd = ::openat(dir_fd_, temp.c_str(),
                           O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, kFileMode);
   if (fd < 0) return failure(errno);
-  bool ok = true;
-  for (const auto& part : parts) {
-    if (!write_all(fd, part.data(), part.size())) {
-      ok = false;
-      break;
-    }
-  }
+  bool ok = write_all(fd, parts);
   int error = ok ? 0 : errno;
   if (::close(fd) != 0 && ok) {  // NFS and quotas may report the failure only here
     ok = false;
     error = errno;
   }
   // rename replaces whatever sits at `name` (a planted symlink included) without following it.
-  const std::string final_name(name);
-  if (ok && ::renameat(dir_fd_, temp.c_str(), dir_fd_, final_name.c_str()) != 0) {
+  if (ok && ::renameat(dir_fd_, temp.c_str(), dir_fd_, final_name_.c_str()) != 0) {
     ok = false;
     error = errno;
   }

@@ -79,7 +79,7 @@ void CallRecord::clear_for_reuse() noexcept {
   }
   arrays.clear();
   next_in_chain = nullptr;
-  queued_bytes = pooled_bytes = 0;
+  queued_bytes = 0;
 }
 
 }  // namespace ophook::core

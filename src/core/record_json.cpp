@@ -1,5 +1,7 @@
 #include "record_json.hpp"
 
+#include <fmt/compile.h>
+
 #include <cmath>
 
 #include "json_line.hpp"
@@ -7,19 +9,70 @@
 #include "ophook/values.hpp"
 
 namespace ophook::core {
-namespace {
 
-class RecordEncoder {
+/// One record's object: the values walked token by token, interned names from the caches.
+class RecordJson::Encoder {
  public:
-  RecordEncoder(fmt::memory_buffer& out, const CallRecord& record, const Recorder& recorder,
-                const std::vector<ArrayOutcome>& outcomes)
-      : json_(out), record_(record), recorder_(recorder), outcomes_(outcomes) {}
+  Encoder(RecordJson& names, fmt::memory_buffer& out, const CallRecord& record,
+          const std::vector<ArrayOutcome>& outcomes)
+      : names_(names), out_(out), json_(out), record_(record), outcomes_(outcomes) {}
 
+  void record() {
+    json_.raw(R"({"seq":)");
+    json_.unsigned_integer(record_.seq);
+    json_.raw(names_.op_head(record_.op_id));
+    section(0, record_.kwargs_offset, false);
+    json_.raw(R"(,"kwargs":)");
+    section(record_.kwargs_offset, record_.outputs_offset, true);
+    json_.raw(R"(,"outputs":)");
+    section(record_.outputs_offset, static_cast<std::uint32_t>(record_.values.size()), false);
+    json_.raw(R"(,"error":)");
+    if (record_.has_error) {
+      json_.string(record_.error);
+    } else {
+      json_.null();
+    }
+    json_.raw(R"(,"t_ns":)");
+    json_.integer(record_.t_ns);
+    json_.raw(R"(,"dur_ns":)");
+    json_.integer(record_.dur_ns);
+    json_.raw(R"(,"pid":)");
+    json_.integer(names_.recorder_.owner_pid());
+    json_.raw(R"(,"tid":)");
+    json_.integer(record_.tid);
+    json_.raw(R"(,"depth":)");
+    json_.unsigned_integer(record_.depth);
+    json_.raw(R"(,"source":)");
+    if (record_.source_file_id) {
+      // Escaping works byte by byte, so the parts' escaped texts make the whole's.
+      out_.push_back('"');
+      json_.raw(names_.text(record_.source_file_id));
+      out_.push_back(':');
+      json_.integer(record_.source_line);
+      out_.push_back(':');
+      json_.raw(names_.text(record_.source_func_id));
+      out_.push_back('"');
+    } else {
+      json_.null();
+    }
+    json_.raw(R"(,"module":)");
+    text_or_null(record_.module_id);
+    json_.raw(R"(,"phase":)");
+    if (record_.phase == Phase::None) {
+      json_.null();
+    } else {
+      json_.string(to_string(record_.phase));
+    }
+    if (record_.overridden) json_.raw(R"(,"overridden":true)");
+    out_.push_back('}');
+  }
+
+ private:
   /// The values in [from, to) as a JSON array, or as an object of Key/value pairs.
   void section(std::uint32_t from, std::uint32_t to, bool keyed) {
     const auto* base = record_.values.data();
     ValueReader reader(base + from, base + to);
-    json_.raw(keyed ? "{" : "[");
+    out_.push_back(keyed ? '{' : '[');
     for (bool first = true; !reader.done(); first = false) {
       if (!first) json_.sep();
       auto token = reader.next();
@@ -29,18 +82,23 @@ class RecordEncoder {
       }
       value(reader, token);
     }
-    json_.raw(keyed ? "}" : "]");
+    out_.push_back(keyed ? '}' : ']');
+  }
+
+  void quoted_text(std::uint32_t id) {
+    out_.push_back('"');
+    json_.raw(names_.text(id));
+    out_.push_back('"');
   }
 
   void text_or_null(std::uint32_t id) {
     if (id) {
-      json_.string(recorder_.text(id));
+      quoted_text(id);
     } else {
       json_.null();
     }
   }
 
- private:
   void value(ValueReader& reader, const ValueReader::Token& token) {
     switch (token.tag) {
       case ValueTag::Null: return json_.null();
@@ -54,13 +112,14 @@ class RecordEncoder {
                                             : R"({"kind":"float","repr":"-inf"})");
       case ValueTag::Str: return json_.string(token.s);
       case ValueTag::ListBegin: {
-        json_.raw("[");
+        out_.push_back('[');
         bool first = true;
         for (auto t = reader.next(); t.tag != ValueTag::ListEnd; t = reader.next(), first = false) {
           if (!first) json_.sep();
           value(reader, t);
         }
-        return json_.raw("]");
+        out_.push_back(']');
+        return;
       }
       case ValueTag::Array: return array(token.index);
       case ValueTag::Other:
@@ -68,7 +127,8 @@ class RecordEncoder {
         json_.string(token.s);
         json_.raw(R"(,"repr":)");
         json_.string(token.repr);
-        return json_.raw("}");
+        out_.push_back('}');
+        return;
       case ValueTag::ListEnd:
       case ValueTag::Key: break;
     }
@@ -78,16 +138,19 @@ class RecordEncoder {
   void array(std::uint32_t index) {
     const auto& a = record_.arrays[index];
     const auto& outcome = outcomes_[index];
-    const auto& dtype = recorder_.dtype(a.dtype_id);
     json_.raw(R"({"kind":"array","shape":[)");
     for (std::size_t i = 0; i < a.shape.size(); ++i) {
       if (i) json_.sep();
       json_.integer(a.shape[i]);
     }
-    json_.raw(R"(],"dtype":)");
-    json_.string(dtype.name);
+    out_.push_back(']');
+    json_.raw(names_.dtype_field(a.dtype_id));
     json_.raw(R"(,"device":)");
-    json_.string(a.device_id ? std::string_view(recorder_.text(a.device_id)) : "cpu");
+    if (a.device_id) {
+      quoted_text(a.device_id);
+    } else {
+      json_.raw(R"("cpu")");
+    }
     json_.raw(R"(,"file":)");
     if (outcome.file.empty()) {
       json_.null();
@@ -100,92 +163,90 @@ class RecordEncoder {
     } else {
       json_.null();
     }
-    if (!dtype.saved_name.empty()) {
-      json_.raw(R"(,"saved_dtype":)");
-      json_.string(dtype.saved_name);
-    }
+    json_.raw(names_.saved_dtype_field(a.dtype_id));
     if (a.no_data_reason_id) {
       json_.raw(R"(,"reason":)");
-      json_.string(recorder_.text(a.no_data_reason_id));
+      quoted_text(a.no_data_reason_id);
     }
-    json_.raw("}");
+    out_.push_back('}');
   }
 
   void stats(const ArrayStats& s) {
     const bool values = s.numeric && s.has_finite;
-    auto number = [&](const char* name, double v) {
-      json_.key(name);
+    auto number = [&](std::string_view key, double v) {
+      json_.raw(key);
       if (values && std::isfinite(v)) {
         json_.real(v);
       } else {
         json_.null();
       }
-      json_.sep();
     };
-    json_.raw("{");
-    number("min", s.min);
-    number("max", s.max);
-    number("mean", s.mean);
-    number("std", s.std);
-    json_.key("nan");
+    number(R"({"min":)", s.min);
+    number(R"(,"max":)", s.max);
+    number(R"(,"mean":)", s.mean);
+    number(R"(,"std":)", s.std);
+    json_.raw(R"(,"nan":)");
     json_.unsigned_integer(s.nan);
     json_.raw(R"(,"inf":)");
     json_.unsigned_integer(s.inf);
-    json_.raw(fmt::format(R"(,"xxh64":"{:016x}"}})", s.xxh64));
+    fmt::format_to(std::back_inserter(out_), FMT_COMPILE(R"(,"xxh64":"{:016x}"}})"), s.xxh64);
   }
 
+  RecordJson& names_;
+  fmt::memory_buffer& out_;
   JsonLine json_;
   const CallRecord& record_;
-  const Recorder& recorder_;
   const std::vector<ArrayOutcome>& outcomes_;
 };
 
+namespace {
+
+std::string escaped(std::string_view text, bool quoted) {
+  fmt::memory_buffer out;
+  JsonLine json(out);
+  if (quoted) {
+    json.string(text);
+  } else {
+    json.string_content(text);
+  }
+  return fmt::to_string(out);
+}
+
 }  // namespace
+
+void RecordJson::append(fmt::memory_buffer& out, const CallRecord& record,
+                        const std::vector<ArrayOutcome>& outcomes) {
+  Encoder(*this, out, record, outcomes).record();
+}
+
+const std::string& RecordJson::op_head(std::uint32_t id) {
+  return cached(op_heads_, id, [&](std::uint32_t k) {
+    const auto& op = recorder_.op(k);
+    return fmt::format(R"(,"op":{},"framework":"{}","level":"{}","args":)", escaped(op.name, true),
+                       framework_of(op.level), to_string(op.level));
+  });
+}
+
+const std::string& RecordJson::text(std::uint32_t id) {
+  return cached(texts_, id, [&](std::uint32_t k) { return escaped(recorder_.text(k), false); });
+}
+
+const std::string& RecordJson::dtype_field(std::uint32_t id) {
+  return cached(dtypes_, id,
+                [&](std::uint32_t k) { return R"(,"dtype":)" + escaped(recorder_.dtype(k).name, true); });
+}
+
+const std::string& RecordJson::saved_dtype_field(std::uint32_t id) {
+  return cached(saved_dtypes_, id, [&](std::uint32_t k) {
+    const auto& saved = recorder_.dtype(k).saved_name;
+    return saved.empty() ? std::string() : R"(,"saved_dtype":)" + escaped(saved, true);
+  });
+}
 
 std::string source_text(const CallRecord& record, const Recorder& recorder) {
   if (!record.source_file_id) return {};
   return fmt::format("{}:{}:{}", recorder.text(record.source_file_id), record.source_line,
                      recorder.text(record.source_func_id));
-}
-
-void append_record_json(fmt::memory_buffer& out, const CallRecord& record, const Recorder& recorder,
-                        const std::vector<ArrayOutcome>& outcomes) {
-  const auto& op = recorder.op(record.op_id);
-  RecordEncoder encoder(out, record, recorder, outcomes);
-  JsonLine json(out);
-  json.raw(R"({"seq":)");
-  json.unsigned_integer(record.seq);
-  json.raw(R"(,"op":)");
-  json.string(op.name);
-  json.raw(fmt::format(R"(,"framework":"{}","level":"{}","args":)", framework_of(op.level), to_string(op.level)));
-  encoder.section(0, record.kwargs_offset, false);
-  json.raw(R"(,"kwargs":)");
-  encoder.section(record.kwargs_offset, record.outputs_offset, true);
-  json.raw(R"(,"outputs":)");
-  encoder.section(record.outputs_offset, static_cast<std::uint32_t>(record.values.size()), false);
-  json.raw(R"(,"error":)");
-  if (record.has_error) {
-    json.string(record.error);
-  } else {
-    json.null();
-  }
-  json.raw(fmt::format(R"(,"t_ns":{},"dur_ns":{},"pid":{},"tid":{},"depth":{},"source":)", record.t_ns,
-                       record.dur_ns, recorder.owner_pid(), record.tid, record.depth));
-  if (record.source_file_id) {
-    json.string(source_text(record, recorder));
-  } else {
-    json.null();
-  }
-  json.raw(R"(,"module":)");
-  encoder.text_or_null(record.module_id);
-  json.raw(R"(,"phase":)");
-  if (record.phase == Phase::None) {
-    json.null();
-  } else {
-    json.raw(fmt::format("\"{}\"", to_string(record.phase)));
-  }
-  if (record.overridden) json.raw(R"(,"overridden":true)");
-  json.raw("}");
 }
 
 }  // namespace ophook::core

@@ -11,10 +11,39 @@ namespace ophook::core {
 
 class Recorder;
 
-/// Appends the trace.jsonl object of one call (CONTRACT.md section 4, without the newline), each
-/// array's file and stats taken from `outcomes` (indexed like record.arrays). Writer thread only.
-void append_record_json(fmt::memory_buffer& out, const CallRecord& record, const Recorder& recorder,
-                        const std::vector<ArrayOutcome>& outcomes);
+/// Formats the trace.jsonl object of one call (CONTRACT.md section 4, without the newline). The
+/// JSON text of the recorder's interned names (ops with their fixed fields, strings, dtypes) is
+/// escaped once per id and kept: per record, those parts cost a copy. Writer thread only.
+class RecordJson {
+ public:
+  explicit RecordJson(const Recorder& recorder) : recorder_(recorder) {}
+
+  /// Appends the object, each array's file and stats taken from `outcomes` (indexed like
+  /// record.arrays).
+  void append(fmt::memory_buffer& out, const CallRecord& record, const std::vector<ArrayOutcome>& outcomes);
+
+ private:
+  class Encoder;
+
+  /// `,"op":"numpy.add","framework":"numpy","level":"ufunc","args":` of op `id`.
+  const std::string& op_head(std::uint32_t id);
+  /// Interned string `id`, JSON-escaped, without quotes.
+  const std::string& text(std::uint32_t id);
+  /// `,"dtype":"float64"` of dtype `id`, and `,"saved_dtype":"float32"` when it has one ("" if not).
+  const std::string& dtype_field(std::uint32_t id);
+  const std::string& saved_dtype_field(std::uint32_t id);
+
+  /// Entries for ids 0..id made by `make(id)`, in id order: the recorder's tables are append-only
+  /// with dense ids, so an id seen in a record has every smaller one published too.
+  template <typename Make>
+  static const std::string& cached(std::vector<std::string>& cache, std::uint32_t id, Make&& make) {
+    while (cache.size() <= id) cache.push_back(make(static_cast<std::uint32_t>(cache.size())));
+    return cache[id];
+  }
+
+  const Recorder& recorder_;
+  std::vector<std::string> op_heads_, texts_, dtypes_, saved_dtypes_;
+};
 
 /// "file.py:LINE:function", or "" when the record has no source.
 std::string source_text(const CallRecord& record, const Recorder& recorder);

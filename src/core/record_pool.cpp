@@ -11,9 +11,12 @@ constexpr std::size_t kMaxPooledBytes = 16u << 20;
 constexpr std::size_t kTypicalValueBytes = 128;
 constexpr std::size_t kTypicalArrays = 4;
 
-// The shared chain: only the writer pushes (so a pushed head never reappears under a concurrent
-// push: no ABA); program threads take it whole with one exchange.
+// The shared chain: only the writer pushes; program threads take it whole with one exchange, so no
+// node is ever popped alone (no ABA). A pusher never reads the head it links to: that record may
+// already belong to (or have been freed by) the thread that took the chain.
 std::atomic<CallRecord*> shared_chain{nullptr};
+// Bytes on the shared chain, a soft cap: take() zeroes it just after taking the chain, so a record
+// pushed between the two goes uncounted until the next take.
 std::atomic<std::size_t> shared_bytes{0};
 
 /// This thread's records, taken from the shared chain; freed when the thread ends.
@@ -30,7 +33,7 @@ thread_local LocalChain local;
 RecordPtr RecordPool::take() {
   if (local.head == nullptr && shared_chain.load(std::memory_order_relaxed) != nullptr) {
     local.head = shared_chain.exchange(nullptr, std::memory_order_acquire);
-    if (local.head != nullptr) shared_bytes.fetch_sub(local.head->pooled_bytes, std::memory_order_relaxed);
+    if (local.head != nullptr) shared_bytes.store(0, std::memory_order_relaxed);
   }
   if (local.head == nullptr) {
     // The writer is behind (or this is the first call): a fresh record, sized for a typical
@@ -42,7 +45,6 @@ RecordPtr RecordPool::take() {
   }
   RecordPtr record(std::exchange(local.head, local.head->next_in_chain));
   record->next_in_chain = nullptr;
-  record->pooled_bytes = 0;
   return record;
 }
 
@@ -54,7 +56,6 @@ void RecordPool::give(RecordPtr record) noexcept {
   CallRecord* head = shared_chain.load(std::memory_order_relaxed);
   do {
     node->next_in_chain = head;
-    node->pooled_bytes = bytes + (head != nullptr ? head->pooled_bytes : 0);
   } while (!shared_chain.compare_exchange_weak(head, node, std::memory_order_release, std::memory_order_relaxed));
   shared_bytes.fetch_add(bytes, std::memory_order_relaxed);
 }

@@ -45,16 +45,21 @@ bool RecordQueue::try_push(RecordPtr& record) {
 
 void RecordQueue::push(RecordPtr record) {
   const auto bytes = record->footprint();
-  if (!fits(bytes)) {
-    std::unique_lock lock(mu_);
-    ++waits_;
-    urgent_ = true;
-    writer_cv_.notify_one();
-    waiting_.fetch_add(1);
-    room_cv_.wait(lock, [&] { return fits(bytes) || closed_; });
-    waiting_.fetch_sub(1);
-  }
+  wait_for_room(bytes);
   link(std::move(record), bytes);
+}
+
+void RecordQueue::wait_for_room(std::size_t bytes) {
+  if (fits(bytes)) return;
+  std::unique_lock lock(mu_);
+  ++waits_;
+  urgent_ = true;
+  writer_cv_.notify_one();
+  waiting_.fetch_add(1);
+  room_waiting_.fetch_add(1);
+  room_cv_.wait(lock, [&] { return fits(bytes) || closed_; });
+  room_waiting_.fetch_sub(1);
+  waiting_.fetch_sub(1);
 }
 
 bool RecordQueue::pop_all(std::deque<RecordPtr>& out, std::chrono::milliseconds poll) {
@@ -86,7 +91,9 @@ void RecordQueue::release(RecordPtr record) {
 void RecordQueue::release(std::size_t bytes, std::uint64_t records) {
   unpublished_bytes_ += bytes;
   unpublished_records_ += records;
-  if (unpublished_records_ >= kReleaseBatch || waiting_.load() > 0) publish_released();
+  // A producer waiting for room may need this very record's bytes; a flusher only the whole batch,
+  // which pop_all publishes (waking it per record cost a futex round trip per record written).
+  if (unpublished_records_ >= kReleaseBatch || room_waiting_.load() > 0) publish_released();
 }
 
 void RecordQueue::publish_released() {

@@ -109,7 +109,7 @@ std::uint32_t Recorder::op_id(std::string_view name, Level level) {
 
 std::uint32_t Recorder::intern(std::string_view text) {
   const std::string key(text);
-  return strings_.id_of(key, [&] { return key; });
+  return strings_.id_of(key, [&] { return std::string(text); });
 }
 
 std::uint32_t Recorder::intern_dtype(const DtypeInfo& info) {
@@ -144,6 +144,14 @@ bool Recorder::try_submit(RecordPtr& record) noexcept {
 void Recorder::submit(RecordPtr record) noexcept {
   if (finished() || !ensure_writer()) return count_dropped();
   queue_->push(std::move(record));
+}
+
+bool Recorder::has_room(std::size_t bytes) const noexcept {
+  return !writer_ready_.load(std::memory_order_acquire) || queue_->has_room(bytes);
+}
+
+void Recorder::wait_for_room(std::size_t bytes) noexcept {
+  if (!finished() && ensure_writer()) queue_->wait_for_room(bytes);
 }
 
 void Recorder::flush() noexcept {

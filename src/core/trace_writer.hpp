@@ -11,6 +11,7 @@
 #include "array_outcome.hpp"
 #include "ophook/output_dir.hpp"
 #include "ophook/record.hpp"
+#include "record_json.hpp"
 #include "run_summary.hpp"
 
 namespace ophook::core {
@@ -58,7 +59,11 @@ class TraceWriter {
   int api_fd_ = -1;
   bool trace_failed_ = false, api_failed_ = false, files_failed_ = false;
   std::string trace_buffer_, api_buffer_;
-  fmt::memory_buffer line_;  // reused for every record
+  // Reused for every record, so that formatting a record allocates nothing.
+  fmt::memory_buffer line_;
+  std::string api_line_;
+  std::vector<ArrayOutcome> outcomes_;
+  RecordJson record_json_;
   std::uint64_t next_seq_ = 0;
   std::uint64_t final_dropped_ = 0, final_waits_ = 0;  // set by finish() before the queue closes
   std::map<std::uint64_t, std::pair<std::string, std::string>> pending_;  // seq → lines

@@ -4,6 +4,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "capture_budget.hpp"
 #include "ophook/strided_copy.hpp"
 #include "value_capture.hpp"
 
@@ -59,31 +60,6 @@ const DtypeEntry& dtype_entry(core::Recorder& recorder, PyArray_Descr* descr) {
   return kept;
 }
 
-/// Bytes of array data already copied into the record being built.
-std::size_t copied_bytes(const core::CallRecord& record) {
-  std::size_t bytes = 0;
-  for (const auto& a : record.arrays) bytes += a.captured ? a.nbytes : 0;
-  return bytes;
-}
-
-/// An array that would take a call's record over OPHOOK_QUEUE_BYTES is not copied: copying it
-/// would hold more memory than the user allowed (a 4 GiB array, a second 4 GiB). The record says
-/// why, and summary.json counts such arrays under notes.arrays_not_copied.
-std::uint32_t refuse_oversized(ValueCapture& capture, std::size_t nbytes) {
-  static std::uint64_t refused = 0;
-  auto& recorder = capture.recorder();
-  const std::string reason = "not copied: the call's arrays exceed OPHOOK_QUEUE_BYTES=" +
-                             std::to_string(recorder.config().queue_bytes) +
-                             " (no file, no statistics; raise OPHOOK_QUEUE_BYTES to capture it)";
-  const auto& record = capture.record();
-  recorder.add_note("arrays_not_copied", {{"count", ++refused},
-                                          {"reason", reason},
-                                          {"last_seq", record.seq},
-                                          {"last_op", recorder.op(record.op_id).name},
-                                          {"last_nbytes", nbytes}});
-  return recorder.intern(reason);
-}
-
 void capture_array(ValueCapture& capture, PyObject* object, PyArrayObject* array) {
   if (auto alias = capture.alias_of(object); alias >= 0) {
     auto& copy = capture.new_array(object);
@@ -99,13 +75,13 @@ void capture_array(ValueCapture& capture, PyObject* object, PyArrayObject* array
   const bool copy = capture.copy_data() && dtype.savable;
   const auto item = static_cast<std::size_t>(PyArray_ITEMSIZE(array));
   const auto n = static_cast<std::size_t>(PyArray_SIZE(array)) * item;
-  const bool oversized = copy && copied_bytes(capture.record()) + n > capture.recorder().config().queue_bytes;
-  const auto reason = oversized ? refuse_oversized(capture, n) : dtype.reason_id;
+  // Refused beyond OPHOOK_QUEUE_BYTES; else copied once the writer has room (capture_budget.hpp).
+  const auto budget = copy ? reserve_copy(capture, n) : CopyBudget{false, dtype.reason_id};
   auto& out = capture.new_array(object);
   out.shape.assign(dims, dims + nd);
   out.dtype_id = dtype.dtype_id;
-  out.no_data_reason_id = reason;
-  if (copy && !oversized) {
+  out.no_data_reason_id = budget.reason_id;
+  if (budget.copy) {
     const npy_intp* strides = PyArray_STRIDES(array);
     static_assert(sizeof(npy_intp) == sizeof(std::int64_t));
     core::strided_copy(out.reserve_data(n), static_cast<const std::byte*>(PyArray_DATA(array)),

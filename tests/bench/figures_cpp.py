@@ -14,6 +14,9 @@ ROWS = [
      "—"),
     ("cpp-npy_file_4MiB", ".npy file, 4 MiB (baseline: open/write/close of the same bytes)", "—"),
     ("cpp-record_queue", "record queue push + pop + release, per record (baseline: mutex + std::deque)", "—"),
+    ("cpp-trace_line", "trace.jsonl line of np.add on 16 float64, with source (baseline: one snprintf of the "
+     "same text)", "—"),
+    ("cpp-api_line", "api_trace.txt line of the same call (baseline: one snprintf of the same text)", "—"),
     ("cpp-stats_f32_16", "statistics of 16 float32 (baseline: their plain sum)", "—"),
     ("cpp-stats_f32_16MiB", "statistics of 16 MiB of float32 (baseline: their plain sum, one pass)", "—"),
     ("cpp-compare_f32_16MiB_differing", "compare kernel, 2 x 16 MiB float32 that differ "

@@ -21,6 +21,10 @@ DUMP_ROWS = [
     ("numpy-dump64-dd", "`dump`, 64 MiB arrays: sustained bytes per second, until on disk "
      "(baseline: dd to the same directory)", "≥ 90%"),
     ("numpy-dump64-npsave", "`dump`, 64 MiB arrays: bytes per second (baseline: bare np.save loop)", "—"),
+    ("numpy-dump64-write", "`dump`, 64 MiB arrays: bytes per second (baseline: write() of the arrays' own bytes)",
+     "—"),
+    ("numpy-dump64-copy-write", "`dump`, 64 MiB arrays: bytes per second (baseline: copy of each array, then "
+     "write() of the copy: a snapshotting recorder's floor)", "—"),
 ]
 
 
@@ -59,6 +63,12 @@ def measure_dump(group, ctx):
         "numpy-dump64-npsave": group.row("numpy-dump64-npsave", mib_per_second(ours),
                                          mib_per_second(rates["np_save_loop"]),
                                          "%.0f%%" % (100 * ours / rates["np_save_loop"]), None),
+        "numpy-dump64-write": group.row("numpy-dump64-write", mib_per_second(ours),
+                                        mib_per_second(rates["write_loop"]),
+                                        "%.0f%%" % (100 * ours / rates["write_loop"]), None),
+        "numpy-dump64-copy-write": group.row("numpy-dump64-copy-write", mib_per_second(ours),
+                                             mib_per_second(rates["copy_write_loop"]),
+                                             "%.0f%%" % (100 * ours / rates["copy_write_loop"]), None),
     }
 
 

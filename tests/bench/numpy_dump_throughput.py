@@ -1,8 +1,10 @@
 """Sustained dump throughput on large arrays, in one process, rounds interleaved: np.negative on a
 --mib MiB float64 array, --calls times, recorded by ophook in dump mode (input and output files,
 with statistics), timed until every file is on disk; against dd writing the same number of bytes
-into the same directory, and against np.save of the same arrays in a loop. Prints one JSON line:
-median bytes per second of each."""
+into the same directory, against np.save of the same arrays in a loop, and against the two floors
+of a recorder: write() of the arrays' own bytes (no copy) and a copy of each array then write() of
+the copy (what any recorder that snapshots arrays must at least do). Prints one JSON line: median
+bytes per second of each."""
 import os
 import statistics
 import subprocess
@@ -35,6 +37,37 @@ def np_save_loop(out):
     return file_stats(out)[1], time.perf_counter_ns() - start
 
 
+def write_files(out, i, arrays):
+    for name, data in zip(("in", "out"), arrays):
+        fd = os.open(os.path.join(out, "%s_%d.bin" % (name, i)), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            view = memoryview(data).cast("B")
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+    return sum(a.nbytes for a in arrays)
+
+
+def write_loop(out):
+    """write() of the input's and the output's own bytes: the floor without any copy."""
+    start = time.perf_counter_ns()
+    written = sum(write_files(out, i, (array, np.negative(array))) for i in range(args.calls))
+    return written, time.perf_counter_ns() - start
+
+
+def copy_write_loop(out):
+    """A copy of the input before the call and of the output after it, then write() of the copies:
+    the floor of a recorder that must snapshot the arrays (the program may change them later)."""
+    start = time.perf_counter_ns()
+    written = 0
+    for i in range(args.calls):
+        snapshot = array.copy()
+        result = np.negative(array)
+        written += write_files(out, i, (snapshot, result.copy()))
+    return written, time.perf_counter_ns() - start
+
+
 def dd(out):
     """dd from /dev/zero, one file: the floor of writing these bytes into this directory."""
     block = array.nbytes
@@ -45,7 +78,8 @@ def dd(out):
     return block * count, time.perf_counter_ns() - start
 
 
-CONFIGS = {"ophook_dump": ophook_dump, "dd": dd, "np_save_loop": np_save_loop}
+CONFIGS = {"ophook_dump": ophook_dump, "dd": dd, "np_save_loop": np_save_loop, "write_loop": write_loop,
+           "copy_write_loop": copy_write_loop}
 
 
 def main():

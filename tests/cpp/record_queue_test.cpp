@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <thread>
 #include <vector>
@@ -36,8 +37,8 @@ TEST(RecordQueue, TryPushRefusesBeyondTheCapAndLeavesTheRecord) {
 }
 
 TEST(RecordQueue, ARecordLargerThanTheCapIsAdmittedWhenEmpty) {
-  RecordQueue queue(64 * 1024);
-  auto huge = record_of(0, 1 << 20);
+  RecordQueue queue(std::size_t{64} << 10);
+  auto huge = record_of(0, std::size_t{1} << 20);
   EXPECT_TRUE(queue.try_push(huge));
 }
 
@@ -86,6 +87,7 @@ TEST(RecordQueue, ManyProducersLoseNothingAndKeepEachThreadsOrder) {
     }
   });
   std::vector<std::thread> producers;
+  producers.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     producers.emplace_back([&, t] {
       for (int i = 0; i < kPerThread; ++i) {
@@ -147,6 +149,71 @@ TEST(RecordPool, LargeBuffersAreNotKept) {
   ASSERT_EQ(taken.back().get(), address);
   EXPECT_EQ(taken.back()->new_array().data_capacity, 0u);
   EXPECT_LT(taken.back()->footprint(), std::size_t{64} << 10);
+}
+
+// wait_for_room: the capturing side waits for room before it copies an array.
+TEST(RecordQueueRoom, HasRoomCountsWhatIsQueued) {
+  const auto one = record_of(0, 1000)->footprint();
+  RecordQueue queue(one * 2);
+  EXPECT_TRUE(queue.has_room(one * 10));  // nothing queued: anything may start
+  queue.push(record_of(0, 1000));
+  EXPECT_TRUE(queue.has_room(one));
+  EXPECT_FALSE(queue.has_room(one + 1));
+}
+
+TEST(RecordQueueRoom, WaitForRoomReturnsOnlyOnceTheWriterReleasedEnough) {
+  const auto one = record_of(0, 1000)->footprint();
+  RecordQueue queue(one * 2);
+  queue.push(record_of(0, 1000));
+  queue.push(record_of(1, 1000));
+  std::atomic<bool> done{false};
+  std::thread producer([&] {
+    queue.wait_for_room(one);
+    done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(done.load());  // the queue is full: the copy must not start
+  std::deque<RecordPtr> batch;
+  ASSERT_TRUE(queue.pop_all(batch, std::chrono::milliseconds(1)));
+  ASSERT_EQ(batch.size(), 2u);
+  queue.release(std::move(batch.front()));  // one record's bytes free: enough for the producer
+  batch.clear();
+  ASSERT_TRUE(queue.pop_all(batch, std::chrono::milliseconds(1)));  // the writer's next turn
+  producer.join();
+  EXPECT_TRUE(done.load());
+  EXPECT_EQ(queue.bytes_held(), one);
+}
+
+TEST(RecordQueueRoom, WaitForRoomReturnsWhenTheQueueCloses) {
+  const auto one = record_of(0, 1000)->footprint();
+  RecordQueue queue(one);
+  queue.push(record_of(0, 1000));
+  std::thread producer([&] { queue.wait_for_room(one); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  queue.close();
+  producer.join();  // never hangs: late calls at exit go on (and are dropped by the recorder)
+}
+
+TEST(RecordQueueRoom, AFlushWaitsForTheWholeBatchAndSeesEveryRecordReleased) {
+  RecordQueue queue(std::size_t{1} << 30);
+  constexpr int kRecords = 500;
+  for (int i = 0; i < kRecords; ++i) queue.push(record_of(static_cast<std::uint64_t>(i), 100));
+  std::atomic<int> written{0};
+  std::thread writer([&] {
+    std::deque<RecordPtr> batch;
+    while (queue.pop_all(batch, std::chrono::milliseconds(1))) {
+      for (auto& r : batch) {
+        ++written;
+        queue.release(std::move(r));
+      }
+      batch.clear();
+    }
+  });
+  queue.wait_drained();
+  EXPECT_EQ(written.load(), kRecords);
+  EXPECT_EQ(queue.bytes_held(), 0u);
+  queue.close();
+  writer.join();
 }
 
 }  // namespace

@@ -1,0 +1,48 @@
+#include "capture_budget.hpp"
+
+#include <string>
+
+#include "value_capture.hpp"
+
+namespace ophook::py {
+namespace {
+
+/// Bytes of array data already copied into the record being built.
+std::size_t copied_bytes(const core::CallRecord& record) {
+  std::size_t bytes = 0;
+  for (const auto& a : record.arrays) bytes += a.captured ? a.nbytes : 0;
+  return bytes;
+}
+
+/// An array that would take a call's record over OPHOOK_QUEUE_BYTES is not copied: copying it
+/// would hold more memory than the user allowed (a 4 GiB array, a second 4 GiB). The record says
+/// why, and summary.json counts such arrays under notes.arrays_not_copied.
+std::uint32_t refuse_oversized(ValueCapture& capture, std::size_t nbytes) {
+  static std::uint64_t refused = 0;
+  auto& recorder = capture.recorder();
+  const std::string reason = "not copied: the call's arrays exceed OPHOOK_QUEUE_BYTES=" +
+                             std::to_string(recorder.config().queue_bytes) +
+                             " (no file, no statistics; raise OPHOOK_QUEUE_BYTES to capture it)";
+  const auto& record = capture.record();
+  recorder.add_note("arrays_not_copied", {{"count", ++refused},
+                                          {"reason", reason},
+                                          {"last_seq", record.seq},
+                                          {"last_op", recorder.op(record.op_id).name},
+                                          {"last_nbytes", nbytes}});
+  return recorder.intern(reason);
+}
+
+}  // namespace
+
+CopyBudget reserve_copy(ValueCapture& capture, std::size_t nbytes) {
+  auto& recorder = capture.recorder();
+  const auto record_bytes = copied_bytes(capture.record()) + nbytes;
+  if (record_bytes > recorder.config().queue_bytes) return {false, refuse_oversized(capture, nbytes)};
+  if (!recorder.has_room(record_bytes)) {
+    Py_BEGIN_ALLOW_THREADS recorder.wait_for_room(record_bytes);
+    Py_END_ALLOW_THREADS
+  }
+  return {true, 0};
+}
+
+}  // namespace ophook::py
