@@ -29,13 +29,15 @@ def register_framework(module_name, installer):
     _framework_installers[module_name] = installer
 
 
-def _install_framework_hooks(levels):
+def _install_framework_hooks(levels, before_install=None):
     from . import _import_hooks
 
     def install_with(installer_module):
         # The installer's module (and what it imports: json, weakref, ...) loads only once its
         # framework does, so `python -c pass` under the hook pays for none of it.
         def install(module):
+            if before_install is not None and not before_install():
+                return
             importlib.import_module(installer_module, __package__).install(module)
         return install
 
@@ -45,8 +47,8 @@ def _install_framework_hooks(levels):
         _import_hooks.when_imported("torch", install_with("._torch_modes"))
 
 
-def begin(settings, native):
-    """Starts the recorder with `settings` and arranges the hooks. Raises on a bad setting."""
+def _check(settings, native):
+    """Raises ValueError on a bad setting or an overrides file that cannot be loaded."""
     errors = native.config_errors(settings)
     if errors:
         raise ValueError("; ".join(errors))
@@ -59,18 +61,78 @@ def begin(settings, native):
         except Exception as error:
             raise ValueError("OPHOOK_OVERRIDES=%r cannot be loaded: %s: %s"
                              % (rules, type(error).__name__, error)) from error
+
+
+def _start_recorder(settings, native):
     output = native.start(settings)
     # The recorder exported where the root process writes; mirror it into os.environ so that
     # children started with env=os.environ.copy() still write below it.
     os.environ.update(native.exported_environment())
     native.set_version("python", sys.version.split()[0])
+    return output
+
+
+def begin(settings, native):
+    """Starts the recorder with `settings` and arranges the hooks. Raises on a bad setting."""
+    global _deferred
+    _deferred = None  # started by hand (the API): a pending start from the preload is void
+    _check(settings, native)
+    output = _start_recorder(settings, native)
     _install_framework_hooks(_settings.levels(settings))
     return output
 
 
+# The settings of a start the preload or the shim put off until a framework is imported: the
+# writer thread, the output directory and the summary cost a program that never imports NumPy or
+# PyTorch (a tool, a build step) for nothing.
+_deferred = None
+
+
+def _claim_root_output(settings):
+    """`settings` with OPHOOK_OUTPUT made absolute now (the contract: relative to the working
+    directory at start), exporting the recorder's root variables when no process above this one
+    did, so that children started before this process records anything still write below it."""
+    output = os.path.abspath(settings.get("OPHOOK_OUTPUT") or "np_op_dumps")
+    settings = dict(settings, OPHOOK_OUTPUT=output)
+    if not (os.environ.get("OPHOOK_ROOT_PID") and os.environ.get("OPHOOK_ROOT_OUTPUT")):
+        os.environ["OPHOOK_ROOT_PID"] = str(os.getpid())
+        os.environb[b"OPHOOK_ROOT_OUTPUT"] = os.fsencode(output)
+    return settings
+
+
+def _is_root():
+    return os.environ.get("OPHOOK_ROOT_PID") == str(os.getpid())
+
+
+def _start_deferred(native):
+    """Starts the put-off recording (at the first framework import); True when recording."""
+    global _deferred
+    settings, _deferred = _deferred, None
+    if settings is None:
+        return native.is_recording()
+    try:
+        output = _start_recorder(settings, native)
+    except Exception as error:
+        _warn("cannot start recording: %s" % error)
+        return False
+    message = "recording %s (%s mode) into %s" % (
+        ",".join(sorted(_settings.levels(settings))), settings.get("OPHOOK_MODE", "dump"), output)
+    native.log("info", os.fsencode(message))  # bytes: the path may not be UTF-8
+    return True
+
+
+def _finish_at_exit(native):
+    # The root process writes its summary even when nothing was imported to record: the output
+    # directory then says so (0 calls) instead of holding an earlier run's files. Other processes
+    # that recorded nothing leave nothing, as forked children always did.
+    if _deferred is not None and _is_root():
+        _start_deferred(native)
+    native.finish()
+
+
 def start(origin):
     """Entry of the preload bootstrap and of the shim's site/usercustomize; runs once."""
-    global _started
+    global _started, _deferred
     if _started:
         return
     _started = True
@@ -90,17 +152,16 @@ def start(origin):
         _warn("running unhooked")
         return
     try:
-        output = begin(settings, native)
+        _check(settings, native)
+        _deferred = _claim_root_output(settings)
     except Exception as error:
         _warn("cannot start recording: %s" % error)
         if _settings.truthy(settings, "STRICT"):
             os._exit(2)
         return
-    atexit.register(native.finish)
+    _install_framework_hooks(_settings.levels(settings), lambda: _start_deferred(native))
+    atexit.register(_finish_at_exit, native)
     os.register_at_fork(after_in_child=_after_fork_in_child)
-    message = "recording %s (%s mode) into %s" % (
-        ",".join(sorted(_settings.levels(settings))), settings.get("OPHOOK_MODE", "dump"), output)
-    native.log("info", os.fsencode(message))  # bytes: the path may not be UTF-8
 
 
 def _after_fork_in_child():

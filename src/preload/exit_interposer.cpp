@@ -1,9 +1,10 @@
 // os._exit() skips atexit, and multiprocessing's forked workers, DataLoader workers and many
 // servers leave that way: records still queued would be lost. A preloaded library's _exit is the
-// one the interpreter binds to, so the output is finished here first and the real _exit follows.
+// one the interpreter binds to, so the output is finished here first (by the core, when the stub
+// has loaded it) and the real _exit follows. Part of the stub: libc only.
 #include <dlfcn.h>
 
-#include "ophook/recorder.hpp"
+#include "preload_stub.hpp"
 
 namespace {
 
@@ -18,11 +19,11 @@ using ExitFunction = void (*)(int);
 }  // namespace
 
 extern "C" __attribute__((visibility("default"), noreturn)) void _exit(int status) {
-  ophook::core::Recorder::finish_before_exit();
+  if (auto finish = ophook::preload::loaded_core_finish()) finish();
   call_real("_exit", status);
 }
 
 extern "C" __attribute__((visibility("default"), noreturn)) void _Exit(int status) {
-  ophook::core::Recorder::finish_before_exit();
+  if (auto finish = ophook::preload::loaded_core_finish()) finish();
   call_real("_Exit", status);
 }

@@ -1,42 +1,31 @@
-// The LD_PRELOAD entry: decides in the constructor whether this process is a Python interpreter,
-// and if so arranges for the embedded bootstrap to run once the interpreter is ready to run user
-// code (the first "cpython.run_*" audit event, which fires after `site`, with the GIL held).
-#include <dlfcn.h>
+// The core's side of the LD_PRELOAD entry: the preloaded stub (preload_stub.cpp) calls
+// ophook_preload_attach once it has found a Python interpreter that is not initialised yet; it
+// arranges for the embedded bootstrap to run once the interpreter is ready to run user code (the
+// first "cpython.run_*" audit event, which fires after `site`, with the GIL held).
 #include <sys/stat.h>
 
 #include <atomic>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
+#include "core_handoff.hpp"
 #include "debug_allocator.hpp"
 #include "embedded_bootstrap.hpp"
+#include "ophook/export.hpp"
+#include "ophook/recorder.hpp"
 #include "python_api.hpp"
 
 namespace ophook::preload {
 namespace {
 
-// Constant-initialised only: the constructor below may run before C++ dynamic initialisers of
-// this library, so no global here may need one.
 PythonApi api;
 std::atomic<bool> bootstrap_done{false};
-char library_path_buffer[4096];
+std::string stub_library_path;  // libophook.so, resolved: the shim and the package lie beside it
 
-std::string library_path() { return library_path_buffer; }
-
-bool truthy_env(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v && std::string_view(v) != "0";
-}
-
-std::string own_path() {
-  Dl_info info{};
-  if (::dladdr(reinterpret_cast<void*>(&own_path), &info) == 0 || info.dli_fname == nullptr) return {};
-  char resolved[4096];
-  return ::realpath(info.dli_fname, resolved) ? std::string(resolved) : std::string(info.dli_fname);
-}
+const std::string& library_path() { return stub_library_path; }
 
 std::string dirname_of(const std::string& path) {
   const auto slash = path.rfind('/');
@@ -97,12 +86,9 @@ void prepend_to_pythonpath(const std::string& dir) {
   ::setenv("PYTHONPATH", value.c_str(), 1);
 }
 
-__attribute__((constructor)) void on_load() {
-  if (truthy_env("OPHOOK_DISABLE")) return;
-  if (!api.resolve()) return;             // not Python: stay dormant
-  if (api.is_initialized()) return;       // loaded by the extension module, not preloaded
-  const auto path = own_path();
-  std::snprintf(library_path_buffer, sizeof library_path_buffer, "%s", path.c_str());
+void attach(const char* stub_path) {
+  if (!api.resolve()) return;  // an interpreter too old to have audit hooks
+  stub_library_path = stub_path;
   if (python_will_use_debug_allocator()) {
     // A pre-initialisation audit hook would crash such an interpreter at exit; the shim's
     // sitecustomize starts the same recorder instead.
@@ -114,3 +100,15 @@ __attribute__((constructor)) void on_load() {
 
 }  // namespace
 }  // namespace ophook::preload
+
+// The entry points the stub looks up by name (core_handoff.hpp); the types are checked there.
+extern "C" OPHOOK_API void ophook_preload_attach(const char* stub_path) {
+  static_assert(std::is_same_v<decltype(&ophook_preload_attach), ophook::preload::AttachFunction>);
+  ophook::preload::attach(stub_path);
+}
+
+extern "C" OPHOOK_API void ophook_preload_finish_before_exit() {
+  static_assert(std::is_same_v<decltype(&ophook_preload_finish_before_exit),
+                               ophook::preload::FinishBeforeExitFunction>);
+  ophook::core::Recorder::finish_before_exit();
+}

@@ -14,10 +14,8 @@ bool find(F& slot, const char* name) {
 }  // namespace
 
 bool PythonApi::resolve() {
-  // PySys_AddAuditHook first: its absence alone marks a non-Python process, the common case.
-  return find(add_audit_hook, "PySys_AddAuditHook") && find(is_initialized, "Py_IsInitialized") &&
-         find(dict_new, "PyDict_New") && find(dict_set_item_string, "PyDict_SetItemString") &&
-         find(eval_get_builtins, "PyEval_GetBuiltins") && find(run_string_flags, "PyRun_StringFlags") &&
+  return find(add_audit_hook, "PySys_AddAuditHook") && find(dict_new, "PyDict_New") &&
+         find(dict_set_item_string, "PyDict_SetItemString") && find(eval_get_builtins, "PyEval_GetBuiltins") && find(run_string_flags, "PyRun_StringFlags") &&
          find(err_print, "PyErr_Print") && find(err_fetch, "PyErr_Fetch") &&
          find(err_restore, "PyErr_Restore") && find(dec_ref, "Py_DecRef");
 }

@@ -2,16 +2,15 @@
 
 namespace ophook::preload {
 
-/// Opaque CPython object: this library never includes Python.h, so that it cannot grow an
-/// undefined Py* symbol (one such symbol makes every non-Python child under LD_PRELOAD fail to start).
+/// Opaque CPython object: the core never includes Python.h, so that it links no libpython and the
+/// same library serves a shared-libpython interpreter and a static one alike.
 struct PyObjectOpaque;
 
-/// The few CPython entry points the preload needs, found with dlsym in the running process.
+/// The few CPython entry points the preload entry needs, found with dlsym in the running process.
 struct PythonApi {
   using AuditHook = int (*)(const char* event, PyObjectOpaque* args, void* user_data);
 
   int (*add_audit_hook)(AuditHook hook, void* user_data) = nullptr;
-  int (*is_initialized)() = nullptr;
   PyObjectOpaque* (*dict_new)() = nullptr;
   int (*dict_set_item_string)(PyObjectOpaque* dict, const char* key, PyObjectOpaque* value) = nullptr;
   PyObjectOpaque* (*eval_get_builtins)() = nullptr;
@@ -24,8 +23,8 @@ struct PythonApi {
 
   static constexpr int kFileInput = 257;  // Py_file_input
 
-  /// Resolves every entry point; false when this process is not a Python interpreter (or one too
-  /// old to have audit hooks), in which case the library stays dormant.
+  /// Resolves every entry point; false when this interpreter is too old to have audit hooks (the
+  /// stub loads the core into Python interpreters only), in which case recording stays off.
   bool resolve();
 };
 

@@ -83,11 +83,11 @@ def test_package_holds_library_extension_and_command(venv, tmp_path):
     proc = run([venv.ophook, "preload-path"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == f"{package / 'libophook.so'}\n"
-    # The extension resolves libophook.so through its RPATH, inside the package.
+    # The extension resolves the core beside the preloaded stub through its RPATH, in the package.
     extension = next(package.glob("_ophook*.so"))
     ldd = run(["ldd", extension], tmp_path).stdout
-    line = next(line for line in ldd.splitlines() if "libophook.so" in line)
-    assert line.split("=>")[1].split()[0] == str(package / "libophook.so"), ldd
+    line = next(line for line in ldd.splitlines() if "libophook_core.so" in line)
+    assert line.split("=>")[1].split()[0] == str(package / "libophook_core.so"), ldd
     # No sitecustomize: a plain interpreter of the venv stays unhooked.
     assert not (package.parent / "sitecustomize.py").exists()
 

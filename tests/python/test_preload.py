@@ -19,6 +19,8 @@ def test_library_has_no_python_symbols():
     assert python_symbols == []
     needed = subprocess.run(["readelf", "-d", str(LIBRARY)], capture_output=True, text=True, check=True).stdout
     assert "libpython" not in needed
+    # Every process under LD_PRELOAD maps it: libc only, the core is loaded into Python alone.
+    assert [line.split("[")[1].rstrip("]") for line in needed.splitlines() if "(NEEDED)" in line] == ["libc.so.6"]
 
 
 @pytest.mark.parametrize("command", [["sh", "-c", "echo hi; exit 3"], ["/bin/true"], ["/usr/bin/cmake", "--version"]])
@@ -106,10 +108,36 @@ def test_interpreter_without_a_matching_extension_runs_unhooked(runner, tmp_path
     for ext in (foreign / "python_shim" / "ophook").glob("_ophook*.so"):
         ext.rename(ext.with_name("_ophook.cpython-399-x86_64-linux-gnu.so"))
     shutil.copy(LIBRARY, foreign / "libophook.so")
+    shutil.copy(LIBRARY.with_name("libophook_core.so"), foreign / "libophook_core.so")
     run = runner.run(SMALL, how="plain", env={"LD_PRELOAD": str(foreign / "libophook.so")})
     assert run.stdout == "12.0\n"
     warnings = [line for line in run.stderr.splitlines() if "ophook" in line]
     assert len(warnings) == 1 and "running unhooked" in warnings[0]
+    assert not run.output.exists()
+
+
+def test_a_run_importing_no_framework(runner, tmp_path):
+    # The root still writes its (empty) summary; a child that imports nothing writes nothing, and
+    # one that does writes below the root even though the root had not started recording.
+    child = "import numpy as np; np.ones(2) * 3"
+    code = ("import subprocess, sys\n"
+            "subprocess.run([sys.executable, '-c', 'pass'], check=True)\n"
+            "subprocess.run([sys.executable, '-c', %r], check=True)\n" % child)
+    run = runner.run(code)
+    assert run.summary()["totals"]["calls"] == 0 and run.records() == []
+    pid_dirs = [d.name for d in run.output.iterdir() if d.name.startswith("pid")]
+    assert len(pid_dirs) == 1
+    assert [r["op"] for r in run.records(pid_dirs[0])][-1] == "numpy.multiply"
+
+
+def test_a_stub_without_its_core_runs_unhooked(runner, tmp_path):
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(LIBRARY, alone / "libophook.so")
+    run = runner.run(SMALL, how="plain", env={"LD_PRELOAD": str(alone / "libophook.so")})
+    assert run.stdout == "12.0\n"
+    warnings = [line for line in run.stderr.splitlines() if "ophook" in line]
+    assert len(warnings) == 1 and "libophook_core.so" in warnings[0] and "running unhooked" in warnings[0]
     assert not run.output.exists()
 
 
