@@ -29,8 +29,10 @@ if [[ ! -x .venv/bin/python ]]; then
 fi
 # torch==2.13.0 resolves to the CPU wheel that lies on this machine's disk; any other request
 # would pull a multi-GB CUDA build.
+# apache-tvm-ffi ships DLPack's official header, which the extension is built against.
+# einops ships its own numpy/torch test suite: scripts/peer_tests.sh --torch runs it under the hook.
 pip_packages=(numpy==2.4.6 torch==2.13.0 pybind11 pytest pytest-timeout expecttest scikit-build-core
-  hypothesis)
+  hypothesis einops==0.8.2 apache-tvm-ffi==0.1.15.post2)
 if ! .venv/bin/python - "${pip_packages[@]}" <<'PY' 2>/dev/null
 import sys
 from importlib.metadata import version

@@ -15,6 +15,6 @@ using ElementWidener = void (*)(std::byte* dst, const std::byte* src, std::size_
 ElementWidener widener_for(const char* torch_dtype_name) noexcept;
 
 /// The float32 value of one IEEE half (binary16), exactly. Exposed for the complex32 widener and tests.
-float half_to_float(std::uint16_t bits) noexcept;
+float half_to_float(std::uint16_t h) noexcept;
 
 }  // namespace ophook::py

@@ -166,7 +166,10 @@ PyObject* handle(PyObject* const* argv, Py_ssize_t nargs, Resolve&& resolve) {
     return nullptr;
   }
   if (kwargs != nullptr && PyDict_GET_SIZE(kwargs) == 0) kwargs = nullptr;  // what func(*args) would pass
-  const auto [op_id, target] = resolve(func);
+  const auto resolved = resolve(func);
+  // Plain variables rather than a structured binding: clang 14 cannot capture those in lambdas.
+  const std::uint32_t op_id = resolved.first;
+  PyObject* const target = resolved.second;
   auto call_original = [&] { return PyObject_Call(target, args, kwargs); };
   if (op_id == 0) return call_original();
   PyObject* rule = has_overrides() ? override_for(op_id) : nullptr;

@@ -13,7 +13,7 @@ namespace ophook::py {
 namespace module_stack {
 
 /// Python callable namer(module) -> str, called on a module's first forward.
-void set_module_namer(PyObject* namer);
+void set_module_namer(PyObject* callable);
 
 /// Interned name id of the innermost running module on this thread, 0 when none.
 std::uint32_t current_module_id() noexcept;

@@ -2,12 +2,15 @@
 
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "capture_budget.hpp"
 #include "ophook/strided_copy.hpp"
 #include "thread_state.hpp"
+#include "torch_dense_view.hpp"
 #include "torch_dtypes.hpp"
 #include "value_capture.hpp"
 
@@ -51,7 +54,13 @@ struct TypeVerdict {
 
 const TypeVerdict& type_verdict(core::Recorder& recorder, PyTypeObject* type) {
   static std::unordered_map<PyTypeObject*, TypeVerdict> cache;
-  if (auto it = cache.find(type); it != cache.end()) return it->second;
+  static PyTypeObject* last_type = nullptr;  // most calls see torch.Tensor over and over
+  static const TypeVerdict* last_verdict = nullptr;
+  if (type == last_type) return *last_verdict;
+  if (auto it = cache.find(type); it != cache.end()) {
+    last_type = type, last_verdict = &it->second;
+    return it->second;
+  }
   TypeVerdict verdict;
   PyRef dispatch = PyRef::steal(PyObject_GetAttr(reinterpret_cast<PyObject*>(type), names.torch_dispatch));
   PyErr_Clear();
@@ -60,7 +69,9 @@ const TypeVerdict& type_verdict(core::Recorder& recorder, PyTypeObject* type) {
     verdict.reason_id = recorder.intern(std::string("tensor subclass ") + type->tp_name + " with its own dispatch: spec only");
   }
   Py_INCREF(type);  // the key outlives any reuse of its address
-  return cache.emplace(type, verdict).first->second;
+  const auto& kept = cache.emplace(type, verdict).first->second;  // node-based: the address stays
+  last_type = type, last_verdict = &kept;
+  return kept;
 }
 
 PyRef attr(PyObject* object, PyObject* name) {
@@ -100,10 +111,77 @@ std::uint32_t diagnose(core::Recorder& recorder, PyObject* tensor) {
   return recorder.intern("tensor memory not readable: spec only");
 }
 
-/// Copies the tensor's elements (C order, file dtype) into `out`. Conjugate and negative views
-/// are materialized first (resolve_conj/resolve_neg), so the bytes are the values the tensor
-/// stands for. Returns false when the memory cannot be read.
-bool copy_elements(PyObject* tensor, const TorchDtype& dtype, core::ArrayCapture& out) {
+/// Copies `count` elements at `src` (C order, strides in bytes) into `out` in the file dtype.
+void copy_elements(const std::byte* src, std::span<const std::int64_t> shape, std::span<const std::int64_t> strides,
+                   const TorchDtype& dtype, std::size_t count, core::ArrayCapture& out) {
+  std::byte* dst = out.reserve_data(count * dtype.saved_item_size);
+  if (dtype.widen == nullptr) {
+    core::strided_copy(dst, src, shape, strides, dtype.item_size);
+  } else {
+    auto packed = std::make_unique_for_overwrite<std::byte[]>(count * dtype.item_size);
+    core::strided_copy(packed.get(), src, shape, strides, dtype.item_size);
+    dtype.widen(dst, packed.get(), count);
+  }
+  out.captured = true;
+}
+
+std::size_t element_count(std::span<const std::int64_t> shape) {
+  std::size_t count = 1;
+  for (auto n : shape) count *= static_cast<std::size_t>(n);
+  return count;
+}
+
+/// Whether the tensor's conjugate or negative bit is set (or cannot be read): its memory then
+/// holds other values than the tensor stands for.
+bool has_lazy_bits(PyObject* tensor, const TorchDtype& dtype) {
+  if (dtype.complex && call(tensor, names.is_conj).get() != Py_False) return true;
+  return call(tensor, names.is_neg).get() != Py_False;
+}
+
+/// The common case — a CPU tensor in strided layout — read through torch's DLPack exporter: no
+/// Python attribute, no allocation. False when the tensor needs the attribute path (other
+/// layouts and devices, lazy conjugate/negative bits, a shape that changed while the GIL was
+/// released to wait for the writer).
+bool capture_dense(ValueCapture& capture, PyObject* tensor) {
+  DenseTensorView view;
+  if (!read_dense_view(tensor, view)) return false;
+  const TorchDtype* dtype = view.dtype;
+  if (dtype == nullptr) {
+    PyRef dtype_object = attr(tensor, names.dtype);
+    dtype = dtype_object ? torch_dtype(capture.recorder(), dtype_object.get()) : nullptr;
+    if (dtype == nullptr) return false;
+  }
+  std::span<const std::int64_t> shape(view.shape, view.ndim);
+  const bool copy = capture.copy_data() && dtype->reason_id == 0;
+  if (copy && has_lazy_bits(tensor, *dtype)) return false;
+  CopyBudget budget;
+  if (copy) {
+    const auto count = element_count(shape);
+    budget = reserve_copy(capture, count * dtype->saved_item_size);
+    // Waiting for the writer released the GIL: another thread may have resized the tensor.
+    if (budget.copy && (!read_dense_view(tensor, view) || element_count({view.shape, view.ndim}) != count)) {
+      return false;
+    }
+    shape = {view.shape, view.ndim};
+  }
+  auto& out = capture.new_array(tensor);
+  out.shape.assign(shape.begin(), shape.end());
+  out.dtype_id = dtype->dtype_id;
+  out.no_data_reason_id = copy ? budget.reason_id : dtype->reason_id;
+  if (budget.copy) {
+    thread_local std::vector<std::int64_t> byte_strides;  // reused: no allocation per tensor
+    byte_strides.assign(view.strides, view.strides + view.ndim);
+    for (auto& s : byte_strides) s *= static_cast<std::int64_t>(dtype->item_size);
+    copy_elements(view.data, shape, byte_strides, *dtype, element_count(shape), out);
+  }
+  return true;
+}
+
+/// Copies the tensor's elements through its Python attributes: conjugate and negative views are
+/// materialized first (resolve_conj/resolve_neg), so the bytes are the values the tensor stands
+/// for. Returns false when the memory cannot be read.
+bool copy_through_attributes(ValueCapture& capture, PyObject* tensor, const TorchDtype& dtype,
+                             core::ArrayCapture& out) {
   PyRef source = PyRef::borrow(tensor);
   if (dtype.complex && is_true(call(source.get(), names.is_conj))) source = call(source.get(), names.resolve_conj);
   if (source && is_true(call(source.get(), names.is_neg))) source = call(source.get(), names.resolve_neg);
@@ -118,21 +196,17 @@ bool copy_elements(PyObject* tensor, const TorchDtype& dtype, core::ArrayCapture
     PyErr_Clear();
     return false;
   }
-  std::size_t count = 1;
-  for (auto n : out.shape) count *= static_cast<std::size_t>(n);
+  const auto count = element_count(out.shape);
   if (count > 0 && address == 0) return false;
-  for (auto& s : strides) s *= static_cast<std::int64_t>(dtype.item_size);
-  out.nbytes = count * dtype.saved_item_size;
-  out.data = std::make_unique_for_overwrite<std::byte[]>(out.nbytes);
-  const auto* src = reinterpret_cast<const std::byte*>(static_cast<std::uintptr_t>(address));
-  if (dtype.widen == nullptr) {
-    core::strided_copy(out.data.get(), src, out.shape, strides, dtype.item_size);
-  } else {
-    auto packed = std::make_unique_for_overwrite<std::byte[]>(count * dtype.item_size);
-    core::strided_copy(packed.get(), src, out.shape, strides, dtype.item_size);
-    dtype.widen(out.data.get(), packed.get(), count);
+  const auto budget = reserve_copy(capture, count * dtype.saved_item_size);
+  if (!budget.copy) {
+    out.no_data_reason_id = budget.reason_id;
+    return true;
   }
-  out.captured = true;
+  for (auto& s : strides) s *= static_cast<std::int64_t>(dtype.item_size);
+  // data_ptr() hands the address over as a Python int: there is no pointer to derive it from.
+  const auto* src = reinterpret_cast<const std::byte*>(static_cast<std::uintptr_t>(address));  // NOLINT(performance-no-int-to-ptr)
+  copy_elements(src, out.shape, strides, dtype, count, out);
   return true;
 }
 
@@ -141,18 +215,9 @@ std::uint32_t unknown_dtype(core::Recorder& recorder) {
   return id;
 }
 
-void capture_tensor(ValueCapture& capture, PyObject* tensor) {
-  if (auto alias = capture.alias_of(tensor); alias >= 0) {
-    core::ArrayCapture copy;
-    const auto& first = capture.record().arrays[static_cast<std::size_t>(alias)];
-    copy.shape = first.shape;
-    copy.dtype_id = first.dtype_id;
-    copy.device_id = first.device_id;
-    copy.alias_of = alias;
-    capture.add_array(tensor, std::move(copy));
-    return;
-  }
-  BusyScope busy;  // attribute reads may reach torch's Python code (and its modes)
+/// Everything else — sparse, nested, quantized, other devices, wrapper subclasses, torch without
+/// the DLPack exporter — described from the tensor's Python attributes.
+void capture_through_attributes(ValueCapture& capture, PyObject* tensor) {
   auto& recorder = capture.recorder();
   core::ArrayCapture out;
   const TorchDtype* dtype = nullptr;
@@ -176,12 +241,28 @@ void capture_tensor(ValueCapture& capture, PyObject* tensor) {
     out.no_data_reason_id = verdict.reason_id;
   } else if (dtype->reason_id != 0) {
     out.no_data_reason_id = dtype->reason_id;
-  } else if (capture.copy_data() && !copy_elements(tensor, *dtype, out)) {
+  } else if (capture.copy_data() && !copy_through_attributes(capture, tensor, *dtype, out)) {
     out.data.reset();
     out.nbytes = 0;
+    out.captured = false;
     out.no_data_reason_id = diagnose(recorder, tensor);
   }
   capture.add_array(tensor, std::move(out));
+}
+
+void capture_tensor(ValueCapture& capture, PyObject* tensor) {
+  if (auto alias = capture.alias_of(tensor); alias >= 0) {
+    auto& copy = capture.new_array(tensor);
+    const auto& first = capture.record().arrays[static_cast<std::size_t>(alias)];
+    copy.shape = first.shape;
+    copy.dtype_id = first.dtype_id;
+    copy.device_id = first.device_id;
+    copy.alias_of = alias;
+    return;
+  }
+  BusyScope busy;  // attribute reads may reach torch's Python code (and its modes)
+  if (type_verdict(capture.recorder(), Py_TYPE(tensor)).readable && capture_dense(capture, tensor)) return;
+  capture_through_attributes(capture, tensor);
 }
 
 /// torch.Size, and torch.return_types structseqs (torch.max(x, 0) → (values, indices)), are
@@ -309,6 +390,11 @@ bool enable_torch_capture(PyObject* torch) {
       Py_XDECREF(type);
       PyErr_Clear();
     }
+  }
+  // Without torch's DLPack exporter (older torch), every tensor takes the attribute path.
+  if (auto* recorder = core::Recorder::get()) {
+    BusyScope busy;  // the dtype probe runs torch ops: not the program's calls
+    enable_dense_views(*recorder, torch);
   }
   register_array_like_capturer(&capture_torch_value);
   return true;

@@ -16,7 +16,7 @@ import pytest
 
 SOURCE_DIR = Path(os.environ.get("OPHOOK_SOURCE_DIR", Path(__file__).resolve().parents[2]))
 BUILD_DIR = Path(os.environ.get("OPHOOK_BUILD_DIR", SOURCE_DIR / "build"))
-BUILD_TOOLS = ("numpy", "scikit_build_core", "pybind11")
+BUILD_TOOLS = ("numpy", "scikit_build_core", "pybind11", "tvm_ffi")
 
 PROGRAM = """\
 import numpy as np
@@ -66,7 +66,7 @@ def venv(tmp_path_factory):
                       capture_output=True).returncode != 0:
         # The base interpreter lacks them: the same registry set-up.sh uses for .venv.
         subprocess.run([str(env.python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                        f"numpy=={np.__version__}", "scikit-build-core", "pybind11"],
+                        f"numpy=={np.__version__}", "scikit-build-core", "pybind11", "apache-tvm-ffi"],
                        check=True, env=clean_env(), timeout=900)
     install = subprocess.run(
         [str(env.python), "-m", "pip", "install", "--no-build-isolation", "--no-deps",

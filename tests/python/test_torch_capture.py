@@ -81,11 +81,26 @@ print("done")
 """
 
 
-@pytest.fixture(scope="module")
-def dtype_run(tmp_path_factory):
+# Torch without the DLPack exchange API (older releases) has tensors read through their attributes:
+# the same program through the Tracer API, the exporter removed before recording starts.
+WITHOUT_EXPORTER = """
+import sys
+sys.path.insert(0, %(shim)r)
+import torch
+del torch._C._dlpack_exchange_api
+import ophook
+ophook.Tracer(output_path="out", levels=["torch_function"], mode="dump").start()
+"""
+
+
+@pytest.fixture(scope="module", params=["exporter", "attributes"])
+def dtype_run(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("dtypes")
-    proc = run_script(tmp, DTYPE_PROGRAM % {"here": str(__import__("pathlib").Path(__file__).parent)},
-                      levels="torch_function", mode="dump")
+    program = DTYPE_PROGRAM % {"here": str(__import__("pathlib").Path(__file__).parent)}
+    if request.param == "exporter":
+        proc = run_script(tmp, program, levels="torch_function", mode="dump")
+    else:
+        proc = run_script(tmp, WITHOUT_EXPORTER % {"shim": str(SHIM_DIR)} + program, preload=False)
     assert "done" in proc.stdout
     records = ops(trace(tmp / "out"), "torch.clone")
     return tmp / "out", records

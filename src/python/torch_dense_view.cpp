@@ -1,0 +1,120 @@
+#include "torch_dense_view.hpp"
+
+#include <dlpack/dlpack.h>
+
+#include <unordered_map>
+#include <vector>
+
+namespace ophook::py {
+namespace {
+
+const DLPackExchangeAPI* exchange_api = nullptr;
+
+/// DLPack type → torch dtype. Sub-byte dtypes (int1…int7, uint1…uint7) export as int8/uint8, so
+/// a DLPack type some dtypes share maps to nullptr: the caller then reads tensor.dtype.
+std::unordered_map<std::uint32_t, const TorchDtype*> dtypes_by_key;
+
+std::uint32_t key_of(DLDataType type) {
+  return std::uint32_t{type.code} | std::uint32_t{type.bits} << 8 | std::uint32_t{type.lanes} << 16;
+}
+
+/// The DLPack type torch exports `dtype` as, read from an empty tensor viewed as that dtype (a view,
+/// not a new tensor: making one would give some dtypes' one-time warnings away); false when torch
+/// refuses to export it (quantized, bit types).
+bool exported_key(PyObject* empty_bytes, PyObject* dtype, std::uint32_t& key) {
+  static PyObject* view_name = PyUnicode_InternFromString("view");
+  PyRef tensor = PyRef::steal(PyObject_CallMethodOneArg(empty_bytes, view_name, dtype));
+  DLTensor view{};
+  if (!tensor || exchange_api->dltensor_from_py_object_no_sync(tensor.get(), &view) != 0) {
+    PyErr_Clear();
+    return false;
+  }
+  key = key_of(view.dtype);
+  return true;
+}
+
+/// Every torch.dtype object the torch module names (torch.float32, torch.half …), once each.
+std::vector<PyObject*> torch_dtypes(PyObject* torch) {
+  std::vector<PyObject*> out;
+  PyRef dtype_type = PyRef::steal(PyObject_GetAttrString(torch, "dtype"));
+  PyRef names = PyRef::steal(PyObject_Dir(torch));
+  if (!dtype_type || !names || !PyList_Check(names.get())) {
+    PyErr_Clear();
+    return out;
+  }
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(names.get()); ++i) {
+    PyRef value = PyRef::steal(PyObject_GetAttr(torch, PyList_GET_ITEM(names.get(), i)));
+    if (!value) {
+      PyErr_Clear();
+      continue;
+    }
+    if (Py_TYPE(value.get()) != reinterpret_cast<PyTypeObject*>(dtype_type.get())) continue;
+    bool seen = false;
+    for (auto* d : out) seen = seen || d == value.get();
+    if (!seen) out.push_back(value.get());  // dtypes are immortal singletons: borrowed is fine
+  }
+  return out;
+}
+
+bool find_exchange_api(PyObject* torch) {
+  PyRef c = PyRef::steal(PyObject_GetAttrString(torch, "_C"));
+  PyRef getter = c ? PyRef::steal(PyObject_GetAttrString(c.get(), "_dlpack_exchange_api")) : PyRef();
+  PyRef capsule = getter ? PyRef::steal(PyObject_CallNoArgs(getter.get())) : PyRef();
+  const auto* api = capsule ? static_cast<const DLPackExchangeAPI*>(PyCapsule_GetPointer(capsule.get(), "dlpack_exchange_api"))
+                            : nullptr;
+  PyErr_Clear();
+  // The struct torch fills is the one this header declares only for the same major version;
+  // torch documents the API object as living for the whole process.
+  if (api == nullptr || api->header.version.major != DLPACK_MAJOR_VERSION ||
+      api->dltensor_from_py_object_no_sync == nullptr) {
+    return false;
+  }
+  exchange_api = api;
+  return true;
+}
+
+}  // namespace
+
+bool enable_dense_views(core::Recorder& recorder, PyObject* torch) {
+  if (exchange_api != nullptr) return true;
+  if (!find_exchange_api(torch)) return false;
+  PyRef empty = PyRef::steal(PyObject_GetAttrString(torch, "empty"));
+  PyRef uint8 = PyRef::steal(PyObject_GetAttrString(torch, "uint8"));
+  PyRef kwargs = uint8 ? PyRef::steal(Py_BuildValue("{s:O}", "dtype", uint8.get())) : PyRef();
+  PyRef size = PyRef::steal(Py_BuildValue("(i)", 0));
+  PyRef empty_bytes = empty && kwargs && size ? PyRef::steal(PyObject_Call(empty.get(), size.get(), kwargs.get())) : PyRef();
+  if (!empty_bytes) {
+    PyErr_Clear();
+    exchange_api = nullptr;
+    return false;
+  }
+  for (PyObject* dtype : torch_dtypes(torch)) {
+    std::uint32_t key = 0;
+    if (!exported_key(empty_bytes.get(), dtype, key)) continue;
+    const TorchDtype* described = torch_dtype(recorder, dtype);
+    auto [it, fresh] = dtypes_by_key.emplace(key, described);
+    if (!fresh && it->second != described) it->second = nullptr;  // shared: ask the tensor
+  }
+  return true;
+}
+
+bool read_dense_view(PyObject* tensor, DenseTensorView& out) {
+  if (exchange_api == nullptr) return false;
+  DLTensor view;
+  if (exchange_api->dltensor_from_py_object_no_sync(tensor, &view) != 0) {
+    PyErr_Clear();
+    return false;
+  }
+  const auto known = dtypes_by_key.find(key_of(view.dtype));
+  // DLPack allows null strides for C-contiguous data; torch always fills them, but a null would
+  // leave nothing to copy with.
+  if (view.device.device_type != kDLCPU || known == dtypes_by_key.end() || view.strides == nullptr) return false;
+  out.data = static_cast<const std::byte*>(view.data) + view.byte_offset;
+  out.shape = view.shape;
+  out.strides = view.strides;
+  out.ndim = static_cast<std::size_t>(view.ndim);
+  out.dtype = known->second;
+  return true;
+}
+
+}  // namespace ophook::py
