@@ -1,6 +1,7 @@
 #include "array_diff.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <thread>
@@ -201,7 +202,7 @@ ArrayDiff compare_scalars(double a, double b, Tolerance tol) {
   Accumulator acc;
   accumulate_real(&a, &b, 1, 0, tol, acc);
   fill_from(diff, acc);
-  diff.bitwise_equal = std::memcmp(&a, &b, sizeof a) == 0;
+  diff.bitwise_equal = std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
   return diff;
 }
 

@@ -61,6 +61,7 @@ int run_cli(int argc, char** argv) {
 
   std::vector<std::unique_ptr<Command>> commands = make_commands();
   std::vector<std::pair<CLI::App*, Command*>> attached;
+  attached.reserve(commands.size());
   for (const auto& command : commands) {
     attached.emplace_back(command->attach(app), command.get());
   }

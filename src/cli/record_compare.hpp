@@ -20,7 +20,7 @@ struct PairContext {
 /// exceptions. Throws ophook::Error naming the file for a missing or corrupt .npy. Uses up to
 /// `threads` threads per array. Thread-safe (reads files only).
 PairResult compare_records(const TraceRecord& base, const TraceRecord& other,
-                           const PairContext& context, unsigned threads);
+                           const PairContext& ctx, unsigned threads);
 
 /// True when the pair holds an array big enough to be worth all threads on its own.
 bool is_large_pair(const TraceRecord& base, const TraceRecord& other);

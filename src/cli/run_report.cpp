@@ -60,6 +60,7 @@ std::vector<std::pair<std::string, fs::path>> process_dirs(const fs::path& dir) 
     found[{kind, std::stoll(match[2].str().substr(0, 18))}] = {name, entry.path()};
   }
   std::vector<std::pair<std::string, fs::path>> out;
+  out.reserve(found.size());
   for (auto& [key, value] : found) out.push_back(std::move(value));
   return out;
 }

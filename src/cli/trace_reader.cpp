@@ -103,7 +103,7 @@ void flatten(const json& value, const std::string& path, TraceRecord& record) {
   } else if (value.is_object()) {
     auto kind = value.find("kind");
     if (kind == value.end()) {
-      for (const auto& [key, item] : value.items()) flatten(item, path + "." + key, record);
+      for (const auto& [key, item] : value.items()) flatten(item, fmt::format("{}.{}", path, key), record);
     } else if (*kind == "array") {
       record.arrays.push_back(array_from_json(value, path));
     } else if (*kind == "float" && value.contains("repr")) {

@@ -15,11 +15,11 @@ namespace ophook::py {
 class NumpyHooks {
  public:
   /// (ufunc, qualified name) pairs; already patched objects are skipped. Returns how many were patched.
-  static int patch_ufuncs(const std::vector<std::pair<PyObject*, std::string>>& ufuncs);
+  static int patch_ufuncs(const std::vector<std::pair<PyObject*, std::string>>& objects);
   /// Patches the method table of the ufunc type. Returns the method names patched.
   static std::vector<std::string> patch_ufunc_methods(PyObject* ufunc_type);
   /// (dispatcher, qualified name) pairs, as for patch_ufuncs.
-  static int patch_dispatchers(const std::vector<std::pair<PyObject*, std::string>>& dispatchers);
+  static int patch_dispatchers(const std::vector<std::pair<PyObject*, std::string>>& objects);
   /// Restores every patched pointer. Returns how many were restored.
   static int unpatch_all();
   /// How many objects are currently patched (ufuncs + dispatchers + methods).

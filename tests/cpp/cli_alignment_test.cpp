@@ -80,6 +80,7 @@ TEST(CliAlignment, DeletionAndReplacement) {
   EXPECT_EQ(check_alignment(base, other, steps), 3u);  // 5, 7, 9
   // Within a gap, BASE-only steps come first: 8 (base) before 4 (new).
   std::vector<std::pair<std::int64_t, std::int64_t>> got;
+  got.reserve(steps.size());
   for (const auto& s : steps) got.emplace_back(s.base, s.other);
   const std::vector<std::pair<std::int64_t, std::int64_t>> want{{0, 0},  {1, -1}, {2, 1},
                                                                 {3, -1}, {-1, 2}, {4, 3}};

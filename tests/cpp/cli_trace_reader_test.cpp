@@ -24,7 +24,7 @@ std::string line(int seq) {
 class CliTraceReader : public ::testing::Test {
  protected:
   fs::path write(const std::string& text) {
-    const fs::path path =
+    fs::path path =
         fs::temp_directory_path() /
         ("ophook_cli_trace_" + std::to_string(::getpid()) + "_" +
          ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".jsonl");

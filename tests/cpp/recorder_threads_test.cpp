@@ -59,12 +59,13 @@ TEST(RecorderThreads, EveryCallFromEveryThreadIsWrittenOnceInSeqOrder) {
   Config config;
   config.output = dir.string();
   config.mode = Mode::Dump;
-  config.queue_bytes = 64 * 1024;  // a few dozen records: producers must wait for the writer
+  config.queue_bytes = std::uint64_t{64} << 10;  // a few dozen records: producers must wait for the writer
   Recorder& recorder = Recorder::start(config);
   const std::uint32_t op = recorder.op_id("numpy.negative", Level::Ufunc);
   const std::uint32_t dtype = recorder.intern_dtype({"float32", "<f4", ""});
 
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int c = 0; c < kCallsPerThread; ++c) {
