@@ -44,6 +44,7 @@ struct CallRecord {
   bool overridden = false;
   bool has_error = false;
   bool nonfinite_new = false;  // OPHOOK_NAN: outputs hold NaN/Inf, inputs did not
+  bool nonfinite_scalar_input = false;  // a float argument is NaN/Inf: such outputs are not fresh
   std::uint16_t depth = 0;
   std::int64_t t_ns = 0;
   std::int64_t dur_ns = 0;

@@ -24,6 +24,7 @@ struct OpEntry {
   std::string file_stem;  // sanitized for file names
   Level level = Level::Ufunc;
   bool recorded = false;  // passes OPHOOK_INCLUDE/OPHOOK_EXCLUDE
+  bool uninitialized_output = false;  // returns_uninitialized_memory(name): no NaN finding
 };
 
 /// The process's recorder: configuration, op/string/dtype tables, the sequence counter, the queue

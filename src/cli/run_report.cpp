@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "ophook/error.hpp"
+#include "ophook/op_kinds.hpp"
 #include "parallel_for.hpp"
 #include "trace_reader.hpp"
 
@@ -127,6 +128,7 @@ std::optional<NonfiniteCall> find_first_nonfinite(const ProcessRun& process, std
   }
   const TraceRecord* any = nullptr;
   for (const TraceRecord& r : process.records) {
+    if (core::returns_uninitialized_memory(r.op)) continue;  // whatever the allocator left there
     bool bad_out = false, bad_in = false;
     for (const ArraySpec& array : r.arrays) {
       (is_output(array) ? bad_out : bad_in) |= has_nonfinite(array);

@@ -59,7 +59,7 @@ ArrayCapture& CallRecord::new_array() {
 }
 
 void CallRecord::clear_for_reuse() noexcept {
-  seq = 0, op_id = 0, phase = Phase::None, overridden = has_error = nonfinite_new = false;
+  seq = 0, op_id = 0, phase = Phase::None, overridden = has_error = nonfinite_new = nonfinite_scalar_input = false;
   depth = 0, t_ns = dur_ns = 0, tid = 0;
   source_file_id = source_func_id = 0, source_line = 0, module_id = 0;
   kwargs_offset = outputs_offset = 0;

@@ -9,6 +9,7 @@
 #include "ophook/error.hpp"
 #include "ophook/log.hpp"
 #include "ophook/naming.hpp"
+#include "ophook/op_kinds.hpp"
 #include "ophook/record_queue.hpp"
 #include "trace_writer.hpp"
 
@@ -103,7 +104,7 @@ void Recorder::start_writer(std::string output_path) {
 std::uint32_t Recorder::op_id(std::string_view name, Level level) {
   const std::string key(name);
   return ops_.id_of(key, [&] {
-    return OpEntry{key, sanitize_op_name(key), level, passes_filters(key)};
+    return OpEntry{key, sanitize_op_name(key), level, passes_filters(key), returns_uninitialized_memory(key)};
   });
 }
 

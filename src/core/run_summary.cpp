@@ -41,11 +41,12 @@ void RunSummary::observe(const CallRecord& record, const std::vector<ArrayOutcom
   totals.max_ns = std::max(totals.max_ns, record.dur_ns);
   totals.errors += record.has_error;
 
-  const bool inputs_clean = std::none_of(outcomes.begin(), outcomes.end(),
-                                         [](const ArrayOutcome& o) { return !o.is_output && nonfinite(o); });
+  const bool inputs_clean =
+      !record.nonfinite_scalar_input &&
+      std::none_of(outcomes.begin(), outcomes.end(), [](const ArrayOutcome& o) { return !o.is_output && nonfinite(o); });
   const bool outputs_bad = std::any_of(outcomes.begin(), outcomes.end(),
                                        [](const ArrayOutcome& o) { return o.is_output && nonfinite(o); });
-  if (record.nonfinite_new || (inputs_clean && outputs_bad)) {
+  if (record.nonfinite_new || (inputs_clean && outputs_bad && !recorder_.op(record.op_id).uninitialized_output)) {
     ++totals.nonfinite;
     if (first_nonfinite_.is_null() || record.seq < first_nonfinite_["seq"].get<std::uint64_t>()) {
       using Json = nlohmann::ordered_json;

@@ -66,7 +66,8 @@ std::string describe_call(const core::Recorder& recorder, const core::CallRecord
 
 PyObject* check_nonfinite(core::Recorder& recorder, core::RecordPtr& record, std::size_t first_output,
                           PyObject* result) {
-  const bool fresh = any_nonfinite(recorder, *record, first_output, record->arrays.size()) &&
+  const bool fresh = !record->nonfinite_scalar_input &&
+                     any_nonfinite(recorder, *record, first_output, record->arrays.size()) &&
                      !any_nonfinite(recorder, *record, 0, first_output);
   if (!fresh) {
     submit_record(recorder, std::move(record));

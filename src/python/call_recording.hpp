@@ -87,7 +87,8 @@ PyObject* record_call(core::Recorder& recorder, std::uint32_t op_id, core::Phase
     locate_source(*record, recorder);
     PyErr_Restore(type, value, traceback);
   }
-  if (result != nullptr && recorder.config().nan != core::NanPolicy::Off) {
+  if (result != nullptr && recorder.config().nan != core::NanPolicy::Off &&
+      !recorder.op(op_id).uninitialized_output) {
     return check_nonfinite(recorder, record, first_output, result);
   }
   submit_record(recorder, std::move(record));

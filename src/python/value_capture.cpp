@@ -33,6 +33,7 @@ ValueCapture::ValueCapture(core::CallRecord& record, core::Recorder& recorder)
 
 void ValueCapture::begin_outputs() {
   record_.outputs_offset = offset();
+  in_outputs_ = true;
   seen_count_ = 0;
   overflow_.clear();
 }
@@ -82,7 +83,11 @@ void ValueCapture::value_at_depth(PyObject* object, int depth) {
     PyErr_Clear();
     return other(object);
   }
-  if (PyFloat_CheckExact(object)) return writer_.real(PyFloat_AS_DOUBLE(object));
+  if (PyFloat_CheckExact(object)) {
+    const double v = PyFloat_AS_DOUBLE(object);
+    if (!in_outputs_ && !std::isfinite(v)) record_.nonfinite_scalar_input = true;
+    return writer_.real(v);
+  }
   if (PyUnicode_CheckExact(object)) {
     Py_ssize_t size = 0;
     if (const char* text = PyUnicode_AsUTF8AndSize(object, &size)) return writer_.str({text, size_t(size)});

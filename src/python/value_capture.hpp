@@ -51,6 +51,7 @@ class ValueCapture {
   core::Recorder& recorder_;
   core::ValueWriter writer_;
   bool copy_data_;
+  bool in_outputs_ = false;
   // This section's arrays: a few inline (no allocation per call), the rest in overflow_.
   static constexpr std::size_t kInlineSeen = 8;
   std::array<std::pair<PyObject*, std::uint32_t>, kInlineSeen> seen_{};

@@ -16,6 +16,7 @@ PIPELINE = textwrap.dedent("""
 
     x = np.linspace(0.0, 10.0, 11)
     y = x * 2.0
+    ceiling = y + np.inf              # Inf passed in: no finding
     z = features(y)
     w = np.nan_to_num(z) + 1.0        # NaN in, no new NaN out
     print(int(np.isnan(z).sum()))

@@ -90,6 +90,39 @@ def test_nan_raise_stops_at_the_users_line_after_writing_the_record(tmp_path, le
     assert np.isnan(load(tmp_path / "out", produced)).sum() == 4
 
 
+# NaN/Inf that is no finding: what torch.empty hands out (deterministic mode fills it with NaN,
+# as the allocator sometimes does by chance), and NaN/Inf the program passes as a float.
+INTENDED_NAN = """
+import torch
+torch.use_deterministic_algorithms(True)
+print(int(torch.empty(3).isnan().sum()), torch.nn.Linear(4, 4).weight.isfinite().all().item())
+mask = torch.tensor([[True, False, False]])
+print(torch.zeros(1, 3).masked_fill(mask, float("-inf")).softmax(-1).tolist())
+print(torch.full((2,), float("nan")).isnan().all().item())
+print(torch.log(torch.tensor([-1.0])))
+"""
+
+
+@pytest.mark.parametrize("level", ["torch_function", "torch_dispatch"])
+def test_uninitialized_memory_and_nan_arguments_are_no_finding(tmp_path, level):
+    plain = run_script(tmp_path, INTENDED_NAN, preload=False)
+    proc = run_script(tmp_path, INTENDED_NAN, levels=level, nan="raise", mode="dump", check=False)
+    assert proc.returncode == 1
+    assert plain.stdout == proc.stdout + "tensor([nan])\n"
+    assert proc.stdout == "3 True\n[[0.0, 0.5, 0.5]]\nTrue\n"
+    log_op = NAME[level]
+    (error,) = [line for line in proc.stderr.splitlines() if line.startswith("FloatingPointError")]
+    assert error.startswith("FloatingPointError: ophook: %s produced" % log_op)
+    records = trace(tmp_path / "out")
+    empties = [r for r in records if r["op"].split(".")[-2 if level == "torch_dispatch" else -1] == "empty"]
+    assert empties, "torch.empty was not recorded"
+    (empty_out,) = arrays(empties[0], "outputs")
+    assert np.isnan(load(tmp_path / "out", empty_out)).all()  # the hook saw the NaN and let it be
+    counts = summary(tmp_path / "out")["ops"]
+    assert {op for op, c in counts.items() if c["nonfinite"]} == {log_op}
+    assert summary(tmp_path / "out")["first_nonfinite"]["op"] == log_op
+
+
 RULES = """
 import ophook, torch
 
