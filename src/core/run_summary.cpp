@@ -160,8 +160,6 @@ std::string RunSummary::statistics_text() const {
 }
 
 void RunSummary::write_files(OutputDir& dir, std::uint64_t dropped, std::uint64_t producer_waits) {
-  auto summary = summary_json(dropped, producer_waits);
-  recorder_.merge_facts(summary);
   std::set<std::string> names;
   for (auto id : first_seen_) names.insert(recorder_.op(id).name);
   std::string apis, configs;
@@ -170,18 +168,20 @@ void RunSummary::write_files(OutputDir& dir, std::uint64_t dropped, std::uint64_
   std::vector<std::string_view> sorted(configs_.begin(), configs_.end());
   std::sort(sorted.begin(), sorted.end());
   for (auto c : sorted) configs += std::string(c) + '\n';
-  // A path from a non-UTF-8 locale (OPHOOK_OUTPUT, a source file) must not make dump() throw.
-  const auto summary_text = summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + '\n';
-  const std::pair<const char*, std::string> files[] = {{"summary.json", summary_text},
-                                                       {"api_apis.txt", apis},
-                                                       {"api_configs.txt", configs},
-                                                       {"api_statistics.txt", statistics_text()}};
-  for (const auto& [name, text] : files) {
+  const auto write = [&](const char* name, const std::string& text) {
     if (auto r = dir.write_file(name, text); !r.ok) {
       count_write_error(name, r.error);
       logger().error("cannot write {}/{}: {}", dir.path(), name, r.message());
     }
-  }
+  };
+  write("api_apis.txt", apis);
+  write("api_configs.txt", configs);
+  write("api_statistics.txt", statistics_text());
+  // Last, so that it counts the failures of the files above.
+  auto summary = summary_json(dropped, producer_waits);
+  recorder_.merge_facts(summary);
+  // A path from a non-UTF-8 locale (OPHOOK_OUTPUT, a source file) must not make dump() throw.
+  write("summary.json", summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + '\n');
   logger().info("recorded {} calls of {} ops, {} files ({}) into {}{}", calls_, ops_.size(), files_,
                 human_bytes(bytes_), dir.path(), write_errors_ ? fmt::format(", {} write errors", write_errors_) : "");
 }

@@ -270,6 +270,19 @@ def test_unwritable_output_directory(runner, unwritable_dir):
     assert error in one_warning(run) and "trace.jsonl" in one_warning(run)
 
 
+def test_end_of_run_file_that_cannot_be_written_is_counted_in_the_summary(runner, tmp_path):
+    out = tmp_path / "out"
+    (out / "api_configs.txt").mkdir(parents=True)  # a directory where the file must go
+    plain = runner.run(BIG_WRITES, how="plain")
+    run = runner.run(BIG_WRITES, env={"OPHOOK_OUTPUT": str(out)})
+    assert run.stdout == plain.stdout and run.proc.returncode == 0
+    (error,) = [line for line in run.stderr.splitlines() if " error: " in line]
+    assert error.endswith("api_configs.txt: Is a directory")
+    errors = json.loads((out / "summary.json").read_text())["write_errors"]
+    assert errors["count"] == 1 and errors["first"] == "api_configs.txt: Is a directory"
+    assert (out / "api_apis.txt").read_text().splitlines() == sorted({r["op"] for r in consistent_records(out)[0]})
+
+
 # ---- processes and threads ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("method", ["spawn", "forkserver"])
