@@ -41,7 +41,6 @@ fi
 mkdir -p "$work"
 
 suite_env=()
-dispatch_deselect=()
 if [[ $suite == numpy ]]; then
   files=(test_ufunc.py test_umath.py test_numeric.py test_multiarray.py)
   ((quick)) && files=(test_ufunc.py test_numeric.py)
@@ -57,12 +56,6 @@ else
   # einops tests only the backends named here; test_einops_threading starts `python` from PATH.
   suite_env=(EINOPS_TEST_BACKENDS=numpy,torch PATH="$root/.venv/bin:$PATH")
   runs=(plain trace dump trace_dispatch dump_dispatch)
-  # Not an environment effect but a known limit of the torch_dispatch level: torch.jit.trace fails
-  # ("Cannot insert a Tensor that requires grad as a constant") under ANY active TorchDispatchMode,
-  # a do-nothing one included, so it fails under ophook's too. Deselected in those runs only and
-  # named in the summary line; torch_function runs keep it.
-  # (-k matches substrings: the second clause keeps test_torch_layers_scripting.)
-  ((quick)) || dispatch_deselect=(-k "not (test_torch_layer and not test_torch_layers_scripting)")
 fi
 paths=()
 for f in "${files[@]}"; do paths+=("$tests_dir/$f"); done
@@ -71,10 +64,9 @@ for f in "${files[@]}"; do paths+=("$tests_dir/$f"); done
 # random examples would make the failure sets differ by chance), a junit file to compare.
 run() {  # run NAME [env assignments...]
   local name=$1; shift
-  local started=$SECONDS status=0 deselect=()
-  [[ $name == *_dispatch ]] && deselect=("${dispatch_deselect[@]}")
+  local started=$SECONDS status=0
   (cd "$work" && env "${suite_env[@]}" "$@" "$python" -m pytest -q -p no:cacheprovider \
-     --hypothesis-seed=0 -o addopts="" --junitxml="$work/$name.xml" "${deselect[@]}" \
+     --hypothesis-seed=0 -o addopts="" --junitxml="$work/$name.xml" \
      ${PEER_PYTEST_ARGS:-} "${paths[@]}" >"$work/$name.log" 2>&1) || status=$?
   # pytest: 0 all passed, 1 some failed; anything else (crash, usage, interrupted) is a failure.
   if ((status > 1)); then
@@ -100,11 +92,11 @@ for name in "${runs[@]}"; do
   esac
 done
 
-"$python" - "$work" "$suite" "${dispatch_deselect[*]:+test_layers.py::test_torch_layer}" "${runs[@]}" <<'PY'
+"$python" - "$work" "$suite" "${runs[@]}" <<'PY'
 import json, os, sys
 import xml.etree.ElementTree as ET
 
-work, suite, deselected, names = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+work, suite, names = sys.argv[1], sys.argv[2], sys.argv[3:]
 
 def outcome(name):
     passed, skipped, failed = 0, 0, set()
@@ -144,8 +136,6 @@ for p in problems:
     print("peer_tests:", p, file=sys.stderr)
 parts = [f"{name} {p} passed {s} skipped {len(f)} failed" for name, (p, s, f) in runs.items()]
 verdict = "failure sets identical" if not problems else f"{len(problems)} problem(s)"
-if deselected:
-    verdict += f" (deselected in *_dispatch runs: {deselected}, torch.jit.trace)"
 print(f"peer tests ({suite}): " + " | ".join(parts) + " | " + verdict)
 sys.exit(1 if problems else 0)
 PY

@@ -151,6 +151,8 @@ class _Installation:
         self.dispatch_mode = _dispatch_mode_class(torch, ignore)() if "torch_dispatch" in levels else None
         self.owner_thread = threading.get_ident()
         self.hook_handles = []
+        self.jit_state = threading.local()
+        self.warned_about_jit = False
         self.original_bootstrap = None
         self.stance = None
 
@@ -211,8 +213,43 @@ class _Installation:
         # torch.compile(module) warns whenever any global module hook exists; these are ophook's.
         warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when there are global hooks",
                                 category=UserWarning)
+        traced_module = getattr(getattr(self.torch, "jit", None), "TracedModule", None)
+        if self.dispatch_mode is not None and traced_module is not None:
+            _ophook.torch_set_jit_guard(self.torch._C._get_tracing_state, traced_module, self._jit_guard)
+
+    def _jit_guard(self, module, entering):
+        """torch.jit.trace loses the graph of ops that reach any TorchDispatchMode ("Cannot insert a
+        Tensor that requires grad as a constant"), and TorchScript fails to run a traced graph
+        under one ("aten::equal() Expected a value of type 'Tensor'"). So the dispatch mode leaves
+        this thread's stack while a module is traced, until torch.jit.trace(module) has returned
+        (its checks run the graph), and while a traced module runs; the first forward after that
+        puts it back. Called by the module hooks (see torch_set_jit_guard); returns whether it
+        wants to be called at every forward's start and end."""
+        torch, state = self.torch, self.jit_state
+        aside, depth = getattr(state, "aside", False), getattr(state, "traced_depth", 0)
+        if isinstance(module, torch.jit.TracedModule):
+            depth = max(0, depth + (1 if entering else -1))
+            state.traced_depth = depth
+        tracing = (torch._C._get_tracing_state() is not None
+                   or getattr(torch.jit._trace, "_trace_module_map", None) is not None)
+        if (tracing or depth > 0) and not aside:
+            aside = _remove_dispatch_mode(torch, self.dispatch_mode, owner=False)
+            if aside and not self.warned_about_jit:
+                self.warned_about_jit = True
+                _ophook.log("warn", "torch.jit: the torch_dispatch level steps aside while a module is traced and "
+                                    "while a traced module runs (PyTorch runs neither under a TorchDispatchMode); "
+                                    "those ops are not recorded at that level")
+                _ophook.add_note("jit", json.dumps("the torch_dispatch level stepped aside while torch.jit.trace "
+                                                   "traced modules and while traced modules ran"))
+        elif not (tracing or depth > 0) and aside:
+            from torch.utils._python_dispatch import _push_mode
+            _push_mode(self.dispatch_mode)
+            aside = False
+        state.aside = aside
+        return aside or depth > 0
 
     def unhook_modules(self):
+        _ophook.torch_set_jit_guard(None, None, None)
         for handle in self.hook_handles:
             handle.remove()
         self.hook_handles = []
@@ -305,7 +342,7 @@ def _remove_dispatch_mode(torch, mode, owner):
                                               _pop_mode, _push_mode)
 
     if not any(m is mode for m in _get_current_dispatch_mode_stack()):
-        return
+        return False
     above = []
     while _get_current_dispatch_mode() is not mode:
         above.append(_pop_mode())
@@ -315,6 +352,7 @@ def _remove_dispatch_mode(torch, mode, owner):
         _pop_mode()
     for other in reversed(above):
         _push_mode(other)
+    return True
 
 
 def _warn_about_unreachable_rules(levels):

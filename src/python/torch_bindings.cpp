@@ -59,6 +59,19 @@ void bind_torch(pb::module_& m) {
       },
       "OPHOOK_COMPILE=ignore: calls made below a frame running one of these code objects are not recorded.");
   m.def(
+      "torch_set_jit_guard",
+      [](const pb::object& probe, const pb::object& traced_type, const pb::object& guard) {
+        if (probe.is_none() || guard.is_none() || !PyType_Check(traced_type.ptr())) {
+          module_stack::set_jit_guard(nullptr, nullptr, nullptr);
+        } else {
+          module_stack::set_jit_guard(probe.ptr(), traced_type.ptr(), guard.ptr());
+        }
+      },
+      pb::arg("probe"), pb::arg("traced_type"), pb::arg("guard"),
+      "torch.jit: the module hooks call guard(module, entering) -> bool (mode aside) when a forward starts "
+      "while probe() returns a tracing state or the module is a traced_type, and at every forward start "
+      "and end while the mode is aside. Nones switch it off.");
+  m.def(
       "torch_reset",
       [] {
         torch_handlers::clear_caches();

@@ -16,6 +16,28 @@ struct Frame {
 
 thread_local std::vector<Frame> frames;
 
+PyObject* jit_probe = nullptr;
+PyTypeObject* traced_module_type = nullptr;
+PyObject* jit_guard = nullptr;
+thread_local bool jit_watch = false;  // the guard asked to see every forward on this thread
+
+bool jit_at_work(PyObject* module) {
+  if (PyObject_TypeCheck(module, traced_module_type)) return true;
+  PyRef state = PyRef::steal(PyObject_CallNoArgs(jit_probe));
+  PyErr_Clear();
+  return state && state.get() != Py_None;
+}
+
+/// Lets the guard step the dispatch mode aside or back: at a forward's start when torch.jit is
+/// at work, and at every start and end while the mode is aside.
+void consult_jit_guard(PyObject* module, bool entering) {
+  if (jit_guard == nullptr) return;
+  if (!jit_watch && (!entering || !jit_at_work(module))) return;
+  PyRef watch = PyRef::steal(PyObject_CallFunctionObjArgs(jit_guard, module, entering ? Py_True : Py_False, nullptr));
+  if (watch) jit_watch = watch.get() == Py_True;
+  PyErr_Clear();
+}
+
 struct Named {
   std::uint32_t name_id = 0;
   PyObject* weakref = nullptr;  // owned; its callback forgets the module when it dies
@@ -76,6 +98,18 @@ void set_module_namer(PyObject* callable) {
 
 std::uint32_t current_module_id() noexcept { return frames.empty() ? 0 : frames.back().name_id; }
 
+void set_jit_guard(PyObject* probe, PyObject* traced_type, PyObject* guard) {
+  Py_XINCREF(probe);
+  Py_XINCREF(traced_type);
+  Py_XINCREF(guard);
+  Py_XDECREF(jit_probe);
+  Py_XDECREF(reinterpret_cast<PyObject*>(traced_module_type));
+  Py_XDECREF(jit_guard);
+  jit_probe = probe;
+  traced_module_type = reinterpret_cast<PyTypeObject*>(traced_type);
+  jit_guard = guard;
+}
+
 void clear_names() {
   for (auto& [weakref, module] : referents) Py_DECREF(weakref);
   referents.clear();
@@ -83,7 +117,10 @@ void clear_names() {
 }
 
 PyObject* forward_pre_hook(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs >= 1) frames.push_back({args[0], name_of(args[0])});
+  if (nargs >= 1) {
+    frames.push_back({args[0], name_of(args[0])});
+    consult_jit_guard(args[0], /*entering=*/true);
+  }
   Py_RETURN_NONE;
 }
 
@@ -97,6 +134,7 @@ PyObject* forward_hook(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
       break;
     }
   }
+  consult_jit_guard(args[0], /*entering=*/false);
   Py_RETURN_NONE;
 }
 

@@ -21,6 +21,14 @@ std::uint32_t current_module_id() noexcept;
 /// Forgets cached names (e.g. at uninstall); stacks of running forwards are kept.
 void clear_names();
 
+/// torch.jit cannot trace through a TorchDispatchMode, nor run every traced graph under one. The
+/// module hooks call guard(module, entering) -> bool when a forward starts while probe()
+/// (torch._C._get_tracing_state) returns a state or the module is a `traced_type`
+/// (torch.jit.TracedModule), and at every forward's start and end for as long as the guard's
+/// last answer was True (on this thread). The guard takes the dispatch mode off the stack and
+/// puts it back. nullptrs switch this off.
+void set_jit_guard(PyObject* probe, PyObject* traced_type, PyObject* guard);
+
 /// METH_FASTCALL bodies for the hooks: pre(module, args) and post(module, args, [kwargs,] output).
 /// Both return None.
 PyObject* forward_pre_hook(PyObject* self, PyObject* const* args, Py_ssize_t nargs);
