@@ -9,8 +9,8 @@ namespace ophook::cli {
 
 /// The arrays of one run that hold uninitialized memory: the outputs of the ops that
 /// core::returns_uninitialized_memory names, and the same bytes wherever they appear later
-/// (e.g. as the "before" input of an in-place initialiser), recognised by their xxh64 digest. Needs statistics (modes stats and dump).
-/// Immutable after construction; thread-safe to query.
+/// (e.g. as the "before" input of an in-place initialiser), recognised by their xxh64 digest.
+/// Needs statistics (modes stats and dump). Immutable after construction; thread-safe to query.
 class UninitializedMemory {
  public:
   UninitializedMemory() = default;
