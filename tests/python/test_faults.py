@@ -110,7 +110,9 @@ def test_signal_dispositions_look_unchanged(runner):
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_termination_signal_writes_the_summary_then_kills(tmp_path, sig):
-    proc, out = start(DUMP_LOOP, tmp_path)
+    # A 32 MiB queue drains well within the handler's 10 s even on a loaded CI machine; the
+    # default 256 MiB (4,096 files here) did not always (see README, Faults: SIGTERM).
+    proc, out = start(DUMP_LOOP, tmp_path, queue_bytes="32M")
     wait_for_line(proc, "ready")
     proc.send_signal(sig)
     _, stderr = proc.communicate(timeout=60)
