@@ -1,6 +1,7 @@
 #pragma once
 #include "ophook/export.hpp"
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -76,6 +77,13 @@ class OPHOOK_API Recorder {
   /// For an interposed _exit(): finishes the output when called by the process that owns this
   /// recorder — never in a vfork() child, which shares the parent's memory. Safe without the GIL.
   static void finish_before_exit() noexcept;
+
+  /// Arrays still queued at `deadline` get statistics and trace lines but no .npy file, so that a
+  /// terminated process dies in bounded time; summary.json counts them.
+  void stop_files_at(std::chrono::steady_clock::time_point deadline) noexcept;
+  /// For the termination-signal watcher, in the process that owns this recorder: notes the signal
+  /// in summary.json, stop_files_at(files_deadline), finish().
+  static void finish_on_termination(const char* signal, std::chrono::steady_clock::time_point files_deadline) noexcept;
 
   /// Facts for summary.json: versions ("python", "numpy", "torch"), notes (e.g. compile regions).
   void set_version(std::string_view component, std::string_view version);

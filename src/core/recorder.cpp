@@ -175,6 +175,22 @@ void Recorder::finish_before_exit() noexcept {
   if (recorder != nullptr && recorder->owner_pid_.load() == ::getpid()) recorder->finish();
 }
 
+void Recorder::stop_files_at(std::chrono::steady_clock::time_point deadline) noexcept {
+  if (writer_ready_.load(std::memory_order_acquire)) writer_->stop_files_at(deadline);
+}
+
+void Recorder::finish_on_termination(const char* signal, std::chrono::steady_clock::time_point files_deadline) noexcept {
+  auto* recorder = get();
+  if (recorder == nullptr || recorder->owner_pid_.load() != ::getpid()) return;
+  try {
+    recorder->add_note("termination", {{"signal", signal}});
+  } catch (const std::exception&) {
+    // Only the note is lost; the output is finished all the same.
+  }
+  recorder->stop_files_at(files_deadline);
+  recorder->finish();
+}
+
 void Recorder::set_version(std::string_view component, std::string_view version) {
   std::lock_guard lock(facts_mu_);
   versions_[std::string(component)] = std::string(version);

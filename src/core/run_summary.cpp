@@ -129,6 +129,7 @@ nlohmann::ordered_json RunSummary::summary_json(std::uint64_t dropped, std::uint
                    {"bytes_written", bytes_},
                    {"write_errors", write_errors_},
                    {"record_errors", record_errors_},
+                   {"files_not_written_at_termination", unwritten_at_termination_},
                    {"dropped_after_exit", dropped}};
   out["budget"] = {{"max_bytes", config.max_bytes},
                    {"used_bytes", bytes_},

@@ -34,6 +34,8 @@ class RunSummary {
   /// Notes that an output (".npy files", "trace.jsonl") stopped for the rest of the run, and why.
   void note_stopped(const std::string& output, const std::string& reason) { stopped_[output] = reason; }
   void count_record_error() { ++record_errors_; }
+  /// An array not written because the termination signal's time limit for files had passed.
+  void count_unwritten_at_termination() { ++unwritten_at_termination_; }
 
   void write_files(OutputDir& dir, std::uint64_t dropped, std::uint64_t producer_waits);
 
@@ -64,6 +66,7 @@ class RunSummary {
   bool configs_truncated_ = false;
   std::uint64_t calls_ = 0, files_ = 0, bytes_ = 0, record_errors_ = 0;
   std::uint64_t write_errors_ = 0;
+  std::uint64_t unwritten_at_termination_ = 0;
   std::string first_write_error_;
   nlohmann::ordered_json stopped_ = nlohmann::ordered_json::object();
   bool budget_exhausted_ = false;

@@ -105,7 +105,7 @@ TraceWriter::TraceWriter(Recorder& recorder, RecordQueue& queue, std::string out
     api_failed_ = true;
     file_failed("api_trace.txt", errno);
   }
-  arm_termination_signals(&Recorder::finish_before_exit);
+  arm_termination_signals(&Recorder::finish_on_termination);
   // The thread never runs Python and must not take the program's signals (SIGINT → the main
   // thread's KeyboardInterrupt).
   sigset_t all, old;
@@ -195,7 +195,11 @@ void TraceWriter::save_arrays(const CallRecord& record, std::vector<ArrayOutcome
     auto add_stats = [&] {
       if (has_data && mode != Mode::Trace) outcome.stats = compute_stats(dtype.descr, array.data.get(), array.nbytes);
     };
-    const bool write = mode == Mode::Dump && has_data && !files_failed_;
+    bool write = mode == Mode::Dump && has_data && !files_failed_;
+    if (write && files_deadline_passed()) {
+      write = false;
+      summary_.count_unwritten_at_termination();
+    }
     if (!write) {
       add_stats();
       outcome.file.clear();
@@ -270,6 +274,20 @@ void TraceWriter::append(int fd, std::string& buffer, bool& failed, const char* 
     done += static_cast<std::size_t>(n);
   }
   buffer.clear();
+}
+
+bool TraceWriter::files_deadline_passed() noexcept {
+  const auto deadline = files_deadline_.load(std::memory_order_relaxed);
+  if (deadline == kNoDeadline) return false;
+  if (!past_files_deadline_) {
+    if (std::chrono::steady_clock::now().time_since_epoch().count() < deadline) return false;
+    past_files_deadline_ = true;
+    const auto reason = fmt::format("the {} s allowed for files after a termination signal passed: the arrays "
+                                    "still queued get statistics but no file", kTerminationFilesMs / 1000);
+    summary_.note_stopped(".npy files", reason);
+    logger().warn("{}: {}", dir_.path(), reason);
+  }
+  return true;
 }
 
 void TraceWriter::file_failed(const std::string& name, int error) noexcept {

@@ -1,7 +1,10 @@
 #pragma once
 #include <fmt/format.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -38,6 +41,11 @@ class TraceWriter {
   /// Lets the thread drain the queue, write the end-of-process files and exit; waits for it.
   void finish(std::uint64_t dropped, std::uint64_t producer_waits);
 
+  /// See Recorder::stop_files_at. Any thread.
+  void stop_files_at(std::chrono::steady_clock::time_point deadline) noexcept {
+    files_deadline_.store(deadline.time_since_epoch().count(), std::memory_order_relaxed);
+  }
+
   /// For the child after fork(): the thread does not exist there; forget it without joining.
   void abandon_after_fork();
 
@@ -51,6 +59,7 @@ class TraceWriter {
   void flush_lines() noexcept;
   void append(int fd, std::string& buffer, bool& failed, const char* what) noexcept;
   void file_failed(const std::string& name, int error) noexcept;
+  bool files_deadline_passed() noexcept;
 
   Recorder& recorder_;
   RecordQueue& queue_;
@@ -58,6 +67,9 @@ class TraceWriter {
   int trace_fd_ = -1;
   int api_fd_ = -1;
   bool trace_failed_ = false, api_failed_ = false, files_failed_ = false;
+  static constexpr auto kNoDeadline = std::numeric_limits<std::chrono::steady_clock::rep>::max();
+  std::atomic<std::chrono::steady_clock::rep> files_deadline_{kNoDeadline};
+  bool past_files_deadline_ = false;
   std::string trace_buffer_, api_buffer_;
   // Reused for every record, so that formatting a record allocates nothing.
   fmt::memory_buffer line_;

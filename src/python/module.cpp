@@ -5,6 +5,7 @@
 
 #include "numpy_hooks.hpp"
 #include "overrides.hpp"
+#include "program_pause.hpp"
 #include "ophook/config.hpp"
 #include "ophook/error.hpp"
 #include "ophook/log.hpp"
@@ -51,6 +52,7 @@ pb::str start(const Settings& settings) {
   core::set_log_level(parsed.config.log_level);
   auto* running = Recorder::get();
   auto& recorder = running && !running->finished() ? *running : Recorder::start(parsed.config);
+  install_program_pause();
   g_recording_on.store(true);
   return os_text(recorder.output_path());
 }

@@ -1,15 +1,18 @@
-// The recorder's hand-off under real concurrency: several program threads submit records (with
-// array bytes, dump mode) through a small queue to the writer thread at once. Everything must
-// arrive once, in seq order, with the bytes each thread captured. Run under ThreadSanitizer by
-// `scripts/test.sh --sanitize` (CMakePresets.json, preset "tsan").
+// The recorder end to end, without Python. Its hand-off under real concurrency: several program
+// threads submit records (with array bytes, dump mode) through a small queue to the writer thread
+// at once; everything must arrive once, in seq order, with the bytes each thread captured. Run
+// under ThreadSanitizer by `scripts/test.sh --sanitize` (CMakePresets.json, preset "tsan"). And
+// its end after a termination signal, when files stop at a deadline but nothing else does.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,6 +26,12 @@ namespace ophook::core {
 namespace {
 
 namespace fs = std::filesystem;
+
+fs::path make_temp_dir() {
+  std::string dir_template = (fs::temp_directory_path() / "ophook-recorder-XXXXXX").string();
+  if (mkdtemp(dir_template.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  return dir_template;
+}
 
 constexpr int kThreads = 8;
 constexpr int kCallsPerThread = 300;
@@ -52,10 +61,7 @@ RecordPtr make_call(Recorder& recorder, std::uint32_t op, std::uint32_t dtype, i
 }
 
 TEST(RecorderThreads, EveryCallFromEveryThreadIsWrittenOnceInSeqOrder) {
-  std::string dir_template = (fs::temp_directory_path() / "ophook-threads-XXXXXX").string();
-  ASSERT_NE(mkdtemp(dir_template.data()), nullptr);
-  const fs::path dir = dir_template;
-
+  const fs::path dir = make_temp_dir();
   Config config;
   config.output = dir.string();
   config.mode = Mode::Dump;
@@ -99,6 +105,41 @@ TEST(RecorderThreads, EveryCallFromEveryThreadIsWrittenOnceInSeqOrder) {
   }
   EXPECT_EQ(expected_seq, static_cast<std::uint64_t>(kThreads * kCallsPerThread));
   EXPECT_EQ(tids.size(), static_cast<std::size_t>(kThreads));
+  fs::remove_all(dir);
+}
+
+TEST(RecorderTermination, ArraysQueuedPastTheFilesDeadlineGetStatisticsButNoFile) {
+  const fs::path dir = make_temp_dir();
+  Config config;
+  config.output = dir.string();
+  config.mode = Mode::Dump;
+  Recorder& recorder = Recorder::start(config);
+  const std::uint32_t op = recorder.op_id("numpy.negative", Level::Ufunc);
+  const std::uint32_t dtype = recorder.intern_dtype({"float32", "<f4", ""});
+  constexpr int kLate = 5;
+
+  recorder.submit(make_call(recorder, op, dtype, 0, 0));
+  recorder.flush();  // on disk before the deadline
+  recorder.stop_files_at(std::chrono::steady_clock::now());
+  for (int c = 1; c <= kLate; ++c) recorder.submit(make_call(recorder, op, dtype, 0, c));
+  recorder.finish();
+
+  std::ifstream trace(dir / "trace.jsonl");
+  std::string line;
+  int lines = 0;
+  while (std::getline(trace, line)) {
+    const auto arg = nlohmann::json::parse(line).at("args").at(0);
+    EXPECT_EQ(arg.at("file").is_string(), lines == 0) << line;
+    EXPECT_EQ(arg.at("stats").at("max").get<double>(), lines) << line;  // statistics for every call
+    ++lines;
+  }
+  EXPECT_EQ(lines, kLate + 1);
+  std::ifstream summary_file(dir / "summary.json");
+  const auto summary = nlohmann::json::parse(summary_file);
+  EXPECT_EQ(summary.at("totals").at("files"), 1);
+  EXPECT_EQ(summary.at("totals").at("files_not_written_at_termination"), kLate);
+  EXPECT_NE(summary.at("write_errors").at("stopped").at(".npy files").get<std::string>().find("termination"),
+            std::string::npos);
   fs::remove_all(dir);
 }
 

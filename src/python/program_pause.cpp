@@ -1,0 +1,48 @@
+#include "program_pause.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
+#include "ophook/program_pause.hpp"
+#include "python_common.hpp"
+
+namespace ophook::py {
+namespace {
+
+std::mutex g_mu;
+std::condition_variable g_stopped_cv;
+bool g_stopped = false;
+
+// A pending call: the interpreter runs it on the main thread between two bytecodes.
+int stop_here(void*) {
+  {
+    std::lock_guard lock(g_mu);
+    g_stopped = true;
+  }
+  g_stopped_cv.notify_all();
+  for (;;) ::pause();  // the watcher ends the process once the output is written
+}
+
+bool stop_program(int timeout_ms) noexcept {
+#if PY_VERSION_HEX >= 0x030D0000
+  const bool finalizing = Py_IsFinalizing();
+#else
+  const bool finalizing = _Py_IsFinalizing();
+#endif
+  // During finalisation no bytecode may run again, and the recorder finishes at exit anyway.
+  if (!Py_IsInitialized() || finalizing) return false;
+  if (Py_AddPendingCall(&stop_here, nullptr) != 0) return false;
+  std::unique_lock lock(g_mu);
+  return g_stopped_cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), [] { return g_stopped; });
+}
+
+}  // namespace
+
+void install_program_pause() noexcept {
+  core::set_program_pause(&stop_program);
+}
+
+}  // namespace ophook::py
