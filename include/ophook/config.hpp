@@ -66,6 +66,10 @@ OPHOOK_API ConfigResult parse_config(const SettingLookup& lookup);
 /// parse_config over the process environment (getenv).
 OPHOOK_API ConfigResult parse_config_from_environment();
 
+/// Why `pattern` is not a usable ECMAScript regular expression ("" when it is), e.g.
+/// "missing ) (error_paren)". Never throws; never hands std::regex a pattern it mishandles.
+OPHOOK_API std::string regex_problem(std::string_view pattern);
+
 /// "4096", "64K", "256M", "1G", "2T" (binary multiples, case-insensitive suffix) → bytes.
 OPHOOK_API std::optional<std::uint64_t> parse_byte_size(std::string_view text);
 

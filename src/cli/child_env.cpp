@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <regex>
 
 #include "ophook/config.hpp"
 
@@ -59,12 +58,8 @@ std::string check_levels(const std::string& value) {
 }
 
 std::string check_regex(const std::string& value) {
-  try {
-    std::regex re(value, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    return fmt::format("'{}' is not a valid ECMAScript regular expression ({})", value, e.what());
-  }
-  return "";
+  const auto problem = core::regex_problem(value);
+  return problem.empty() ? "" : fmt::format("'{}' is not a valid ECMAScript regular expression ({})", value, problem);
 }
 
 std::string check_byte_size(const std::string& value) {
