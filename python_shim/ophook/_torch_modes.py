@@ -1,7 +1,7 @@
 """PyTorch capture policy: which modes exist, on which threads they are pushed, what torch.compile does.
 
-The modes are empty shells: each instance's handler is a C++ function bound as a method
-(_ophook.torch_function_call / torch_dispatch_call), which resolves the op once per func object,
+The modes are empty shells: each class's handler is a C++ builtin bound to its one instance
+(_ophook.torch_bound_handler), which resolves the op once per func object,
 decides whether to record, snapshots the inputs, runs func and records the result; no Python
 runs per op (except the function mode's compile check under OPHOOK_COMPILE=ignore). The module path of each record comes from a C++
 per-thread stack fed by torch's global nn.Module forward hooks (also C++ functions).
@@ -90,14 +90,9 @@ def _make_module_namer():
 # ---- the mode classes ---------------------------------------------------------------------------
 
 def _function_mode_class(torch, ignore_compile):
-    handler = _ophook.torch_function_call
     if not ignore_compile:
         class OphookFunctionMode(torch.overrides.TorchFunctionMode):
-            def __init__(self):
-                super().__init__()
-                # torch wants a bound method: binding the C++ handler itself leaves no Python frame
-                # between the user's call and C++ (cheaper, and tracebacks end at the user's line).
-                self.__torch_function__ = types.MethodType(handler, self)
+            pass  # __torch_function__: the C++ handler, set on the class by _new_mode
     else:
         compiling = torch.compiler.is_compiling
 
@@ -105,30 +100,38 @@ def _function_mode_class(torch, ignore_compile):
             # While Dynamo traces, the mode steps aside: the op goes into the graph as if the mode
             # were absent, and the compiled region runs unrecorded. (Dynamo traces this method, so
             # it stays Python.)
-            def __torch_function__(self, func, types, args=(), kwargs=None, _handler=handler,
-                                   _compiling=compiling):
+            def __torch_function__(self, func, types, args=(), kwargs=None, _compiling=compiling):
                 if _compiling():
                     return func(*args, **(kwargs or {}))
-                return _handler(self, func, types, args, kwargs)
+                return self._ophook_handler(func, types, args, kwargs)
     return OphookFunctionMode
+
+
+def _new_mode(mode_class, level, method_name):
+    """The one instance of a mode class made for one installation, its handler bound to it. The
+    C++ handler (a builtin whose __self__ is the mode, as torch requires) goes into the class
+    itself when the class does not define the method in Python: torch looks the method up by name
+    on every op, and a builtin found in the first class's dict is returned as it is, with no
+    instance dict to search and no bound method to make. No Python frame runs per op."""
+    mode = mode_class()
+    handler = _ophook.torch_bound_handler(mode, level)
+    if method_name in mode_class.__dict__:
+        mode._ophook_handler = handler  # the Python method calls it
+    else:
+        setattr(mode_class, method_name, handler)
+    return mode
 
 
 def _dispatch_mode_class(torch, ignore_compile):
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    handler = _ophook.torch_dispatch_call
-
     class OphookDispatchMode(TorchDispatchMode):
         supports_higher_order_operators = True
-
-        def __init__(self):
-            super().__init__()
-            self.__torch_dispatch__ = types.MethodType(handler, self)  # as for the function mode
 
         @classmethod
         def _should_skip_dynamo(cls):
             # True would wrap a __torch_dispatch__ defined in the class in torch._disable_dynamo;
-            # the handler is bound per instance (C++, nothing for Dynamo to trace).
+            # the handler is a C++ builtin set by _new_mode (nothing for Dynamo to trace).
             return False
 
         @classmethod
@@ -147,8 +150,10 @@ class _Installation:
         self.torch = torch
         self.compile_policy = compile_policy
         ignore = compile_policy == "ignore"
-        self.function_mode = _function_mode_class(torch, ignore)() if "torch_function" in levels else None
-        self.dispatch_mode = _dispatch_mode_class(torch, ignore)() if "torch_dispatch" in levels else None
+        self.function_mode = (_new_mode(_function_mode_class(torch, ignore), "torch_function", "__torch_function__")
+                              if "torch_function" in levels else None)
+        self.dispatch_mode = (_new_mode(_dispatch_mode_class(torch, ignore), "torch_dispatch", "__torch_dispatch__")
+                              if "torch_dispatch" in levels else None)
         self.owner_thread = threading.get_ident()
         self.hook_handles = []
         self.jit_state = threading.local()

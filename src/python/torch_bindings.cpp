@@ -18,13 +18,16 @@ PyCFunction fastcall() {
 // The per-call entry points are plain METH_FASTCALL functions rather than pybind11 functions:
 // they run once per torch op (or module call), where pybind11's argument dispatch would cost
 // more than the rest of the pass-through.
+PyMethodDef function_handler{"__torch_function__", fastcall<&torch_handlers::on_torch_function>(),
+                             METH_FASTCALL,
+                             "ophook's TorchFunctionMode handler: func(*args, **kwargs), recorded at "
+                             "level torch_function."};
+PyMethodDef dispatch_handler{"__torch_dispatch__", fastcall<&torch_handlers::on_torch_dispatch>(),
+                             METH_FASTCALL,
+                             "ophook's TorchDispatchMode handler: func(*args, **kwargs), recorded at "
+                             "level torch_dispatch."};
+
 PyMethodDef fast_functions[] = {
-    {"torch_function_call", fastcall<&torch_handlers::on_torch_function>(), METH_FASTCALL,
-     "torch_function_call(mode, func, types, args=(), kwargs=None): a TorchFunctionMode's handler, bound as "
-     "its __torch_function__: func(*args, **kwargs), recorded at level torch_function."},
-    {"torch_dispatch_call", fastcall<&torch_handlers::on_torch_dispatch>(), METH_FASTCALL,
-     "torch_dispatch_call(mode, func, types, args=(), kwargs=None): a TorchDispatchMode's handler, bound as "
-     "its __torch_dispatch__: func(*args, **kwargs), recorded at level torch_dispatch."},
     {"torch_module_enter", fastcall<&module_stack::forward_pre_hook>(), METH_FASTCALL,
      "Global nn.Module forward pre-hook: pushes the module on this thread's module stack."},
     {"torch_module_exit", fastcall<&module_stack::forward_hook>(), METH_FASTCALL,
@@ -47,6 +50,22 @@ void bind_torch(pb::module_& m) {
       },
       pb::arg("torch"), pb::arg("function_namer"), pb::arg("dispatch_namer"), pb::arg("module_namer"),
       "Prepares torch capture: tensor capturer, op namers, module namer. False if torch lacks a needed piece.");
+  m.def(
+      "torch_bound_handler",
+      [](const pb::object& mode, const std::string& level) {
+        if (level != "torch_function" && level != "torch_dispatch") {
+          throw pb::value_error("unknown torch level " + level);
+        }
+        // A builtin whose __self__ is the mode, as torch requires of a mode's handler.
+        PyObject* bound = PyCFunction_New(
+            level == "torch_function" ? &function_handler : &dispatch_handler, mode.ptr());
+        if (bound == nullptr) throw pb::error_already_set();
+        return pb::reinterpret_steal<pb::object>(bound);
+      },
+      pb::arg("mode"), pb::arg("level"),
+      "The mode's handler for `level` (torch_function / torch_dispatch), a builtin bound to "
+      "`mode`: handler(func, types, args=(), kwargs=None) runs func(*args, **kwargs) and "
+      "records the call.");
   m.def(
       "torch_set_compiled_region_markers",
       [](const pb::list& codes) {

@@ -145,22 +145,22 @@ void capture_call_args(ValueCapture& capture, PyObject* args, PyObject* kwargs) 
 }
 
 /// The shared body: normalizes (func, args, kwargs), then passes the call through or records it.
-/// `argv` is what torch passes to a mode's handler method: (mode, func, types[, args[, kwargs]]).
+/// `argv` is what torch passes to the mode's bound handler: (func, types[, args[, kwargs]]).
 template <typename Resolve>
 PyObject* handle(PyObject* const* argv, Py_ssize_t nargs, Resolve&& resolve) {
-  if (nargs < 3) {
-    PyErr_SetString(PyExc_TypeError, "ophook torch handler: expected (mode, func, types, args, kwargs)");
+  if (nargs < 2) {
+    PyErr_SetString(PyExc_TypeError, "ophook torch handler: expected (func, types, args, kwargs)");
     return nullptr;
   }
-  PyObject* func = argv[1];
+  PyObject* func = argv[0];
   PyRef args_ref;
-  PyObject* args = nargs > 3 ? argv[3] : nullptr;
+  PyObject* args = nargs > 2 ? argv[2] : nullptr;
   if (args == nullptr || !PyTuple_Check(args)) {
     args_ref = PyRef::steal(args == nullptr || args == Py_None ? PyTuple_New(0) : PySequence_Tuple(args));
     if (!args_ref) return nullptr;
     args = args_ref.get();
   }
-  PyObject* kwargs = nargs > 4 && argv[4] != Py_None ? argv[4] : nullptr;
+  PyObject* kwargs = nargs > 3 && argv[3] != Py_None ? argv[3] : nullptr;
   if (kwargs != nullptr && !PyDict_Check(kwargs)) {
     PyErr_SetString(PyExc_TypeError, "ophook torch handler: kwargs must be a dict");
     return nullptr;

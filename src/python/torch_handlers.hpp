@@ -6,9 +6,9 @@
 namespace ophook::py {
 
 /// The C++ bodies of ophook's torch modes. Each is the mode's `__torch_function__` /
-/// `__torch_dispatch__` itself (bound to the mode instance as a method, so torch calls C++ with
-/// no Python frame in between): METH_FASTCALL arguments (mode, func, types[, args[, kwargs]]).
-/// Returns what func(*args, **kwargs) returns, recording the call
+/// `__torch_dispatch__` itself (a builtin bound to the mode instance, so torch calls C++ with no
+/// Python frame in between): METH_FASTCALL arguments (func, types[, args[, kwargs]]), the mode
+/// as `self`. Returns what func(*args, **kwargs) returns, recording the call
 /// when recorder_for() says so. The op is resolved once per func object (torch_function: the
 /// public name from the namer, e.g. "torch.nn.functional.linear"; torch_dispatch:
 /// "aten.mm.default"), the phase is "backward" while autograd runs a node, the module is the
@@ -28,8 +28,8 @@ void set_compiled_region_markers(const std::vector<PyObject*>& codes);
 /// Drops the per-func caches (their op ids stay valid: ops are never unregistered).
 void clear_caches();
 
-PyObject* on_torch_function(PyObject* self, PyObject* const* args, Py_ssize_t nargs);
-PyObject* on_torch_dispatch(PyObject* self, PyObject* const* args, Py_ssize_t nargs);
+PyObject* on_torch_function(PyObject* mode, PyObject* const* args, Py_ssize_t nargs);
+PyObject* on_torch_dispatch(PyObject* mode, PyObject* const* args, Py_ssize_t nargs);
 
 }  // namespace torch_handlers
 }  // namespace ophook::py
