@@ -1,6 +1,5 @@
 """Process start-up of ophook: configuration, the recorder, hooks installed as frameworks load."""
 import atexit
-import importlib
 import os
 import sys
 
@@ -15,10 +14,18 @@ def _warn(message):
     sys.stderr.flush()
 
 
+_native_failed = False
+
+
 def _load_native():
+    """The extension module, or None (after one warning) when it does not load here."""
+    global _native_failed
+    if _native_failed:
+        return None
     try:
         from . import _ophook
     except ImportError as error:
+        _native_failed = True
         _warn("the extension does not load in Python %d.%d (%s): running unhooked"
               % (sys.version_info[0], sys.version_info[1], error))
         return None
@@ -38,7 +45,7 @@ def _install_framework_hooks(levels, before_install=None):
         def install(module):
             if before_install is not None and not before_install():
                 return
-            importlib.import_module(installer_module, __package__).install(module)
+            __import__(__package__ + installer_module, fromlist=["install"]).install(module)
         return install
 
     if "numpy" in levels:
@@ -104,9 +111,12 @@ def _is_root():
     return os.environ.get("OPHOOK_ROOT_PID") == str(os.getpid())
 
 
-def _start_deferred(native):
+def _start_deferred():
     """Starts the put-off recording (at the first framework import); True when recording."""
     global _deferred
+    native = _load_native()
+    if native is None:
+        return False
     settings, _deferred = _deferred, None
     if settings is None:
         return native.is_recording()
@@ -121,17 +131,21 @@ def _start_deferred(native):
     return True
 
 
-def _finish_at_exit(native):
+def _finish_at_exit():
     # The root process writes its summary even when nothing was imported to record: the output
     # directory then says so (0 calls) instead of holding an earlier run's files. Other processes
     # that recorded nothing leave nothing, as forked children always did.
     if _deferred is not None and _is_root():
-        _start_deferred(native)
-    native.finish()
+        _start_deferred()
+    native = sys.modules.get(__package__ + "._ophook")  # never loaded: nothing to finish
+    if native is not None:
+        native.finish()
 
 
-def start(origin):
-    """Entry of the preload bootstrap and of the shim's site/usercustomize; runs once."""
+def start(origin, config_errors=None):
+    """Entry of the preload bootstrap and of the shim's site/usercustomize; runs once.
+    `config_errors`: the settings' errors as the preload already found them, so that the
+    extension loads only once a framework is imported (None: check them here)."""
     global _started, _deferred
     if _started:
         return
@@ -139,12 +153,14 @@ def start(origin):
     settings = _settings.collect()
     if _settings.truthy(settings, "DISABLE"):
         return
-    native = _load_native()
-    if native is None:
-        return
-    errors = native.config_errors(settings)
-    if errors:
-        for message in errors:
+    native = None
+    if config_errors is None or settings.get("OPHOOK_OVERRIDES"):  # the rules load now
+        native = _load_native()
+        if native is None:
+            return
+        config_errors = native.config_errors(settings)
+    if config_errors:
+        for message in config_errors:
             _warn(message)
         if _settings.truthy(settings, "STRICT"):
             _warn("OPHOOK_STRICT=1: exiting with status 2 before the program runs")
@@ -152,15 +168,16 @@ def start(origin):
         _warn("running unhooked")
         return
     try:
-        _check(settings, native)
+        if native is not None:
+            _check(settings, native)
         _deferred = _claim_root_output(settings)
     except Exception as error:
         _warn("cannot start recording: %s" % error)
         if _settings.truthy(settings, "STRICT"):
             os._exit(2)
         return
-    _install_framework_hooks(_settings.levels(settings), lambda: _start_deferred(native))
-    atexit.register(_finish_at_exit, native)
+    _install_framework_hooks(_settings.levels(settings), _start_deferred)
+    atexit.register(_finish_at_exit)
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
@@ -168,7 +185,6 @@ def _after_fork_in_child():
     # multiprocessing's forked workers leave through os._exit, which skips atexit: have their
     # finalizer pass write this child's summary.
     mp_util = sys.modules.get("multiprocessing.util")
-    if mp_util is not None:
-        from . import _ophook
-
-        mp_util.Finalize(None, _ophook.finish, exitpriority=-100)
+    native = sys.modules.get(__package__ + "._ophook")  # not loaded: nothing recorded to finish
+    if mp_util is not None and native is not None:
+        mp_util.Finalize(None, native.finish, exitpriority=-100)

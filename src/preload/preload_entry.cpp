@@ -14,6 +14,7 @@
 #include "core_handoff.hpp"
 #include "debug_allocator.hpp"
 #include "embedded_bootstrap.hpp"
+#include "ophook/config.hpp"
 #include "ophook/export.hpp"
 #include "ophook/recorder.hpp"
 #include "python_api.hpp"
@@ -54,11 +55,23 @@ std::string hex(std::string_view s) {
   return out;
 }
 
+/// The configuration errors of the environment as a Python list literal of hex-encoded
+/// messages: checked here, so that the bootstrap need not load the extension before the program
+/// imports a framework.
+std::string config_errors_literal() {
+  std::string out = "[";
+  for (const auto& error : core::parse_config_from_environment().errors) {
+    out += "'" + hex(error.message()) + "',";
+  }
+  return out + "]";
+}
+
 void run_bootstrap() {
   // Run in a fresh globals dict: PyRun_SimpleString would leave names in the user's __main__.
   PyObjectOpaque *type = nullptr, *value = nullptr, *tb = nullptr;
   api.err_fetch(&type, &value, &tb);
   const std::string code = "_OPHOOK_LIBRARY = bytes.fromhex('" + hex(library_path()) + "').decode()\n" +
+                           "_OPHOOK_CONFIG_ERRORS = " + config_errors_literal() + "\n" +
                            kEmbeddedBootstrap;
   if (auto* globals = api.dict_new()) {
     api.dict_set_item_string(globals, "__builtins__", api.eval_get_builtins());
