@@ -105,15 +105,23 @@ bool read_dense_view(PyObject* tensor, DenseTensorView& out) {
     PyErr_Clear();
     return false;
   }
-  const auto known = dtypes_by_key.find(key_of(view.dtype));
   // DLPack allows null strides for C-contiguous data; torch always fills them, but a null would
   // leave nothing to copy with.
-  if (view.device.device_type != kDLCPU || known == dtypes_by_key.end() || view.strides == nullptr) return false;
+  if (view.device.device_type != kDLCPU || view.strides == nullptr) return false;
+  // Most calls repeat the dtype of the tensor before: one compare instead of a hash lookup
+  // (the GIL is held, so the two statics are never written concurrently).
+  static std::uint32_t last_key = ~0u;
+  static const TorchDtype* last_dtype = nullptr;
+  if (const auto key = key_of(view.dtype); key != last_key) {
+    const auto known = dtypes_by_key.find(key);
+    if (known == dtypes_by_key.end()) return false;
+    last_key = key, last_dtype = known->second;
+  }
   out.data = static_cast<const std::byte*>(view.data) + view.byte_offset;
   out.shape = view.shape;
   out.strides = view.strides;
   out.ndim = static_cast<std::size_t>(view.ndim);
-  out.dtype = known->second;
+  out.dtype = last_dtype;
   return true;
 }
 
