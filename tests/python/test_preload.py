@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import LIBRARY, SHIM_DIR, VENV_PYTHON
+from conftest import LIBRARY, SHIM_DIR, VENV_PYTHON, run, trace
 
 SMALL = "import numpy as np\na = np.arange(4.0)\nprint((a + a).sum())\n"
 
@@ -48,6 +48,19 @@ def test_script_c_and_m_entries(runner, tmp_path):
                           text=True, check=True)
     assert proc.stdout == "12.0\n"
     assert (tmp_path / "m" / "trace.jsonl").read_text().count("\n") == 2
+
+
+def test_start_up_imports_only_ophooks_small_modules_until_a_framework_loads(tmp_path):
+    # Every Python process under the preload pays for what its start-up imports: no importlib
+    # package, no API modules, no extension until NumPy (or torch) is imported.
+    show = "import sys\nprint('\\n'.join(sys.modules))\n"
+    plain = set(run(["-c", show], tmp_path, preload=False).stdout.split())
+    hooked = set(run(["-c", show], tmp_path).stdout.split())
+    assert hooked - plain == {"atexit", "ophook", "ophook._import_hooks", "ophook._settings", "ophook._startup"}
+    loaded = run(["-c", "import sys, numpy\nnumpy.add(1.0, 2.0)\nprint('ophook._ophook' in sys.modules)"],
+                 tmp_path, output=tmp_path / "np")
+    assert loaded.stdout == "True\n"
+    assert [r["op"] for r in trace(tmp_path / "np")] == ["numpy.add"]
 
 
 def test_main_namespace_untouched(runner):
