@@ -107,7 +107,7 @@ def _function_mode_class(torch, ignore_compile):
     return OphookFunctionMode
 
 
-def _new_mode(mode_class, level, method_name):
+def _new_mode(mode_class, level):
     """The one instance of a mode class made for one installation, its handler bound to it. The
     C++ handler (a builtin whose __self__ is the mode, as torch requires) goes into the class
     itself when the class does not define the method in Python: torch looks the method up by name
@@ -115,6 +115,7 @@ def _new_mode(mode_class, level, method_name):
     instance dict to search and no bound method to make. No Python frame runs per op."""
     mode = mode_class()
     handler = _ophook.torch_bound_handler(mode, level)
+    method_name = "__%s__" % level  # __torch_function__ / __torch_dispatch__
     if method_name in mode_class.__dict__:
         mode._ophook_handler = handler  # the Python method calls it
     else:
@@ -150,9 +151,9 @@ class _Installation:
         self.torch = torch
         self.compile_policy = compile_policy
         ignore = compile_policy == "ignore"
-        self.function_mode = (_new_mode(_function_mode_class(torch, ignore), "torch_function", "__torch_function__")
+        self.function_mode = (_new_mode(_function_mode_class(torch, ignore), "torch_function")
                               if "torch_function" in levels else None)
-        self.dispatch_mode = (_new_mode(_dispatch_mode_class(torch, ignore), "torch_dispatch", "__torch_dispatch__")
+        self.dispatch_mode = (_new_mode(_dispatch_mode_class(torch, ignore), "torch_dispatch")
                               if "torch_dispatch" in levels else None)
         self.owner_thread = threading.get_ident()
         self.hook_handles = []
