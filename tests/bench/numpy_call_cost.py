@@ -2,8 +2,10 @@
 process: every round runs each configuration once, in turn (A/B interleaved), ophook started and
 stopped through its Python API around its turn (the per-call path is the one LD_PRELOAD installs).
 Prints one JSON line: per configuration, the median over rounds of (its ns per call - the plain
-call's ns per call in the same round); for dump configurations also files per second, counting
-the time until every file is on disk."""
+call's ns per call in the same round), measured twice: over the loop alone (what the program's
+thread pays while the writer catches up on the other core) and until every record is written (the
+loop, then a flush: the sustained rate, which the writer bounds once a run outlasts the queue);
+for dump configurations also files per second, counting the time until every file is on disk."""
 import os
 import statistics
 import time
@@ -13,7 +15,7 @@ import numpy as np
 from baselines.json_recorder import JsonRecorder
 from baselines.numpy_recorder import NumpyJsonRecorder
 from baselines.seed_dump import SeedDumper
-from worker_support import arguments, clear_directory, emit, file_stats, load_ophook, paired_medians
+from worker_support import arguments, emit, file_stats, fresh_directory, load_ophook, paired_medians
 
 args = arguments(__doc__, calls=100_000)
 ophook = load_ophook(args.build)
@@ -39,16 +41,15 @@ def timed_loop(n):
 
 
 def plain(n, out):
-    return timed_loop(n)[1], None
+    elapsed = timed_loop(n)[1]
+    return elapsed, elapsed
 
 
 def ophook_run(**options):
     def run(n, out):
         with ophook.Tracer(output=out, levels=["numpy"], log_level="warn", **options):
             start, elapsed = timed_loop(n)
-            if options.get("mode") != "dump":
-                return elapsed, None
-            ophook.flush()  # every file on disk: what files per second counts
+            ophook.flush()  # every record written and every file on disk
             return elapsed, time.perf_counter_ns() - start
 
     return run
@@ -60,10 +61,11 @@ def python_recorder(stack):
         patch = NumpyJsonRecorder(recorder)
         patch.install()
         try:
-            return timed_loop(n)[1], None
+            start, elapsed = timed_loop(n)
         finally:
             patch.uninstall()
             recorder.close()
+        return elapsed, time.perf_counter_ns() - start
 
     return run
 
@@ -91,7 +93,7 @@ def np_save_loop(n, out):
     return elapsed, elapsed
 
 
-# name -> (run(n, out) -> (loop ns, ns until on disk or None), share of --calls it makes)
+# name -> (run(n, out) -> (loop ns, ns until every record and file is written), share of --calls)
 CONFIGS = {
     "plain": (plain, 1),
     "ophook_trace_stack0": (ophook_run(mode="trace", stack=0), 1),
@@ -106,24 +108,24 @@ CONFIGS = {
 
 
 def main():
-    per_call, files_per_s = [], {}
-    for _ in range(args.rounds):
-        this_round = {}
+    per_call, per_call_written, files_per_s = [], [], {}
+    for round_number in range(args.rounds):
+        loop_round, written_round = {}, {}
         for name, (run, share) in CONFIGS.items():
             n = max(1, int(args.calls * share))
-            out = os.path.join(args.out, name)
-            clear_directory(out)
-            loop_ns, disk_ns = run(n, out)
-            this_round[name] = loop_ns / n
-            if disk_ns is not None:
-                files, _ = file_stats(out)
+            out = fresh_directory(args.out, "round%d" % round_number, name)
+            loop_ns, written_ns = run(n, out)
+            loop_round[name], written_round[name] = loop_ns / n, written_ns / n
+            files, _ = file_stats(out)
+            if files:
                 files *= n / (n + warm_up_calls(n))  # the warm-up's files were not timed
-                files_per_s.setdefault(name, []).append(files / (disk_ns / 1e9))
-            clear_directory(out)
-        per_call.append(this_round)
+                files_per_s.setdefault(name, []).append(files / (written_ns / 1e9))
+        per_call.append(loop_round)
+        per_call_written.append(written_round)
     emit({
         "plain_ns": statistics.median(r["plain"] for r in per_call),
         "added_ns": paired_medians(per_call, "plain"),
+        "added_until_written_ns": paired_medians(per_call_written, "plain"),
         "files_per_s": {name: statistics.median(v) for name, v in files_per_s.items()},
     })
 
