@@ -19,6 +19,8 @@ ROWS = [
     ("cpp-api_line", "api_trace.txt line of the same call (baseline: one snprintf of the same text)", "—"),
     ("cpp-stats_f32_16", "statistics of 16 float32 (baseline: their plain sum)", "—"),
     ("cpp-stats_f32_16MiB", "statistics of 16 MiB of float32 (baseline: their plain sum, one pass)", "—"),
+    ("cpp-stats_f64_64MiB", "statistics of 64 MiB of float64, more than the last-level cache (baseline: their plain "
+     "sum, one pass)", "—"),
     ("cpp-compare_f32_16MiB_differing", "compare kernel, 2 x 16 MiB float32 that differ "
      "(baseline: max \\|a-b\\| loop), one thread", "—"),
     ("cpp-compare_f32_16MiB_identical", "compare kernel, 2 x 16 MiB identical float32 (baseline: memcmp)", "—"),
