@@ -19,8 +19,9 @@ class JsonLine {
   explicit JsonLine(fmt::memory_buffer& out) : out_(out) {}
 
   /// A copy into the reserved tail: fmt's generic append() costs ~80 instructions per call, and
-  /// a line is made of dozens of short pieces.
-  void raw(std::string_view text) {
+  /// a line is made of dozens of short pieces. Always inlined: for a literal the copy's length is
+  /// then a constant and the compiler turns memcpy into a few moves instead of a libc call.
+  [[gnu::always_inline]] void raw(std::string_view text) {
     const auto at = out_.size();
     out_.try_resize(at + text.size());
     std::memcpy(out_.data() + at, text.data(), text.size());

@@ -32,6 +32,8 @@ namespace {
 // Buffers up to this size stay with a recycled record; bigger ones are freed, so that the pool of
 // idle records never holds more than a few KiB each.
 constexpr std::size_t kKeptBufferBytes = 4096;
+// Cleared array slots a recycled record keeps (each with its shape and small data buffers).
+constexpr std::size_t kKeptSpareArrays = 16;
 }  // namespace
 
 std::byte* ArrayCapture::reserve_data(std::size_t n) {
@@ -67,6 +69,8 @@ void CallRecord::clear_for_reuse() noexcept {
   if (error.capacity() > kKeptBufferBytes) std::string().swap(error);
   values.clear();
   if (values.capacity() > kKeptBufferBytes) std::vector<std::uint8_t>().swap(values);
+  // One allocation for the spare slots of a fresh record, not push_back's 1, 2, 4 growth.
+  spare_arrays_.reserve(std::min(kKeptSpareArrays, spare_arrays_.size() + arrays.size()));
   for (auto& a : arrays) {
     if (a.data && a.data_capacity == 0) a.data_capacity = a.nbytes;  // filled without reserve_data
     if (a.data_capacity > kKeptBufferBytes) a.data.reset(), a.data_capacity = 0;
@@ -75,7 +79,7 @@ void CallRecord::clear_for_reuse() noexcept {
     a.alias_of = -1;
     a.captured = false;
     a.nbytes = 0;
-    if (spare_arrays_.size() < 16) spare_arrays_.push_back(std::move(a));
+    if (spare_arrays_.size() < kKeptSpareArrays) spare_arrays_.push_back(std::move(a));
   }
   arrays.clear();
   next_in_chain = nullptr;

@@ -26,11 +26,12 @@ class RecordJson::Encoder {
     section(record_.kwargs_offset, record_.outputs_offset, true);
     json_.raw(R"(,"outputs":)");
     section(record_.outputs_offset, static_cast<std::uint32_t>(record_.values.size()), false);
-    json_.raw(R"(,"error":)");
+    // Constant pieces are joined ("...":null) so that each costs one copy.
     if (record_.has_error) {
+      json_.raw(R"(,"error":)");
       json_.string(record_.error);
     } else {
-      json_.null();
+      json_.raw(R"(,"error":null)");
     }
     json_.raw(R"(,"t_ns":)");
     json_.integer(record_.t_ns);
@@ -42,10 +43,9 @@ class RecordJson::Encoder {
     json_.integer(record_.tid);
     json_.raw(R"(,"depth":)");
     json_.unsigned_integer(record_.depth);
-    json_.raw(R"(,"source":)");
     if (record_.source_file_id) {
       // Escaping works byte by byte, so the parts' escaped texts make the whole's.
-      out_.push_back('"');
+      json_.raw(R"(,"source":")");
       json_.raw(names_.text(record_.source_file_id));
       out_.push_back(':');
       json_.integer(record_.source_line);
@@ -53,14 +53,18 @@ class RecordJson::Encoder {
       json_.raw(names_.text(record_.source_func_id));
       out_.push_back('"');
     } else {
-      json_.null();
+      json_.raw(R"(,"source":null)");
     }
-    json_.raw(R"(,"module":)");
-    text_or_null(record_.module_id);
-    json_.raw(R"(,"phase":)");
-    if (record_.phase == Phase::None) {
-      json_.null();
+    if (record_.module_id) {
+      json_.raw(R"(,"module":)");
+      quoted_text(record_.module_id);
     } else {
+      json_.raw(R"(,"module":null)");
+    }
+    if (record_.phase == Phase::None) {
+      json_.raw(R"(,"phase":null)");
+    } else {
+      json_.raw(R"(,"phase":)");
       json_.string(to_string(record_.phase));
     }
     if (record_.overridden) json_.raw(R"(,"overridden":true)");
@@ -89,14 +93,6 @@ class RecordJson::Encoder {
     out_.push_back('"');
     json_.raw(names_.text(id));
     out_.push_back('"');
-  }
-
-  void text_or_null(std::uint32_t id) {
-    if (id) {
-      quoted_text(id);
-    } else {
-      json_.null();
-    }
   }
 
   void value(ValueReader& reader, const ValueReader::Token& token) {
@@ -145,25 +141,25 @@ class RecordJson::Encoder {
     }
     out_.push_back(']');
     json_.raw(names_.dtype_field(a.dtype_id));
-    json_.raw(R"(,"device":)");
     if (a.device_id) {
+      json_.raw(R"(,"device":)");
       quoted_text(a.device_id);
     } else {
-      json_.raw(R"("cpu")");
+      json_.raw(R"(,"device":"cpu")");
     }
-    json_.raw(R"(,"file":)");
     if (outcome.file.empty()) {
-      json_.null();
+      json_.raw(R"(,"file":null)");
     } else {
+      json_.raw(R"(,"file":)");
       json_.string(outcome.file);
     }
-    json_.raw(R"(,"stats":)");
     if (outcome.stats) {
+      json_.raw(R"(,"stats":)");
       stats(*outcome.stats);
     } else {
-      json_.null();
+      json_.raw(R"(,"stats":null)");
     }
-    json_.raw(names_.saved_dtype_field(a.dtype_id));
+    if (const auto& saved = names_.saved_dtype_field(a.dtype_id); !saved.empty()) json_.raw(saved);
     if (a.no_data_reason_id) {
       json_.raw(R"(,"reason":)");
       quoted_text(a.no_data_reason_id);
