@@ -50,10 +50,11 @@ RecordPtr RecordPool::take() {
 
 void RecordPool::give(RecordPtr record) noexcept {
   // A full pool frees the record as it is: clearing it first (most of give()'s cost) would be
-  // wasted. Its queued size bounds the cleared record's footprint.
-  if (shared_bytes.load(std::memory_order_relaxed) + record->queued_bytes > kMaxPooledBytes) return;
+  // wasted.
+  if (shared_bytes.load(std::memory_order_relaxed) >= kMaxPooledBytes) return;
   record->clear_for_reuse();
   const auto bytes = record->footprint();
+  if (shared_bytes.load(std::memory_order_relaxed) + bytes > kMaxPooledBytes) return;  // freed here
   CallRecord* node = record.release();
   CallRecord* head = shared_chain.load(std::memory_order_relaxed);
   do {
