@@ -13,6 +13,7 @@
 #define XXH_INLINE_ALL  // header-only: libophook.so must not depend on libxxhash.so
 #include <xxhash.h>
 
+#include "float_blocks.hpp"
 #include "ophook/half.hpp"
 
 namespace ophook::core {
@@ -148,18 +149,42 @@ inline void for_each_in_lanes(const std::byte* data, std::size_t start, std::siz
   for (; i < end; ++i) f(0, Reader::read(data + i * Reader::size));
 }
 
+// The element type when `Reader` reads native-order float32/float64, which the block kernels
+// (float_blocks.hpp) take; void otherwise.
+template <typename Reader> struct NativeFloatOf { using type = void; };
+template <> struct NativeFloatOf<RealReader<float, false>> { using type = float; };
+template <> struct NativeFloatOf<RealReader<double, false>> { using type = double; };
+
+// Elements in [start, end) the block kernels cover: a whole number of their steps, or none.
+inline std::size_t block_kernel_span(std::size_t start, std::size_t end) noexcept {
+  return (end - start) / float_blocks::kStep * float_blocks::kStep;
+}
+
 // Two passes (sum, then squared deviations from the mean) as numpy computes std, so the result
-// stays accurate when the mean is large against the spread.
+// stays accurate when the mean is large against the spread. A block whose elements are all
+// finite takes the block kernels when the type has them; the rest goes element by element.
 template <typename Reader>
 void summarise(const std::byte* data, std::size_t count, ArrayStats& s) noexcept {
+  using Native = typename NativeFloatOf<Reader>::type;
   constexpr double kInf = std::numeric_limits<double>::infinity();
   double lo[kLanes] = {kInf, kInf, kInf, kInf};
   double hi[kLanes] = {-kInf, -kInf, -kInf, -kInf};
+  float_blocks::Extremes block_extremes;
   std::uint64_t nonfinite = 0, nan = 0;
   CompensatedSum total;
   for (std::size_t start = 0; start < count; start += kBlock) {
+    const std::size_t end = std::min(count, start + kBlock);
+    std::size_t from = start;
+    if constexpr (!std::is_void_v<Native>) {
+      const std::size_t n = block_kernel_span(start, end);
+      double block_sum = 0;
+      if (n > 0 && float_blocks::extremes_and_sum<Native>(data, start, n, block_extremes, block_sum)) {
+        total.add(block_sum);
+        from = start + n;
+      }
+    }
     double sum[kLanes] = {};
-    for_each_in_lanes<Reader>(data, start, std::min(count, start + kBlock),
+    for_each_in_lanes<Reader>(data, from, end,
                               [&](std::size_t lane, double v) {
                                 if constexpr (Reader::floating) {
                                   if (!std::isfinite(v)) [[unlikely]] {
@@ -180,13 +205,23 @@ void summarise(const std::byte* data, std::size_t count, ArrayStats& s) noexcept
   const std::uint64_t finite = count - nonfinite;
   if (finite == 0) return;
   s.has_finite = true;
-  s.min = std::min(std::min(lo[0], lo[1]), std::min(lo[2], lo[3]));
-  s.max = std::max(std::max(hi[0], hi[1]), std::max(hi[2], hi[3]));
+  s.min = std::min({lo[0], lo[1], lo[2], lo[3], block_extremes.min()});
+  s.max = std::max({hi[0], hi[1], hi[2], hi[3], block_extremes.max()});
   const double mean = std::clamp(total.value() / static_cast<double>(finite), s.min, s.max);
   CompensatedSum squares;
   for (std::size_t start = 0; start < count; start += kBlock) {
+    const std::size_t end = std::min(count, start + kBlock);
+    std::size_t from = start;
+    if constexpr (!std::is_void_v<Native>) {
+      const std::size_t n = block_kernel_span(start, end);
+      double block_sum = 0;
+      if (n > 0 && float_blocks::squared_deviations<Native>(data, start, n, mean, block_sum)) {
+        squares.add(block_sum);
+        from = start + n;
+      }
+    }
     double sum[kLanes] = {};
-    for_each_in_lanes<Reader>(data, start, std::min(count, start + kBlock),
+    for_each_in_lanes<Reader>(data, from, end,
                               [&](std::size_t lane, double v) {
                                 if constexpr (Reader::floating) {
                                   if (!std::isfinite(v)) return;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstring>
@@ -220,6 +221,75 @@ TEST(Stats, ManyFloat32MatchesLongDoubleReference) {
   const ArrayStats s = stats_of("<f4", values);
   EXPECT_NEAR(s.mean, static_cast<double>(mean), 1e-12);
   EXPECT_NEAR(s.std, std::sqrt(static_cast<double>(squares / values.size())), 1e-10);
+}
+
+// Float32/float64 go through block kernels that assume finite values and fall back element by
+// element when a block's sum is not finite: NaN, Inf and overflow in some blocks, none in others,
+// and a tail shorter than a kernel step, must give what a long double reference over the finite
+// values gives. Big-endian copies (element by element throughout) must agree.
+template <typename T>
+void expect_matches_reference(const std::vector<T>& values, const char* little, const char* big) {
+  long double sum = 0;
+  double lo = kInf, hi = -kInf;
+  std::uint64_t nan = 0, inf = 0, finite = 0;
+  for (const T v : values) {
+    if (std::isnan(v)) {
+      ++nan;
+    } else if (std::isinf(v)) {
+      ++inf;
+    } else {
+      sum += v, ++finite, lo = std::min<double>(lo, v), hi = std::max<double>(hi, v);
+    }
+  }
+  const long double mean = sum / finite;
+  long double squares = 0;
+  for (const T v : values) {
+    if (std::isfinite(v)) squares += (v - mean) * (v - mean);
+  }
+  const ArrayStats s = stats_of(little, values);
+  EXPECT_EQ(s.nan, nan);
+  EXPECT_EQ(s.inf, inf);
+  EXPECT_EQ(s.min, lo);
+  EXPECT_EQ(s.max, hi);
+  EXPECT_NEAR(s.mean, static_cast<double>(mean), 1e-12 * std::fabs(static_cast<double>(mean)));
+  EXPECT_NEAR(s.std, std::sqrt(static_cast<double>(squares / finite)), 1e-9 * s.std);
+  const auto swapped = big_endian_bytes_of(values, sizeof(T));
+  const ArrayStats b = compute_stats(big, swapped.data(), swapped.size());
+  EXPECT_EQ(b.min, s.min);
+  EXPECT_EQ(b.max, s.max);
+  EXPECT_NEAR(b.mean, s.mean, 1e-12 * std::fabs(s.mean));
+  EXPECT_NEAR(b.std, s.std, 1e-9 * s.std);
+}
+
+TEST(Stats, BlockKernelsFallBackOnNanInfAndOverflow) {
+  std::vector<double> doubles(2000 + 5);
+  std::uint32_t state = 7;
+  for (double& v : doubles) {
+    state = state * 1664525u + 1013904223u;
+    v = static_cast<double>(state) / 4096.0 - 5e5;
+  }
+  doubles[300] = kNan;                 // second block
+  doubles[700] = kInf;                 // third block: +Inf and -Inf, whose sum is NaN
+  doubles[701] = -kInf;
+  doubles[2004] = -kInf;               // the tail after the last whole kernel step
+  expect_matches_reference(doubles, "<f8", ">f8");
+
+  // A block whose finite values overflow the sum: counted as finite, min/max exact.
+  std::vector<double> huge(doubles.begin(), doubles.begin() + 256);
+  huge[8] = huge[16] = 1e308;
+  const ArrayStats h = stats_of("<f8", huge);
+  EXPECT_EQ(h.nan + h.inf, 0u);
+  EXPECT_EQ(h.max, 1e308);
+  EXPECT_EQ(h.min, *std::min_element(huge.begin(), huge.end()));
+
+  std::vector<float> floats(1000 + 3);
+  for (float& v : floats) {
+    state = state * 1664525u + 1013904223u;
+    v = static_cast<float>(state >> 8) / 256.0f - 3e4f;
+  }
+  floats[0] = -std::numeric_limits<float>::infinity();  // first element of the first block
+  floats[511] = std::numeric_limits<float>::quiet_NaN();
+  expect_matches_reference(floats, "<f4", ">f4");
 }
 
 TEST(Stats, UnalignedBuffer) {
