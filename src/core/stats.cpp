@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <type_traits>
 
 #define XXH_INLINE_ALL  // header-only: libophook.so must not depend on libxxhash.so
@@ -150,26 +151,31 @@ inline void for_each_in_lanes(const std::byte* data, std::size_t start, std::siz
 }
 
 // The element type when `Reader` reads native-order float32/float64, which the block kernels
-// (float_blocks.hpp) take; void otherwise.
+// (float_blocks.hpp) take; void otherwise (and for arrays too short to gain from them: see
+// summarise_ordered).
 template <typename Reader> struct NativeFloatOf { using type = void; };
 template <> struct NativeFloatOf<RealReader<float, false>> { using type = float; };
 template <> struct NativeFloatOf<RealReader<double, false>> { using type = double; };
 
-// Elements in [start, end) the block kernels cover: a whole number of their steps, or none.
+// Elements in [start, end) the block kernels cover: a whole number of their steps.
 inline std::size_t block_kernel_span(std::size_t start, std::size_t end) noexcept {
   return (end - start) / float_blocks::kStep * float_blocks::kStep;
 }
 
+// Arrays shorter than this are summarised without the block kernels: on 16 elements the kernels'
+// set-up cost more than they saved (4 ns of 54).
+constexpr std::size_t kShortestForBlocks = 64;
+
 // Two passes (sum, then squared deviations from the mean) as numpy computes std, so the result
 // stays accurate when the mean is large against the spread. A block whose elements are all
 // finite takes the block kernels when the type has them; the rest goes element by element.
-template <typename Reader>
+template <typename Reader, bool kBlocks>
 void summarise(const std::byte* data, std::size_t count, ArrayStats& s) noexcept {
-  using Native = typename NativeFloatOf<Reader>::type;
+  using Native = std::conditional_t<kBlocks, typename NativeFloatOf<Reader>::type, void>;
   constexpr double kInf = std::numeric_limits<double>::infinity();
   double lo[kLanes] = {kInf, kInf, kInf, kInf};
   double hi[kLanes] = {-kInf, -kInf, -kInf, -kInf};
-  float_blocks::Extremes block_extremes;
+  std::optional<float_blocks::Extremes> block_extremes;  // set up on first use: small arrays never pay
   std::uint64_t nonfinite = 0, nan = 0;
   CompensatedSum total;
   for (std::size_t start = 0; start < count; start += kBlock) {
@@ -178,7 +184,8 @@ void summarise(const std::byte* data, std::size_t count, ArrayStats& s) noexcept
     if constexpr (!std::is_void_v<Native>) {
       const std::size_t n = block_kernel_span(start, end);
       double block_sum = 0;
-      if (n > 0 && float_blocks::extremes_and_sum<Native>(data, start, n, block_extremes, block_sum)) {
+      if (n > 0 && !block_extremes) block_extremes.emplace();
+      if (n > 0 && float_blocks::extremes_and_sum<Native>(data, start, n, *block_extremes, block_sum)) {
         total.add(block_sum);
         from = start + n;
       }
@@ -205,8 +212,9 @@ void summarise(const std::byte* data, std::size_t count, ArrayStats& s) noexcept
   const std::uint64_t finite = count - nonfinite;
   if (finite == 0) return;
   s.has_finite = true;
-  s.min = std::min({lo[0], lo[1], lo[2], lo[3], block_extremes.min()});
-  s.max = std::max({hi[0], hi[1], hi[2], hi[3], block_extremes.max()});
+  s.min = std::min(std::min(lo[0], lo[1]), std::min(lo[2], lo[3]));
+  s.max = std::max(std::max(hi[0], hi[1]), std::max(hi[2], hi[3]));
+  if (block_extremes) s.min = std::min(s.min, block_extremes->min()), s.max = std::max(s.max, block_extremes->max());
   const double mean = std::clamp(total.value() / static_cast<double>(finite), s.min, s.max);
   CompensatedSum squares;
   for (std::size_t start = 0; start < count; start += kBlock) {
@@ -240,9 +248,11 @@ void summarise_ordered(const ElementType& t, const std::byte* data, std::size_t 
                        ArrayStats& s) noexcept {
   const std::size_t count = nbytes / Reader<T, false>::size;
   if (t.swap) {
-    summarise<Reader<T, true>>(data, count, s);
+    summarise<Reader<T, true>, false>(data, count, s);
+  } else if (count < kShortestForBlocks || std::is_void_v<typename NativeFloatOf<Reader<T, false>>::type>) {
+    summarise<Reader<T, false>, false>(data, count, s);
   } else {
-    summarise<Reader<T, false>>(data, count, s);
+    summarise<Reader<T, false>, true>(data, count, s);
   }
 }
 
@@ -250,7 +260,7 @@ void dispatch(const ElementType& t, const std::byte* data, std::size_t nbytes,
               ArrayStats& s) noexcept {
   switch (t.kind) {
     case 'b':
-      if (t.size == 1) summarise<BoolReader>(data, nbytes, s);
+      if (t.size == 1) summarise<BoolReader, false>(data, nbytes, s);
       return;
     case 'i':
       if (t.size == 1) summarise_ordered<RealReader, std::int8_t>(t, data, nbytes, s);
