@@ -88,6 +88,10 @@ def main():
         for name, run in CONFIGS.items():
             out = os.path.join(args.out, name)
             clear_directory(out)
+            # Every turn starts with nothing dirty in the page cache: the previous turn's 512 MiB
+            # being written back (and its deleted files' blocks discarded) during this one made the
+            # figures of a turn depend on the turn before it.
+            os.sync()
             written, elapsed = run(out)
             rates[name].append(written / (elapsed / 1e9))
             clear_directory(out)
