@@ -330,6 +330,30 @@ TEST(NonFinite, FindsNanAndInfAnywhere) {
   EXPECT_FALSE(has_nonfinite("<f4", bytes_of<float>({3.4028235e38f}).data(), 4));
 }
 
+// Float16 and float32 are scanned 16 bytes at a time in whole blocks, element by element in the
+// tail: a single non-finite value must be found wherever it lies, in either byte order, and the
+// largest finite values (all exponent bits but one) never.
+TEST(NonFinite, EveryPositionOfLongHalfAndFloatArrays) {
+  const std::size_t n = 1000;  // three whole blocks of 256 and a tail of 232
+  for (const std::size_t at : {std::size_t{0}, std::size_t{7}, std::size_t{255}, std::size_t{256},
+                               std::size_t{767}, std::size_t{768}, n - 1}) {
+    std::vector<float> floats(n, -3.4028235e38f);
+    floats[at] = (at % 2) ? -INFINITY : NAN;
+    EXPECT_TRUE(has_nonfinite("<f4", bytes_of(floats).data(), n * 4)) << at;
+    EXPECT_TRUE(has_nonfinite(">f4", big_endian_bytes_of(floats, 4).data(), n * 4)) << at;
+    std::vector<std::uint16_t> halves(n, 0xFBFF);  // -65504, the lowest finite half
+    halves[at] = (at % 2) ? 0xFC00 : 0x7E00;       // -inf, NaN
+    EXPECT_TRUE(has_nonfinite("<f2", bytes_of(halves).data(), n * 2)) << at;
+    EXPECT_TRUE(has_nonfinite(">f2", big_endian_bytes_of(halves, 2).data(), n * 2)) << at;
+  }
+  const std::vector<float> finite(n, 3.4028235e38f);
+  EXPECT_FALSE(has_nonfinite("<f4", bytes_of(finite).data(), n * 4));
+  EXPECT_FALSE(has_nonfinite(">f4", big_endian_bytes_of(finite, 4).data(), n * 4));
+  const std::vector<std::uint16_t> finite_halves(n, 0x7BFF);
+  EXPECT_FALSE(has_nonfinite("<f2", bytes_of(finite_halves).data(), n * 2));
+  EXPECT_FALSE(has_nonfinite(">f2", big_endian_bytes_of(finite_halves, 2).data(), n * 2));
+}
+
 TEST(NonFinite, ByteOrdersAndKinds) {
   const auto be_nan = big_endian_bytes_of<double>({1.0, kNan}, 8);
   EXPECT_TRUE(has_nonfinite(">f8", be_nan.data(), be_nan.size()));
