@@ -74,7 +74,8 @@ void capture_array(ValueCapture& capture, PyObject* object, PyArrayObject* array
   const auto& dtype = dtype_entry(capture.recorder(), PyArray_DESCR(array));
   const bool copy = capture.copy_data() && dtype.savable;
   const auto item = static_cast<std::size_t>(PyArray_ITEMSIZE(array));
-  const auto n = static_cast<std::size_t>(PyArray_SIZE(array)) * item;
+  // The byte count only when copying: PyArray_SIZE is a call per array, in trace mode for nothing.
+  const auto n = copy ? static_cast<std::size_t>(PyArray_SIZE(array)) * item : 0;
   // Refused beyond OPHOOK_QUEUE_BYTES; else copied once the writer has room (capture_budget.hpp).
   const auto budget = copy ? reserve_copy(capture, n) : CopyBudget{false, dtype.reason_id};
   auto& out = capture.new_array(object);
