@@ -11,14 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-// Weak references, bound by the dynamic linker as it loads this library (to the interpreter's
-// own symbols in a Python process, whether libpython is shared or linked in statically): cheaper
-// than a dlsym() in the constructor of every process started under the preload.
-extern "C" {
-__attribute__((weak)) int PySys_AddAuditHook(void* hook, void* user_data);
-__attribute__((weak)) int Py_IsInitialized();
-}
-
 namespace ophook::preload {
 namespace {
 
@@ -30,10 +22,11 @@ bool truthy_env(const char* name) {
 }
 
 bool python_not_yet_initialised() {
-  // Null in any process that is not Python, the common case; in a Python that was dlopen()ed
-  // later (an embedding program) as well, which is right: it initialises without a preload.
-  if (&PySys_AddAuditHook == nullptr || &Py_IsInitialized == nullptr) return false;
-  return Py_IsInitialized() == 0;  // initialised already: dlopen()ed by a running program
+  // PySys_AddAuditHook first: its absence alone marks a non-Python process, the common case.
+  if (dlsym(RTLD_DEFAULT, "PySys_AddAuditHook") == nullptr) return false;
+  auto is_initialized = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "Py_IsInitialized"));
+  // Initialised already: dlopen()ed by a running program, not preloaded.
+  return is_initialized != nullptr && is_initialized() == 0;
 }
 
 /// This library's resolved path (the bootstrap finds the ophook package beside it).
