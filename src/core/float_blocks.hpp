@@ -53,7 +53,7 @@ inline double sum_of(const Pair (&v)[kPairs]) noexcept {
   return s[0] + s[1];
 }
 
-/// Running minimum and maximum of the committed blocks, and one block's sum.
+/// Running minimum and maximum of the blocks the kernels committed, per accumulator.
 struct Extremes {
   Pair lo[kPairs], hi[kPairs];
   Extremes() noexcept {
