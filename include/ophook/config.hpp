@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -65,6 +66,12 @@ OPHOOK_API ConfigResult parse_config(const SettingLookup& lookup);
 
 /// parse_config over the process environment (getenv).
 OPHOOK_API ConfigResult parse_config_from_environment();
+
+/// Full variable names to values, as the Python shim collects them (environment and API keywords).
+using Settings = std::map<std::string, std::string>;
+
+/// parse_config over `settings`.
+OPHOOK_API ConfigResult parse_config(const Settings& settings);
 
 /// Why `pattern` is not a usable ECMAScript regular expression ("" when it is), e.g.
 /// "missing ) (error_paren)". Never throws; never hands std::regex a pattern it mishandles.

@@ -13,6 +13,7 @@
 #include "ophook/config.hpp"
 #include "ophook/intern_table.hpp"
 #include "ophook/record.hpp"
+#include "ophook/writer_thread.hpp"
 
 namespace ophook::core {
 
@@ -39,7 +40,8 @@ class OPHOOK_API Recorder {
 
   /// Starts recording with `config` (output directory chosen per CONTRACT.md section 4). Returns
   /// the existing recorder when already started. Throws ophook::Error when the output directory
-  /// cannot be used.
+  /// cannot be used. `thread`: Inline for a run that ends before it records (see WriterThread).
+  static Recorder& start(const Config& config, WriterThread thread);
   static Recorder& start(const Config& config);
 
   const Config& config() const noexcept { return config_; }
@@ -101,9 +103,9 @@ class OPHOOK_API Recorder {
 
  private:
   Recorder();
-  void begin_run(const Config& config);
+  void begin_run(const Config& config, WriterThread thread);
   bool passes_filters(const std::string& name) const;
-  void start_writer(std::string output_path);
+  void start_writer(std::string output_path, WriterThread thread);
   bool ensure_writer() noexcept;
   void unlock_tables() noexcept;
   void on_fork_prepare() noexcept;

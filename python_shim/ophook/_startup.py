@@ -116,6 +116,7 @@ def _start_deferred():
     global _deferred
     native = _load_native()
     if native is None:
+        _deferred = None  # running unhooked: no output at all, not even an empty run's
         return False
     settings, _deferred = _deferred, None
     if settings is None:
@@ -125,10 +126,29 @@ def _start_deferred():
     except Exception as error:
         _warn("cannot start recording: %s" % error)
         return False
-    message = "recording %s (%s mode) into %s" % (
-        ",".join(sorted(_settings.levels(settings))), settings.get("OPHOOK_MODE", "dump"), output)
-    native.log("info", os.fsencode(message))  # bytes: the path may not be UTF-8
+    native.log("info", _start_message(settings, output))
     return True
+
+
+def _start_message(settings, output):
+    """The log line of a start, as bytes (the path may not be UTF-8)."""
+    return os.fsencode("recording %s (%s mode) into %s" % (
+        ",".join(sorted(_settings.levels(settings))), settings.get("OPHOOK_MODE", "dump"), output))
+
+
+# Set by the preload's bootstrap: writes the output of a run that imported no framework from the
+# core the preload has loaded anyway, so that the root of such a run (a tool, a build step) does
+# not load the extension at exit only to say that nothing was recorded.
+_write_empty_root_run = None
+
+
+def _finish_empty_root_run():
+    global _deferred
+    settings, _deferred = _deferred, None
+    encoded = b"\0".join(os.fsencode(name) + b"=" + (value if isinstance(value, bytes) else os.fsencode(value))
+                         for name, value in settings.items())
+    _write_empty_root_run(encoded, os.fsencode(sys.version.split()[0]),
+                          _start_message(settings, settings["OPHOOK_OUTPUT"]))
 
 
 def _finish_at_exit():
@@ -136,20 +156,25 @@ def _finish_at_exit():
     # directory then says so (0 calls) instead of holding an earlier run's files. Other processes
     # that recorded nothing leave nothing, as forked children always did.
     if _deferred is not None and _is_root():
-        _start_deferred()
+        if _write_empty_root_run is not None:
+            _finish_empty_root_run()
+        else:
+            _start_deferred()
     native = sys.modules.get(__package__ + "._ophook")  # never loaded: nothing to finish
     if native is not None:
         native.finish()
 
 
-def start(origin, config_errors=None):
+def start(origin, config_errors=None, write_empty_root_run=None):
     """Entry of the preload bootstrap and of the shim's site/usercustomize; runs once.
     `config_errors`: the settings' errors as the preload already found them, so that the
-    extension loads only once a framework is imported (None: check them here)."""
-    global _started, _deferred
+    extension loads only once a framework is imported (None: check them here).
+    `write_empty_root_run`: the preload's writer of an empty run (see _write_empty_root_run)."""
+    global _started, _deferred, _write_empty_root_run
     if _started:
         return
     _started = True
+    _write_empty_root_run = write_empty_root_run
     settings = _settings.collect()
     if _settings.truthy(settings, "DISABLE"):
         return

@@ -263,6 +263,13 @@ ConfigResult parse_config_from_environment() {
   });
 }
 
+ConfigResult parse_config(const Settings& settings) {
+  return parse_config([&](std::string_view name) -> std::optional<std::string> {
+    if (auto it = settings.find(std::string(name)); it != settings.end()) return it->second;
+    return std::nullopt;
+  });
+}
+
 std::string_view to_string(Mode mode) {
   switch (mode) {
     case Mode::Trace: return "trace";

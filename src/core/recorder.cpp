@@ -31,15 +31,17 @@ std::string absolute(const std::string& path) {
 
 std::atomic<Recorder*> Recorder::instance_{nullptr};
 
-Recorder& Recorder::start(const Config& config) {
+Recorder& Recorder::start(const Config& config) { return start(config, WriterThread::Start); }
+
+Recorder& Recorder::start(const Config& config, WriterThread thread) {
   static std::mutex start_mu;
   std::lock_guard lock(start_mu);
   if (auto* existing = get()) {
-    if (existing->finished()) existing->begin_run(config);  // a second Tracer in one process
+    if (existing->finished()) existing->begin_run(config, thread);  // a second Tracer in one process
     return *existing;
   }
   auto recorder = std::unique_ptr<Recorder>(new Recorder());
-  recorder->begin_run(config);
+  recorder->begin_run(config, thread);
   static bool atfork_registered = false;
   if (!atfork_registered) {
     atfork_registered = true;
@@ -51,7 +53,7 @@ Recorder& Recorder::start(const Config& config) {
   return *get();
 }
 
-void Recorder::begin_run(const Config& config) {
+void Recorder::begin_run(const Config& config, WriterThread thread) {
   config_ = config;
   // Validated by the config parser already; compiled once here so that filtering is decided per op
   // at its first sight (or here, for ops already known), never per call.
@@ -71,10 +73,10 @@ void Recorder::begin_run(const Config& config) {
     root_output_ = absolute(config.output);
     ::setenv(kRootPidVar, std::to_string(::getpid()).c_str(), 1);
     ::setenv(kRootOutputVar, root_output_.c_str(), 1);
-    start_writer(root_output_);
+    start_writer(root_output_, thread);
   } else {
     root_output_ = root_output;
-    start_writer(child_output_path());
+    start_writer(child_output_path(), thread);
   }
   finished_.store(false, std::memory_order_release);
 }
@@ -92,12 +94,12 @@ std::string Recorder::child_output_path() const {
   return root_output_ + "/pid" + std::to_string(::getpid());
 }
 
-void Recorder::start_writer(std::string output_path) {
+void Recorder::start_writer(std::string output_path, WriterThread thread) {
   output_path_ = std::move(output_path);
   writer_.reset();  // a finished run's writer, already joined
   queue_.reset();
   queue_ = std::make_unique<RecordQueue>(config_.queue_bytes);
-  writer_ = std::make_unique<TraceWriter>(*this, *queue_, output_path_, /*nested=*/output_path_ != root_output_);
+  writer_ = std::make_unique<TraceWriter>(*this, *queue_, output_path_, /*nested=*/output_path_ != root_output_, thread);
   writer_ready_.store(true, std::memory_order_release);
 }
 
@@ -124,7 +126,7 @@ bool Recorder::ensure_writer() noexcept {
   if (writer_ready_.load(std::memory_order_relaxed)) return true;
   if (finished()) return false;
   try {
-    start_writer(child_output_path());
+    start_writer(child_output_path(), WriterThread::Start);
     return true;
   } catch (const std::exception& e) {
     logger().error("recording off in this process: {}", e.what());

@@ -91,12 +91,14 @@ IoResult write_file_with_stats(OutputDir& dir, const std::string& file,
 
 }  // namespace
 
-TraceWriter::TraceWriter(Recorder& recorder, RecordQueue& queue, std::string output_path, bool nested)
+TraceWriter::TraceWriter(Recorder& recorder, RecordQueue& queue, std::string output_path, bool nested,
+                         WriterThread thread)
     : recorder_(recorder),
       queue_(queue),
       dir_(std::move(output_path), nested ? OutputDir::Leaf::NoFollow : OutputDir::Leaf::Follow),
       record_json_(recorder),
-      summary_(recorder) {
+      summary_(recorder),
+      inline_(thread == WriterThread::Inline) {
   dir_.remove_previous_run_files();
   trace_fd_ = dir_.open_fresh_for_append("trace.jsonl");
   if (trace_fd_ < 0) throw Error("cannot create " + dir_.path() + "/trace.jsonl: " + std::strerror(errno));
@@ -105,6 +107,7 @@ TraceWriter::TraceWriter(Recorder& recorder, RecordQueue& queue, std::string out
     api_failed_ = true;
     file_failed("api_trace.txt", errno);
   }
+  if (inline_) return;
   arm_termination_signals(&Recorder::finish_on_termination);
   // The thread never runs Python and must not take the program's signals (SIGINT → the main
   // thread's KeyboardInterrupt).
@@ -131,11 +134,16 @@ void TraceWriter::abandon_after_fork() {
 void TraceWriter::finish(std::uint64_t dropped, std::uint64_t producer_waits) {
   final_dropped_ = dropped, final_waits_ = producer_waits;  // published to the thread by close()
   queue_.close();
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable()) {
+    thread_.join();
+  } else if (inline_) {
+    run();
+  }
 }
 
 void TraceWriter::run() noexcept {
-  dir_.reserve_space(kFinalFilesReserve);
+  // Room for the final files should the disk fill while recording; nothing records inline.
+  if (!inline_) dir_.reserve_space(kFinalFilesReserve);
   std::deque<RecordPtr> batch;
   while (queue_.pop_all(batch, kPoll)) {
     for (auto& record : batch) {

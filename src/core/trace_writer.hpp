@@ -14,6 +14,7 @@
 #include "array_outcome.hpp"
 #include "ophook/output_dir.hpp"
 #include "ophook/record.hpp"
+#include "ophook/writer_thread.hpp"
 #include "record_json.hpp"
 #include "run_summary.hpp"
 
@@ -32,13 +33,15 @@ class RecordQueue;
 class TraceWriter {
  public:
   /// Opens the output directory (throws ophook::Error naming it when unusable), removes the named
-  /// files of an earlier run, and starts the thread.
+  /// files of an earlier run, and starts the thread (unless `thread` is Inline).
   /// `nested`: a child's pid<PID>/rank<R> directory below the root's, never reached through a
   /// symlink planted at that name.
-  TraceWriter(Recorder& recorder, RecordQueue& queue, std::string output_path, bool nested = false);
+  TraceWriter(Recorder& recorder, RecordQueue& queue, std::string output_path, bool nested = false,
+              WriterThread thread = WriterThread::Start);
   ~TraceWriter();
 
-  /// Lets the thread drain the queue, write the end-of-process files and exit; waits for it.
+  /// Lets the thread drain the queue, write the end-of-process files and exit; waits for it
+  /// (Inline: does that work itself).
   void finish(std::uint64_t dropped, std::uint64_t producer_waits);
 
   /// See Recorder::stop_files_at. Any thread.
@@ -80,6 +83,7 @@ class TraceWriter {
   std::uint64_t final_dropped_ = 0, final_waits_ = 0;  // set by finish() before the queue closes
   std::map<std::uint64_t, std::pair<std::string, std::string>> pending_;  // seq → lines
   RunSummary summary_;
+  bool inline_ = false;
   std::thread thread_;
 };
 

@@ -1,10 +1,12 @@
 // The core's side of the LD_PRELOAD entry: the preloaded stub (preload_stub.cpp) calls
 // ophook_preload_attach once it has found a Python interpreter that is not initialised yet; it
-// arranges for the embedded bootstrap to run once the interpreter is ready to run user code (the
-// first "cpython.run_*" audit event, which fires after `site`, with the GIL held).
+// arranges for the bootstrap (python_shim/ophook/_bootstrap.py) to run once the interpreter is
+// ready to run user code (the first "cpython.run_*" audit event, which fires after `site`, with
+// the GIL held).
 #include <sys/stat.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -13,7 +15,7 @@
 
 #include "core_handoff.hpp"
 #include "debug_allocator.hpp"
-#include "embedded_bootstrap.hpp"
+#include "empty_root_run.hpp"
 #include "ophook/config.hpp"
 #include "ophook/export.hpp"
 #include "ophook/recorder.hpp"
@@ -38,44 +40,80 @@ bool is_file(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+constexpr char kBootstrapModule[] = "/ophook/_bootstrap.py";
+
 /// The directory holding the `ophook` package: build/python_shim beside build/libophook.so, or the
 /// site-packages directory when the library lies inside an installed ophook package.
 std::string shim_directory() {
   const auto dir = dirname_of(library_path());
   for (const auto& candidate : {dir + "/python_shim", dirname_of(dir)}) {
-    if (is_file(candidate + "/ophook/__init__.py")) return candidate;
+    if (is_file(candidate + kBootstrapModule)) return candidate;
   }
   return {};
 }
 
-std::string hex(std::string_view s) {
-  static const char digits[] = "0123456789abcdef";
+/// The configuration errors of the environment, NUL-separated: checked here, so that the
+/// bootstrap need not load the extension before the program imports a framework.
+std::string config_errors_text() {
   std::string out;
-  for (unsigned char c : s) out += digits[c >> 4], out += digits[c & 15];
+  for (const auto& error : core::parse_config_from_environment().errors) {
+    if (!out.empty()) out += '\0';
+    out += error.message();
+  }
   return out;
 }
 
-/// The configuration errors of the environment as a Python list literal of hex-encoded
-/// messages: checked here, so that the bootstrap need not load the extension before the program
-/// imports a framework.
-std::string config_errors_literal() {
-  std::string out = "[";
-  for (const auto& error : core::parse_config_from_environment().errors) {
-    out += "'" + hex(error.message()) + "',";
+/// _OPHOOK_WRITE_EMPTY_ROOT_RUN(settings, python_version, start_message), all bytes: see
+/// write_empty_root_run. Returns True when the output was written.
+PyObjectOpaque* write_empty_root_run_builtin(PyObjectOpaque*, PyObjectOpaque* const* args, PythonApi::Size nargs) {
+  std::string_view parts[3];
+  if (nargs != 3) return api.err_bad_argument(), nullptr;
+  for (int i = 0; i < 3; ++i) {
+    char* data = nullptr;
+    PythonApi::Size size = 0;
+    if (api.bytes_as_string_and_size(args[i], &data, &size) != 0) return nullptr;  // TypeError set
+    parts[i] = {data, static_cast<std::size_t>(size)};
   }
-  return out + "]";
+  return api.bool_from_long(write_empty_root_run(parts[0], parts[1], parts[2]));
 }
 
+PythonApi::MethodDef write_empty_root_run_def{"_OPHOOK_WRITE_EMPTY_ROOT_RUN", &write_empty_root_run_builtin,
+                                              PythonApi::kMethFastcall, nullptr};
+
+/// Sets globals[name] = value, taking over the reference; false when value is null (an error set).
+bool define(PyObjectOpaque* globals, const char* name, PyObjectOpaque* value) {
+  if (value == nullptr) return false;
+  const bool ok = api.dict_set_item_string(globals, name, value) == 0;
+  api.dec_ref(value);
+  return ok;
+}
+
+// Compiled per process, so kept to one line: the bootstrap proper comes from its cached bytecode.
+constexpr char kBootstrapLoader[] =
+    "exec(__import__('_frozen_importlib_external').SourceFileLoader('ophook._bootstrap', "
+    "_OPHOOK_BOOTSTRAP).get_code('ophook._bootstrap'))\n";
+
 void run_bootstrap() {
+  const auto shim = shim_directory();
+  if (shim.empty()) {
+    std::fprintf(stderr, "[ophook] no ophook package found beside %s: running unhooked\n", library_path().c_str());
+    return;
+  }
   // Run in a fresh globals dict: PyRun_SimpleString would leave names in the user's __main__.
   PyObjectOpaque *type = nullptr, *value = nullptr, *tb = nullptr;
   api.err_fetch(&type, &value, &tb);
-  const std::string code = "_OPHOOK_LIBRARY = bytes.fromhex('" + hex(library_path()) + "').decode()\n" +
-                           "_OPHOOK_CONFIG_ERRORS = " + config_errors_literal() + "\n" +
-                           kEmbeddedBootstrap;
+  const auto bootstrap = shim + kBootstrapModule;
+  const auto init = shim + "/ophook/__init__.py";
+  const auto errors = config_errors_text();
   if (auto* globals = api.dict_new()) {
-    api.dict_set_item_string(globals, "__builtins__", api.eval_get_builtins());
-    if (auto* result = api.run_string_flags(code.c_str(), PythonApi::kFileInput, globals, globals, nullptr)) {
+    const bool defined =
+        api.dict_set_item_string(globals, "__builtins__", api.eval_get_builtins()) == 0 &&
+        define(globals, "_OPHOOK_BOOTSTRAP", api.unicode_decode_fs_default(bootstrap.data(), bootstrap.size())) &&
+        define(globals, "_OPHOOK_PACKAGE_INIT", api.unicode_decode_fs_default(init.data(), init.size())) &&
+        define(globals, "_OPHOOK_CONFIG_ERRORS", api.unicode_decode_utf8(errors.data(), errors.size(), "replace")) &&
+        define(globals, "_OPHOOK_WRITE_EMPTY_ROOT_RUN", api.cfunction_new(&write_empty_root_run_def, nullptr, nullptr));
+    auto* result = defined ? api.run_string_flags(kBootstrapLoader, PythonApi::kFileInput, globals, globals, nullptr) : nullptr;
+    if (result != nullptr) {
       api.dec_ref(result);
     } else {
       api.err_print();

@@ -21,18 +21,11 @@ using ophook::core::Recorder;
 namespace ophook::py {
 namespace {
 
-using Settings = std::map<std::string, std::string>;
-
-core::ConfigResult parse(const Settings& settings) {
-  return core::parse_config([&](std::string_view name) -> std::optional<std::string> {
-    if (auto it = settings.find(std::string(name)); it != settings.end()) return it->second;
-    return std::nullopt;
-  });
-}
+using core::Settings;
 
 std::vector<std::string> config_errors(const Settings& settings) {
   std::vector<std::string> out;
-  for (const auto& error : parse(settings).errors) out.push_back(error.message());
+  for (const auto& error : core::parse_config(settings).errors) out.push_back(error.message());
   return out;
 }
 
@@ -47,7 +40,7 @@ pb::str os_text(const std::string& bytes) {
 /// Starts (or returns) the process's recorder with `settings` (OPHOOK_* name → value) and turns
 /// recording on. Returns the output directory.
 pb::str start(const Settings& settings) {
-  auto parsed = parse(settings);
+  auto parsed = core::parse_config(settings);
   if (!parsed.errors.empty()) throw Error(parsed.errors.front().message());
   core::set_log_level(parsed.config.log_level);
   auto* running = Recorder::get();

@@ -2,13 +2,15 @@
 // threads submit records (with array bytes, dump mode) through a small queue to the writer thread
 // at once; everything must arrive once, in seq order, with the bytes each thread captured. Run
 // under ThreadSanitizer by `scripts/test.sh --sanitize` (CMakePresets.json, preset "tsan"). And
-// its end after a termination signal, when files stop at a deadline but nothing else does.
+// its end after a termination signal, when files stop at a deadline but nothing else does. And a
+// run written inline (no thread), as the root of a run that imported no framework writes its own.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -140,6 +142,39 @@ TEST(RecorderTermination, ArraysQueuedPastTheFilesDeadlineGetStatisticsButNoFile
   EXPECT_EQ(summary.at("totals").at("files_not_written_at_termination"), kLate);
   EXPECT_NE(summary.at("write_errors").at("stopped").at(".npy files").get<std::string>().find("termination"),
             std::string::npos);
+  fs::remove_all(dir);
+}
+
+std::size_t thread_count() {
+  return static_cast<std::size_t>(std::distance(fs::directory_iterator("/proc/self/task"), fs::directory_iterator{}));
+}
+
+TEST(RecorderInline, StartsNoThreadAndWritesWhatWasSubmittedAtFinish) {
+  const fs::path dir = make_temp_dir();
+  Config config;
+  config.output = dir.string();
+  config.mode = Mode::Stats;
+  const auto threads_before = thread_count();
+  Recorder& recorder = Recorder::start(config, WriterThread::Inline);
+  const std::uint32_t op = recorder.op_id("numpy.negative", Level::Ufunc);
+  const std::uint32_t dtype = recorder.intern_dtype({"float32", "<f4", ""});
+  for (int c = 0; c < 3; ++c) recorder.submit(make_call(recorder, op, dtype, 0, c));
+  EXPECT_EQ(thread_count(), threads_before);
+  EXPECT_FALSE(fs::exists(dir / "summary.json"));
+  recorder.finish();
+  EXPECT_EQ(thread_count(), threads_before);
+
+  std::ifstream trace(dir / "trace.jsonl");
+  std::string line;
+  std::uint64_t seq = 0;
+  while (std::getline(trace, line)) {
+    const auto record = nlohmann::json::parse(line);
+    EXPECT_EQ(record.at("seq").get<std::uint64_t>(), seq++);
+    EXPECT_EQ(record.at("args").at(0).at("stats").at("max").get<double>(), static_cast<double>(record.at("seq")));
+  }
+  EXPECT_EQ(seq, 3u);
+  std::ifstream summary_file(dir / "summary.json");
+  EXPECT_EQ(nlohmann::json::parse(summary_file).at("totals").at("calls").get<int>(), 3);
   fs::remove_all(dir);
 }
 

@@ -1,6 +1,8 @@
 """The preload library and the ways into the recorder: dormant in non-Python processes, every
 Python entry (script, -c, -m; shared and static libpython), debug allocators, the PYTHONPATH shim."""
+import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -141,6 +143,38 @@ def test_a_run_importing_no_framework(runner, tmp_path):
     pid_dirs = [d.name for d in run.output.iterdir() if d.name.startswith("pid")]
     assert len(pid_dirs) == 1
     assert [r["op"] for r in run.records(pid_dirs[0])][-1] == "numpy.multiply"
+
+
+def test_an_empty_root_run_is_written_without_the_extension(runner):
+    # Under the preload the root of a run that imported no framework has the core write its output
+    # at exit instead of loading the extension: the same files, the same summary, the same lines.
+    settings = {"OPHOOK_MODE": "stats", "OPHOOK_LEVELS": "numpy,torch_dispatch", "OPHOOK_MAX_BYTES": "64M",
+                "LD_DEBUG": "files"}  # the dynamic linker names every library it loads
+    preloaded = runner.run("pass", env=settings)
+    via_shim = runner.run("pass", how="pythonpath", env=settings)
+    assert "_ophook.cpython" not in preloaded.stderr and "_ophook.cpython" in via_shim.stderr
+
+    def output(run):
+        files = {p.name: p.read_text() for p in run.output.iterdir()}
+        summary = json.loads(files.pop("summary.json"))
+        for key in ("pid", "output"):
+            summary.pop(key)
+        summary["config"].pop("output")
+        return files, summary
+
+    assert output(preloaded) == output(via_shim)
+    files, summary = output(preloaded)
+    assert sorted(files) == ["api_apis.txt", "api_configs.txt", "api_statistics.txt", "api_trace.txt", "trace.jsonl"]
+    assert summary["totals"]["calls"] == 0 and summary["versions"] == {"python": platform.python_version()}
+    assert summary["config"]["mode"] == "stats" and summary["budget"]["max_bytes"] == 64 << 20
+
+    def ophook_lines(run):  # without the "[ophook PID:TID] " prefix, the output as OUT
+        return [line.split("] ", 1)[1].replace(str(run.output), "OUT")
+                for line in run.stderr.splitlines() if line.startswith("[ophook ")]
+
+    assert ophook_lines(preloaded) == ophook_lines(via_shim) == [
+        "info: recording numpy,torch_dispatch (stats mode) into OUT",
+        "info: recorded 0 calls of 0 ops, 0 files (0 B) into OUT"]
 
 
 def test_a_stub_without_its_core_runs_unhooked(runner, tmp_path):

@@ -1,23 +1,18 @@
-# Embedded into libophook.so and run once per Python process, in a fresh namespace, when the
-# interpreter is about to run user code. The C side defines _OPHOOK_LIBRARY (this library's path)
-# and _OPHOOK_CONFIG_ERRORS (the OPHOOK_* variables' errors, each message hex-encoded UTF-8).
+# Run by libophook.so once per Python process, in a fresh namespace, when the interpreter is about
+# to run user code. It is loaded through the import system's cached bytecode (compiling even these
+# lines cost every hooked interpreter about a millisecond). The C side defines _OPHOOK_PACKAGE_INIT
+# (this package's __init__.py), _OPHOOK_CONFIG_ERRORS (the OPHOOK_* variables' errors, NUL-
+# separated) and _OPHOOK_WRITE_EMPTY_ROOT_RUN (see _startup.start).
 # Kept to syntax every Python 3 understands: on an interpreter the extension was not built for
 # it prints one warning line and leaves the program alone.
-def _ophook_bootstrap(library, config_errors):
+def _ophook_bootstrap(init, config_errors, write_empty_root_run):
     import os
     import sys
 
-    config_errors = [bytes.fromhex(e).decode("utf-8", "replace") for e in config_errors]
+    config_errors = config_errors.split("\0") if config_errors else []
+    startup_options = {"config_errors": config_errors, "write_empty_root_run": write_empty_root_run}
     if "ophook" in sys.modules and hasattr(sys.modules["ophook"], "_startup"):
-        sys.modules["ophook"]._startup.start(origin="preload", config_errors=config_errors)
-        return
-    here = os.path.dirname(library)
-    for parent in (os.path.join(here, "python_shim"), os.path.dirname(here)):
-        init = os.path.join(parent, "ophook", "__init__.py")
-        if os.path.isfile(init):
-            break
-    else:
-        sys.stderr.write("[ophook] no ophook package found beside %s: running unhooked\n" % library)
+        sys.modules["ophook"]._startup.start(origin="preload", **startup_options)
         return
     # The import system's frozen modules are loaded at start-up; the importlib package is not
     # (importing it would pull in warnings too).
@@ -36,7 +31,7 @@ def _ophook_bootstrap(library, config_errors):
         del sys.modules["ophook"]
         sys.stderr.write("[ophook] cannot load %s (%s): running unhooked\n" % (init, error))
         return
-    module._startup.start(origin="preload", config_errors=config_errors)
+    module._startup.start(origin="preload", **startup_options)
 
 
-_ophook_bootstrap(_OPHOOK_LIBRARY, _OPHOOK_CONFIG_ERRORS)
+_ophook_bootstrap(_OPHOOK_PACKAGE_INIT, _OPHOOK_CONFIG_ERRORS, _OPHOOK_WRITE_EMPTY_ROOT_RUN)
