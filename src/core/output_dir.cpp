@@ -1,5 +1,7 @@
-// The per-process output directory: every file is created relative to one directory fd, under a
-// temporary name with O_EXCL|O_NOFOLLOW, then renamed into place (CONTRACT.md section 7).
+// The per-process output directory: every file is created relative to one directory fd, written
+// in full before it gets its name (CONTRACT.md section 7): an unnamed O_TMPFILE file linked under
+// its name, or where the file system has no O_TMPFILE a temporary name made with
+// O_EXCL|O_NOFOLLOW, renamed into place.
 #include "ophook/output_dir.hpp"
 
 #include <dirent.h>
@@ -111,7 +113,7 @@ bool is_previous_run_file(std::string_view name) noexcept {
 
 std::string IoResult::message() const { return std::system_category().message(error); }
 
-OutputDir::OutputDir(std::string path, Leaf leaf) : path_(std::move(path)) {
+OutputDir::OutputDir(std::string path, Leaf leaf, Creation creation) : path_(std::move(path)), creation_(creation) {
   if (path_.empty()) throw Error("ophook: the output directory path is empty");
   const auto [parent, name] = split_last(path_);
   if (name.empty()) {  // "/"
@@ -161,17 +163,19 @@ OutputDir::~OutputDir() {
 IoResult OutputDir::write_file(std::string_view name,
                                std::span<const std::span<const std::byte>> parts) {
   if (!valid_name(name)) return failure(EINVAL);
-  // A long final name is shortened in the temporary one; pid + counter keep it unique even for
-  // a forked child that inherited this object. Both names are built in buffers kept between
-  // calls (no allocation per file; snprintf was a quarter of this function's instructions).
-  auto& temp = temp_name_;
-  temp.assign(kTempPrefix);
-  temp += name.substr(0, kTempNameRoom);
-  append_decimal(temp += '.', static_cast<unsigned long>(::getpid()));
-  append_decimal(temp += '.', ++temp_counter_);
   final_name_.assign(name);
+  if (creation_ == Creation::Unnamed) {
+    const int fd = ::openat(dir_fd_, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, kFileMode);
+    if (fd >= 0) return write_unnamed_then_link(fd, parts);
+    // EISDIR: a kernel before O_TMPFILE (3.11); EOPNOTSUPP: a file system without it (NFS, FUSE).
+    if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) return failure(errno);
+    creation_ = Creation::TemporaryName;
+  }
+  return write_via_temp_name(parts);
+}
 
-  const int fd = ::openat(dir_fd_, temp.c_str(),
+IoResult OutputDir::write_via_temp_name(std::span<const std::span<const std::byte>> parts) {
+  const int fd = ::openat(dir_fd_, next_temp_name().c_str(),
                           O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, kFileMode);
   if (fd < 0) return failure(errno);
   bool ok = write_all(fd, parts);
@@ -180,13 +184,58 @@ IoResult OutputDir::write_file(std::string_view name,
     ok = false;
     error = errno;
   }
-  // rename replaces whatever sits at `name` (a planted symlink included) without following it.
-  if (ok && ::renameat(dir_fd_, temp.c_str(), dir_fd_, final_name_.c_str()) != 0) {
-    ok = false;
-    error = errno;
-  }
   if (!ok) {
-    ::unlinkat(dir_fd_, temp.c_str(), 0);
+    ::unlinkat(dir_fd_, temp_name_.c_str(), 0);
+    return failure(error);
+  }
+  return rename_temp_into_place();
+}
+
+IoResult OutputDir::write_unnamed_then_link(int fd, std::span<const std::span<const std::byte>> parts) {
+  if (!write_all(fd, parts)) {
+    const int error = errno;
+    ::close(fd);  // the unnamed file goes with it
+    return failure(error);
+  }
+  // /proc/self/fd/N names the open file: the way open(2) documents to give an O_TMPFILE file a
+  // name. linkat never replaces what is there (EEXIST), so a file of that name is replaced the
+  // way the temporary-name path does it.
+  char fd_path[32] = "/proc/self/fd/";
+  *std::to_chars(fd_path + 14, fd_path + sizeof fd_path - 1, fd).ptr = '\0';
+  int error = ::linkat(AT_FDCWD, fd_path, dir_fd_, final_name_.c_str(), AT_SYMLINK_FOLLOW) == 0 ? 0 : errno;
+  if (error == EEXIST) {
+    error = ::linkat(AT_FDCWD, fd_path, dir_fd_, next_temp_name().c_str(), AT_SYMLINK_FOLLOW) == 0 ? 0 : errno;
+    if (error == 0) {
+      ::close(fd);
+      return rename_temp_into_place();
+    }
+  }
+  ::close(fd);
+  if (error == ENOENT || error == EPERM || error == EACCES || error == EXDEV || error == EOPNOTSUPP) {
+    // No /proc, or a sandbox that refuses such links: name files the other way from now on.
+    creation_ = Creation::TemporaryName;
+    return write_via_temp_name(parts);
+  }
+  return error == 0 ? IoResult{} : failure(error);
+}
+
+const std::string& OutputDir::next_temp_name() {
+  // A long final name is shortened in the temporary one; pid + counter keep it unique even for
+  // a forked child that inherited this object. Built in a buffer kept between calls (no
+  // allocation per file; snprintf was a quarter of write_file's instructions).
+  auto& temp = temp_name_;
+  temp.assign(kTempPrefix);
+  temp += std::string_view(final_name_).substr(0, kTempNameRoom);
+  append_decimal(temp += '.', static_cast<unsigned long>(::getpid()));
+  append_decimal(temp += '.', ++temp_counter_);
+  return temp;
+}
+
+IoResult OutputDir::rename_temp_into_place() {
+  // rename replaces whatever sits at the name (a planted symlink included) without following it.
+  if (::renameat(dir_fd_, temp_name_.c_str(), dir_fd_, final_name_.c_str()) != 0) {
+    const int error = errno;
+    ::unlinkat(dir_fd_, temp_name_.c_str(), 0);
     return failure(error);
   }
   return {};

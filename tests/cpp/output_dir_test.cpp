@@ -48,9 +48,22 @@ class OutputDirTest : public ::testing::Test {
   fs::path root_;
 };
 
-TEST_F(OutputDirTest, CreatesParentsAndWritesAtomically) {
+// The writing tests run once per way of creating a file: unnamed (O_TMPFILE, the default where the
+// file system has it, as this one does) and under a temporary name (the fallback elsewhere).
+class OutputDirWriteTest : public OutputDirTest, public ::testing::WithParamInterface<OutputDir::Creation> {
+ protected:
+  OutputDir open(const fs::path& path) { return OutputDir(path.string(), OutputDir::Leaf::Follow, GetParam()); }
+};
+
+INSTANTIATE_TEST_SUITE_P(Creation, OutputDirWriteTest,
+                         ::testing::Values(OutputDir::Creation::Unnamed, OutputDir::Creation::TemporaryName),
+                         [](const auto& info) {
+                           return info.param == OutputDir::Creation::Unnamed ? "Unnamed" : "TemporaryName";
+                         });
+
+TEST_P(OutputDirWriteTest, CreatesParentsAndWritesAtomically) {
   const fs::path path = root_ / "a" / "b" / "c";
-  OutputDir dir(path.string());
+  OutputDir dir = open(path);
   EXPECT_EQ(dir.path(), path.string());
   ASSERT_TRUE(fs::is_directory(path));
 
@@ -65,8 +78,8 @@ TEST_F(OutputDirTest, CreatesParentsAndWritesAtomically) {
             static_cast<fs::perms>(0644 & ~mask));
 }
 
-TEST_F(OutputDirTest, WritesPartsBackToBackAndReplaces) {
-  OutputDir dir(root_.string());
+TEST_P(OutputDirWriteTest, WritesPartsBackToBackAndReplaces) {
+  OutputDir dir = open(root_);
   const std::string header = "HEADER", empty, data(3 << 20, 'x');
   const std::span<const std::byte> parts[] = {
       std::as_bytes(std::span(header)), std::as_bytes(std::span(empty)),
@@ -79,20 +92,20 @@ TEST_F(OutputDirTest, WritesPartsBackToBackAndReplaces) {
   EXPECT_EQ(fs::file_size(root_ / "empty.txt"), 0u);
 }
 
-TEST_F(OutputDirTest, PlantedSymlinkIsReplacedNotFollowed) {
+TEST_P(OutputDirWriteTest, PlantedSymlinkIsReplacedNotFollowed) {
   const fs::path victim = root_ / "victim.txt";
   spit(victim, "precious");
   fs::create_directory(root_ / "out");
   fs::create_symlink(victim, root_ / "out" / "summary.json");
-  OutputDir dir((root_ / "out").string());
+  OutputDir dir = open(root_ / "out");
   ASSERT_TRUE(dir.write_file("summary.json", "{}").ok);
   EXPECT_EQ(slurp(victim), "precious");
   EXPECT_FALSE(fs::is_symlink(root_ / "out" / "summary.json"));
   EXPECT_EQ(slurp(root_ / "out" / "summary.json"), "{}");
 }
 
-TEST_F(OutputDirTest, BadNamesAreRefused) {
-  OutputDir dir(root_.string());
+TEST_P(OutputDirWriteTest, BadNamesAreRefused) {
+  OutputDir dir = open(root_);
   for (const std::string_view name :
        {std::string_view(""), std::string_view("."), std::string_view(".."),
         std::string_view("a/b"), std::string_view("../escape"), std::string_view("/etc/x"),
@@ -109,10 +122,10 @@ TEST_F(OutputDirTest, BadNamesAreRefused) {
   EXPECT_FALSE(fs::exists(root_.parent_path() / "escape"));
 }
 
-TEST_F(OutputDirTest, FailedRenameLeavesNoTemporary) {
+TEST_P(OutputDirWriteTest, FailedRenameLeavesNoTemporary) {
   fs::create_directory(root_ / "trace.jsonl");
   fs::create_directory(root_ / "trace.jsonl" / "keep");
-  OutputDir dir(root_.string());
+  OutputDir dir = open(root_);
   const IoResult r = dir.write_file("trace.jsonl", "x");
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.error, 0);
@@ -120,8 +133,8 @@ TEST_F(OutputDirTest, FailedRenameLeavesNoTemporary) {
   EXPECT_TRUE(fs::is_directory(root_ / "trace.jsonl" / "keep"));
 }
 
-TEST_F(OutputDirTest, LongNamesStillGetATemporary) {
-  OutputDir dir(root_.string());
+TEST_P(OutputDirWriteTest, LongNamesStillGetATemporary) {
+  OutputDir dir = open(root_);
   const std::string name = "op_" + std::string(240, 'a') + ".npy";  // 247 bytes: within NAME_MAX
   ASSERT_TRUE(dir.write_file(name, "ok").ok);
   EXPECT_EQ(slurp(root_ / name), "ok");

@@ -94,6 +94,9 @@ def test_sigkill_mid_dump_leaves_only_whole_files(tmp_path):
     assert len(records) >= 50 and len(arrays) >= 50
     check_dumps_hold_their_values(records, arrays)
     assert not (out / "summary.json").exists()
+    # An array file is unnamed until complete and vanishes with the process: the one hidden file
+    # left is the disk reserve (where the file system can set one aside).
+    assert {f.name for f in out.iterdir() if f.name.startswith(".")} <= {".tmp.reserve.%d" % proc.pid}
     # The next run in the same directory clears the killed run's leftovers, temporaries included.
     proc, _ = start("import numpy as np\nnp.ones(2) + 1\n", tmp_path)
     assert proc.wait(timeout=120) == 0
