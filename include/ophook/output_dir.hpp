@@ -28,8 +28,8 @@ class OutputDir {
   /// named, no for the pid<PID>/rank<R> directories made inside it.
   enum class Leaf { Follow, NoFollow };
   /// How a file is made before it gets its name. Unnamed (O_TMPFILE, then one link) saves the
-  /// rename's second directory update: 15-20% of the kernel's time per small file on a quiet ext4. It
-  /// falls back to TemporaryName by itself where the file system or the kernel lacks it.
+  /// rename's second directory update: 15-20% of the kernel's time per small file on a quiet
+  /// ext4. It falls back to TemporaryName by itself where the file system or the kernel lacks it.
   enum class Creation { Unnamed, TemporaryName };
 
   /// Creates the directory (and parents) if needed and opens it; throws ophook::Error naming the
