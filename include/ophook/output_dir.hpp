@@ -34,7 +34,8 @@ class OutputDir {
 
   /// Creates the directory (and parents) if needed and opens it; throws ophook::Error naming the
   /// path when it is not a directory or cannot be created/opened.
-  explicit OutputDir(std::string path, Leaf leaf = Leaf::Follow, Creation creation = Creation::Unnamed);
+  explicit OutputDir(std::string path, Leaf leaf = Leaf::Follow,
+                     Creation creation = Creation::Unnamed);
   ~OutputDir();
   OutputDir(const OutputDir&) = delete;
   OutputDir& operator=(const OutputDir&) = delete;

@@ -113,7 +113,8 @@ bool is_previous_run_file(std::string_view name) noexcept {
 
 std::string IoResult::message() const { return std::system_category().message(error); }
 
-OutputDir::OutputDir(std::string path, Leaf leaf, Creation creation) : path_(std::move(path)), creation_(creation) {
+OutputDir::OutputDir(std::string path, Leaf leaf, Creation creation)
+    : path_(std::move(path)), creation_(creation) {
   if (path_.empty()) throw Error("ophook: the output directory path is empty");
   const auto [parent, name] = split_last(path_);
   if (name.empty()) {  // "/"
@@ -191,7 +192,8 @@ IoResult OutputDir::write_via_temp_name(std::span<const std::span<const std::byt
   return rename_temp_into_place();
 }
 
-IoResult OutputDir::write_unnamed_then_link(int fd, std::span<const std::span<const std::byte>> parts) {
+IoResult OutputDir::write_unnamed_then_link(int fd,
+                                            std::span<const std::span<const std::byte>> parts) {
   if (!write_all(fd, parts)) {
     const int error = errno;
     ::close(fd);  // the unnamed file goes with it
@@ -202,16 +204,20 @@ IoResult OutputDir::write_unnamed_then_link(int fd, std::span<const std::span<co
   // way the temporary-name path does it.
   char fd_path[32] = "/proc/self/fd/";
   *std::to_chars(fd_path + 14, fd_path + sizeof fd_path - 1, fd).ptr = '\0';
-  int error = ::linkat(AT_FDCWD, fd_path, dir_fd_, final_name_.c_str(), AT_SYMLINK_FOLLOW) == 0 ? 0 : errno;
+  auto link_as = [&](const std::string& name) {
+    return ::linkat(AT_FDCWD, fd_path, dir_fd_, name.c_str(), AT_SYMLINK_FOLLOW) == 0 ? 0 : errno;
+  };
+  int error = link_as(final_name_);
   if (error == EEXIST) {
-    error = ::linkat(AT_FDCWD, fd_path, dir_fd_, next_temp_name().c_str(), AT_SYMLINK_FOLLOW) == 0 ? 0 : errno;
+    error = link_as(next_temp_name());
     if (error == 0) {
       ::close(fd);
       return rename_temp_into_place();
     }
   }
   ::close(fd);
-  if (error == ENOENT || error == EPERM || error == EACCES || error == EXDEV || error == EOPNOTSUPP) {
+  if (error == ENOENT || error == EPERM || error == EACCES || error == EXDEV ||
+      error == EOPNOTSUPP) {
     // No /proc, or a sandbox that refuses such links: name files the other way from now on.
     creation_ = Creation::TemporaryName;
     return write_via_temp_name(parts);

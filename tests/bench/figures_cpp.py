@@ -10,7 +10,8 @@ from table import nanos, times
 
 ROWS = [
     ("cpp-npy_header", ".npy header encoding, 1-d float64 (baseline: one snprintf of the same dict)", "—"),
-    ("cpp-npy_file_16", ".npy file, 16 float64, written unnamed and linked (baseline: open/write/close of the same bytes)",
+    ("cpp-npy_file_16", ".npy file, 16 float64, written unnamed and linked "
+     "(baseline: open/write/close of the same bytes)",
      "—"),
     ("cpp-npy_file_4MiB", ".npy file, 4 MiB (baseline: open/write/close of the same bytes)", "—"),
     ("cpp-record_queue", "record queue push + pop + release, per record (baseline: mutex + std::deque)", "—"),

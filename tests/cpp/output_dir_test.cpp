@@ -50,15 +50,20 @@ class OutputDirTest : public ::testing::Test {
 
 // The writing tests run once per way of creating a file: unnamed (O_TMPFILE, the default where the
 // file system has it, as this one does) and under a temporary name (the fallback elsewhere).
-class OutputDirWriteTest : public OutputDirTest, public ::testing::WithParamInterface<OutputDir::Creation> {
+class OutputDirWriteTest : public OutputDirTest,
+                           public ::testing::WithParamInterface<OutputDir::Creation> {
  protected:
-  OutputDir open(const fs::path& path) { return OutputDir(path.string(), OutputDir::Leaf::Follow, GetParam()); }
+  OutputDir open(const fs::path& path) {
+    return OutputDir(path.string(), OutputDir::Leaf::Follow, GetParam());
+  }
 };
 
 INSTANTIATE_TEST_SUITE_P(Creation, OutputDirWriteTest,
-                         ::testing::Values(OutputDir::Creation::Unnamed, OutputDir::Creation::TemporaryName),
+                         ::testing::Values(OutputDir::Creation::Unnamed,
+                                           OutputDir::Creation::TemporaryName),
                          [](const auto& info) {
-                           return info.param == OutputDir::Creation::Unnamed ? "Unnamed" : "TemporaryName";
+                           return info.param == OutputDir::Creation::Unnamed ? "Unnamed"
+                                                                             : "TemporaryName";
                          });
 
 TEST_P(OutputDirWriteTest, CreatesParentsAndWritesAtomically) {
