@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include "ophook/error.hpp"
 
@@ -49,7 +51,8 @@ class OutputDirTest : public ::testing::Test {
 };
 
 // The writing tests run once per way of creating a file: unnamed (O_TMPFILE, the default where the
-// file system has it, as this one does) and under a temporary name (the fallback elsewhere).
+// file system has it, as this one does: OnlyTheTemporaryNamePathShowsATemporaryName checks it)
+// and under a temporary name (the fallback elsewhere).
 class OutputDirWriteTest : public OutputDirTest,
                            public ::testing::WithParamInterface<OutputDir::Creation> {
  protected:
@@ -147,6 +150,39 @@ TEST_P(OutputDirWriteTest, LongNamesStillGetATemporary) {
   EXPECT_FALSE(too_long.ok);
   EXPECT_EQ(too_long.error, ENAMETOOLONG);
   EXPECT_EQ(listing(root_).size(), 1u);
+}
+
+// The names a directory's entries were created under while `write` ran, as inotify saw them:
+// shows which way write_file took, which nothing else in the result tells apart.
+template <typename Write>
+std::vector<std::string> names_created_during(const fs::path& dir, Write&& write) {
+  const int watch = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  EXPECT_GE(watch, 0);
+  EXPECT_GE(::inotify_add_watch(watch, dir.c_str(), IN_CREATE | IN_MOVED_TO), 0);
+  write();
+  std::vector<std::string> names;
+  alignas(inotify_event) char buffer[4096];
+  for (ssize_t n; (n = ::read(watch, buffer, sizeof buffer)) > 0;) {
+    for (ssize_t at = 0; at < n;) {
+      const auto* event = reinterpret_cast<const inotify_event*>(buffer + at);
+      if (event->len > 0) names.emplace_back(event->name);
+      at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
+    }
+  }
+  ::close(watch);
+  return names;
+}
+
+TEST_P(OutputDirWriteTest, OnlyTheTemporaryNamePathShowsATemporaryName) {
+  OutputDir dir = open(root_);
+  const auto names = names_created_during(
+      root_, [&] { ASSERT_TRUE(dir.write_file("summary.json", "{}").ok); });
+  ASSERT_FALSE(names.empty());
+  EXPECT_EQ(names.back(), "summary.json");
+  const bool temporary_seen = names.front().starts_with(".tmp.");
+  // This test directory's file system has O_TMPFILE (ext4, tmpfs): the unnamed way is taken.
+  EXPECT_EQ(temporary_seen, GetParam() == OutputDir::Creation::TemporaryName) << names.front();
+  EXPECT_EQ(slurp(root_ / "summary.json"), "{}");
 }
 
 TEST_F(OutputDirTest, OpenFreshForAppendReplacesFileAndSymlink) {
