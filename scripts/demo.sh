@@ -17,8 +17,10 @@ OPHOOK_OUTPUT="$out/numpy_ops" LD_PRELOAD="$root/build/libophook.so" "$python" e
 
 if [[ -f examples/torch_mlp.py ]]; then
   echo
-  echo "== recording examples/torch_mlp.py (torch_function + torch_dispatch levels) =="
-  OPHOOK_OUTPUT="$out/torch_mlp" OPHOOK_LEVELS=numpy,torch_function,torch_dispatch \
+  # Both torch levels with nested calls recorded: each torch call and the aten ops under it,
+  # backward included (with nesting off, the aten ops inside a recorded torch call are hidden).
+  echo "== recording examples/torch_mlp.py (both torch levels, OPHOOK_NESTED=1) =="
+  OPHOOK_OUTPUT="$out/torch_mlp" OPHOOK_LEVELS=numpy,torch_function,torch_dispatch OPHOOK_NESTED=1 \
     LD_PRELOAD="$root/build/libophook.so" "$python" examples/torch_mlp.py
 fi
 
