@@ -45,7 +45,13 @@ def test_demo_records_both_examples_with_their_values():
     np.testing.assert_array_equal(b, np.ones((4, 3)))
     np.testing.assert_array_equal(load("numpy_ops", first["outputs"][0]), a + b)
 
-    # torch_mlp.py: both torch levels recorded, the backward pass included.
+    # torch_mlp.py: both torch levels recorded, the aten ops nested under the torch calls, the
+    # backward pass included; a linear layer's addmm equals bias + x @ weight.T from its dumps.
     torch_records = [r for r in records("torch_mlp") if r["framework"] == "torch"]
     assert {r["level"] for r in torch_records} == {"torch_function", "torch_dispatch"}
-    assert any(r["phase"] == "backward" for r in torch_records)
+    backward = [r for r in torch_records if r["phase"] == "backward"]
+    assert backward and all(r["level"] == "torch_dispatch" and r["depth"] >= 1 for r in backward)
+    addmm = next(r for r in torch_records if r["op"] == "aten.addmm.default")
+    bias, x, weight_t = (load("torch_mlp", arg) for arg in addmm["args"][:3])
+    np.testing.assert_allclose(load("torch_mlp", addmm["outputs"][0]), bias + x @ weight_t,
+                               rtol=1e-5, atol=1e-5)
