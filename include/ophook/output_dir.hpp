@@ -1,4 +1,5 @@
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <span>
 #include <string>
@@ -21,7 +22,8 @@ struct IoResult {
 /// through. Files get mode 0644 (less what the umask removes).
 /// A directory created directly inside a world-writable one (/tmp) gets mode 0700, and an existing
 /// one there must belong to this user: others could otherwise read the dumps or swap them.
-/// Not thread-safe: owned by the writer.
+/// write_file may run on several threads at once (the writer and its file helper); everything
+/// else is the writer's alone.
 class OutputDir {
  public:
   /// Whether the last component of the path may be a symlink: yes for the directory the user
@@ -42,7 +44,7 @@ class OutputDir {
 
   const std::string& path() const { return path_; }
 
-  /// Writes `parts` back to back into `name` atomically (see the class comment).
+  /// Writes `parts` back to back into `name` atomically (see the class comment). Thread-safe.
   IoResult write_file(std::string_view name, std::span<const std::span<const std::byte>> parts);
   IoResult write_file(std::string_view name, std::string_view text);
 
@@ -61,16 +63,16 @@ class OutputDir {
   void release_reserve() noexcept;
 
  private:
-  IoResult write_unnamed_then_link(int fd, std::span<const std::span<const std::byte>> parts);
-  IoResult write_via_temp_name(std::span<const std::span<const std::byte>> parts);
-  const std::string& next_temp_name();  // for final_name_
-  IoResult rename_temp_into_place();    // temp_name_ → final_name_
+  struct FileNames;  // one write_file's final and temporary names (per thread, kept between calls)
+  IoResult write_unnamed_then_link(int fd, std::span<const std::span<const std::byte>> parts, FileNames& names);
+  IoResult write_via_temp_name(std::span<const std::span<const std::byte>> parts, FileNames& names);
+  const std::string& next_temp_name(FileNames& names);       // for names.final_name
+  IoResult rename_temp_into_place(const FileNames& names);  // temp_name → final_name
 
   std::string path_;
   int dir_fd_ = -1;
-  Creation creation_;
-  unsigned long temp_counter_ = 0;
-  std::string temp_name_, final_name_;  // write_file's buffers, kept between calls
+  std::atomic<Creation> creation_;
+  std::atomic<unsigned long> temp_counter_{0};
   std::string reserve_name_;
 };
 

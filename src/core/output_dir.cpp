@@ -161,22 +161,29 @@ OutputDir::~OutputDir() {
   if (dir_fd_ >= 0) ::close(dir_fd_);
 }
 
+struct OutputDir::FileNames {
+  std::string final_name, temp_name;
+};
+
 IoResult OutputDir::write_file(std::string_view name,
                                std::span<const std::span<const std::byte>> parts) {
   if (!valid_name(name)) return failure(EINVAL);
-  final_name_.assign(name);
-  if (creation_ == Creation::Unnamed) {
+  // Per thread, so that two threads may write files at once, and kept between calls (no
+  // allocation per file).
+  thread_local FileNames names;
+  names.final_name.assign(name);
+  if (creation_.load(std::memory_order_relaxed) == Creation::Unnamed) {
     const int fd = ::openat(dir_fd_, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, kFileMode);
-    if (fd >= 0) return write_unnamed_then_link(fd, parts);
+    if (fd >= 0) return write_unnamed_then_link(fd, parts, names);
     // EISDIR: a kernel before O_TMPFILE (3.11); EOPNOTSUPP: a file system without it (NFS, FUSE).
     if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) return failure(errno);
-    creation_ = Creation::TemporaryName;
+    creation_.store(Creation::TemporaryName, std::memory_order_relaxed);
   }
-  return write_via_temp_name(parts);
+  return write_via_temp_name(parts, names);
 }
 
-IoResult OutputDir::write_via_temp_name(std::span<const std::span<const std::byte>> parts) {
-  const int fd = ::openat(dir_fd_, next_temp_name().c_str(),
+IoResult OutputDir::write_via_temp_name(std::span<const std::span<const std::byte>> parts, FileNames& names) {
+  const int fd = ::openat(dir_fd_, next_temp_name(names).c_str(),
                           O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, kFileMode);
   if (fd < 0) return failure(errno);
   bool ok = write_all(fd, parts);
@@ -186,14 +193,14 @@ IoResult OutputDir::write_via_temp_name(std::span<const std::span<const std::byt
     error = errno;
   }
   if (!ok) {
-    ::unlinkat(dir_fd_, temp_name_.c_str(), 0);
+    ::unlinkat(dir_fd_, names.temp_name.c_str(), 0);
     return failure(error);
   }
-  return rename_temp_into_place();
+  return rename_temp_into_place(names);
 }
 
-IoResult OutputDir::write_unnamed_then_link(int fd,
-                                            std::span<const std::span<const std::byte>> parts) {
+IoResult OutputDir::write_unnamed_then_link(int fd, std::span<const std::span<const std::byte>> parts,
+                                            FileNames& names) {
   if (!write_all(fd, parts)) {
     const int error = errno;
     ::close(fd);  // the unnamed file goes with it
@@ -207,41 +214,41 @@ IoResult OutputDir::write_unnamed_then_link(int fd,
   auto link_as = [&](const std::string& name) {
     return ::linkat(AT_FDCWD, fd_path, dir_fd_, name.c_str(), AT_SYMLINK_FOLLOW) == 0 ? 0 : errno;
   };
-  int error = link_as(final_name_);
+  int error = link_as(names.final_name);
   if (error == EEXIST) {
-    error = link_as(next_temp_name());
+    error = link_as(next_temp_name(names));
     if (error == 0) {
       ::close(fd);
-      return rename_temp_into_place();
+      return rename_temp_into_place(names);
     }
   }
   ::close(fd);
   if (error == ENOENT || error == EPERM || error == EACCES || error == EXDEV ||
       error == EOPNOTSUPP) {
     // No /proc, or a sandbox that refuses such links: name files the other way from now on.
-    creation_ = Creation::TemporaryName;
-    return write_via_temp_name(parts);
+    creation_.store(Creation::TemporaryName, std::memory_order_relaxed);
+    return write_via_temp_name(parts, names);
   }
   return error == 0 ? IoResult{} : failure(error);
 }
 
-const std::string& OutputDir::next_temp_name() {
+const std::string& OutputDir::next_temp_name(FileNames& names) {
   // A long final name is shortened in the temporary one; pid + counter keep it unique even for
   // a forked child that inherited this object. Built in a buffer kept between calls (no
   // allocation per file; snprintf was a quarter of write_file's instructions).
-  auto& temp = temp_name_;
+  auto& temp = names.temp_name;
   temp.assign(kTempPrefix);
-  temp += std::string_view(final_name_).substr(0, kTempNameRoom);
+  temp += std::string_view(names.final_name).substr(0, kTempNameRoom);
   append_decimal(temp += '.', static_cast<unsigned long>(::getpid()));
-  append_decimal(temp += '.', ++temp_counter_);
+  append_decimal(temp += '.', temp_counter_.fetch_add(1, std::memory_order_relaxed) + 1);
   return temp;
 }
 
-IoResult OutputDir::rename_temp_into_place() {
+IoResult OutputDir::rename_temp_into_place(const FileNames& names) {
   // rename replaces whatever sits at the name (a planted symlink included) without following it.
-  if (::renameat(dir_fd_, temp_name_.c_str(), dir_fd_, final_name_.c_str()) != 0) {
+  if (::renameat(dir_fd_, names.temp_name.c_str(), dir_fd_, names.final_name.c_str()) != 0) {
     const int error = errno;
-    ::unlinkat(dir_fd_, temp_name_.c_str(), 0);
+    ::unlinkat(dir_fd_, names.temp_name.c_str(), 0);
     return failure(error);
   }
   return {};

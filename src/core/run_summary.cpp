@@ -31,7 +31,6 @@ RunSummary::RunSummary(const Recorder& recorder) : recorder_(recorder) {}
 
 void RunSummary::observe(const CallRecord& record, const std::vector<ArrayOutcome>& outcomes,
                          const std::string& api_line) {
-  current_seq_ = record.seq;
   ++calls_;
   auto [it, fresh] = ops_.try_emplace(record.op_id);
   if (fresh) first_seen_.push_back(record.op_id);
@@ -78,11 +77,11 @@ void RunSummary::observe_config(const std::string& api_line) {
   }
 }
 
-bool RunSummary::budget_allows(std::uint64_t bytes) {
+bool RunSummary::budget_allows(std::uint64_t bytes, std::uint64_t seq) {
   if (budget_exhausted_) return false;
   if (bytes_ + bytes <= recorder_.config().max_bytes) return true;
   budget_exhausted_ = true;
-  budget_exhausted_at_ = current_seq_;
+  budget_exhausted_at_ = seq;
   logger().warn("OPHOOK_MAX_BYTES={} reached after {} files ({}): no more .npy files, the run continues in stats mode",
                 recorder_.config().max_bytes, files_, human_bytes(bytes_));
   return false;

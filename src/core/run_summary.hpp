@@ -27,8 +27,10 @@ class RunSummary {
 
   /// True when a file of `bytes` still fits in OPHOOK_MAX_BYTES; the first refusal logs the one
   /// warning that the run continues in stats mode.
-  bool budget_allows(std::uint64_t bytes);
+  /// Whether `bytes` more fit OPHOOK_MAX_BYTES; the first refusal ends all files (call `seq`).
+  bool budget_allows(std::uint64_t bytes, std::uint64_t seq);
   void count_file(std::uint64_t bytes) { files_ += 1, bytes_ += bytes; }
+  void uncount_file(std::uint64_t bytes) { files_ -= 1, bytes_ -= bytes; }
   /// Counts a failed write; true for the first failure (the caller logs that one).
   bool count_write_error(const std::string& what, int error);
   /// Notes that an output (".npy files", "trace.jsonl") stopped for the rest of the run, and why.
@@ -71,7 +73,6 @@ class RunSummary {
   nlohmann::ordered_json stopped_ = nlohmann::ordered_json::object();
   bool budget_exhausted_ = false;
   std::uint64_t budget_exhausted_at_ = 0;
-  std::uint64_t current_seq_ = 0;
   nlohmann::ordered_json first_nonfinite_;
 };
 

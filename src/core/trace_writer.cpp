@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "api_text.hpp"
+#include "file_batch.hpp"
 #include "ophook/error.hpp"
 #include "ophook/log.hpp"
 #include "ophook/naming.hpp"
@@ -32,13 +33,10 @@ constexpr std::size_t kFinalFilesReserve = 256 << 10;
 // statistics: the two passes over the data overlap instead of adding up (64 MiB of float64 on the
 // bench machine: statistics 45 ms and write() 21 ms of CPU, one after the other before).
 constexpr std::size_t kOverlapBytes = std::size_t{8} << 20;
-
-/// Errors that concern one file name only (a name too long, a directory or a planted file in the
-/// way): that file is skipped and the others go on. Anything else is a failure of the medium.
-bool only_this_file(int error) {
-  return error == ENAMETOOLONG || error == EINVAL || error == EEXIST || error == EISDIR ||
-         error == ENOTEMPTY || error == ELOOP;
-}
+// Records taken from the queue are processed this many at a time: their small files are written
+// together on two threads (file_batch.hpp), then the records' lines are emitted and the records
+// released, so that the program waiting for room in the queue never waits for a whole batch.
+constexpr std::size_t kChunkRecords = 64;
 
 /// Marks the outputs and, with `names`, names the files: input k counts the arrays of args then
 /// kwargs in order; output k those of outputs (k = 0 when the call returned a single array).
@@ -96,6 +94,7 @@ TraceWriter::TraceWriter(Recorder& recorder, RecordQueue& queue, std::string out
     : recorder_(recorder),
       queue_(queue),
       dir_(std::move(output_path), nested ? OutputDir::Leaf::NoFollow : OutputDir::Leaf::Follow),
+      files_(dir_, thread == WriterThread::Start),
       record_json_(recorder),
       summary_(recorder),
       inline_(thread == WriterThread::Inline) {
@@ -128,6 +127,7 @@ void TraceWriter::abandon_after_fork() {
   // The std::thread object refers to a thread of the parent; detaching a non-existent thread is
   // harmless, joining it would hang.
   thread_.detach();
+  files_.abandon_after_fork();
   trace_fd_ = api_fd_ = -1;  // the parent's descriptors: leave them to the parent
 }
 
@@ -146,14 +146,35 @@ void TraceWriter::run() noexcept {
   if (!inline_) dir_.reserve_space(kFinalFilesReserve);
   std::deque<RecordPtr> batch;
   while (queue_.pop_all(batch, kPoll)) {
-    for (auto& record : batch) {
-      process(*record);
-      queue_.release(std::move(record));  // recycled for the program's next calls
+    for (auto first = batch.begin(); first != batch.end();) {
+      const auto last = first + static_cast<std::ptrdiff_t>(std::min<std::size_t>(kChunkRecords, batch.end() - first));
+      process_chunk(first, last);
+      first = last;
     }
     batch.clear();
     flush_lines();
   }
+  files_.stop();
   write_final_files();
+}
+
+void TraceWriter::process_chunk(const std::deque<RecordPtr>::iterator& first,
+                                const std::deque<RecordPtr>::iterator& last) noexcept {
+  const auto n = static_cast<std::size_t>(last - first);
+  if (chunk_outcomes_.size() < n) chunk_outcomes_.resize(n);
+  prepared_.resize(n);
+  file_jobs_.clear();
+  auto outcomes = chunk_outcomes_.begin();
+  auto prepared = prepared_.begin();
+  for (auto it = first; it != last; ++it) *prepared++ = prepare(**it, *outcomes++);
+  files_.write_all(file_jobs_);
+  settle_file_jobs();
+  outcomes = chunk_outcomes_.begin();
+  prepared = prepared_.begin();
+  for (auto it = first; it != last; ++it, ++outcomes) {
+    if (*prepared++) finish_record(**it, *outcomes);
+    queue_.release(std::move(*it));  // recycled for the program's next calls
+  }
 }
 
 void TraceWriter::write_final_files() noexcept {
@@ -167,37 +188,60 @@ void TraceWriter::write_final_files() noexcept {
   }
 }
 
-void TraceWriter::process(CallRecord& record) noexcept {
+bool TraceWriter::prepare(const CallRecord& record, std::vector<ArrayOutcome>& outcomes) noexcept {
   try {
     const auto& op = recorder_.op(record.op_id);
-    outcomes_.resize(record.arrays.size());
-    for (auto& o : outcomes_) o.file.clear(), o.stats.reset(), o.is_output = false;
+    outcomes.resize(record.arrays.size());
+    for (auto& o : outcomes) o.file.clear(), o.stats.reset(), o.is_output = false;
     // Roles only matter for NaN statistics, names only for files: trace mode has neither, stats
     // mode no files (the names' formatting was a fifth of the writer's time per record).
     const auto mode = recorder_.config().mode;
-    if (mode != Mode::Trace) assign_roles(record, op, outcomes_, mode == Mode::Dump);
-    save_arrays(record, outcomes_);
-    api_line_.clear();
-    append_api_call_text(api_line_, record, recorder_);
-    summary_.observe(record, outcomes_, api_line_);
-    line_.clear();
-    record_json_.append(line_, record, outcomes_);
-    emit_in_order(record.seq, std::string_view(line_.data(), line_.size()), api_line_);
+    if (mode != Mode::Trace) assign_roles(record, op, outcomes, mode == Mode::Dump);
+    save_arrays(record, outcomes);
+    return true;
   } catch (const std::exception& e) {
-    logger().error("could not record call {}: {}", record.seq, e.what());
-    summary_.count_record_error();
+    record_failed(record, e);
+    return false;
   }
 }
 
-void TraceWriter::save_arrays(const CallRecord& record, std::vector<ArrayOutcome>& outcomes) noexcept {
+void TraceWriter::settle_file_jobs() noexcept {
+  for (auto& job : file_jobs_) {
+    const auto size = job.header.size() + job.data.size();
+    if (job.result.ok && job.attempted) continue;
+    summary_.uncount_file(size);
+    if (job.attempted) file_failed(job.outcome->file, job.result.error);
+    job.outcome->file.clear();
+  }
+}
+
+void TraceWriter::finish_record(const CallRecord& record, std::vector<ArrayOutcome>& outcomes) noexcept {
+  try {
+    for (std::size_t i = 0; i < record.arrays.size(); ++i) {
+      if (const auto first = record.arrays[i].alias_of; first >= 0) outcomes[i] = outcomes[static_cast<std::size_t>(first)];
+    }
+    api_line_.clear();
+    append_api_call_text(api_line_, record, recorder_);
+    summary_.observe(record, outcomes, api_line_);
+    line_.clear();
+    record_json_.append(line_, record, outcomes);
+    emit_in_order(record.seq, std::string_view(line_.data(), line_.size()), api_line_);
+  } catch (const std::exception& e) {
+    record_failed(record, e);
+  }
+}
+
+void TraceWriter::record_failed(const CallRecord& record, const std::exception& e) noexcept {
+  logger().error("could not record call {}: {}", record.seq, e.what());
+  summary_.count_record_error();
+}
+
+void TraceWriter::save_arrays(const CallRecord& record, std::vector<ArrayOutcome>& outcomes) {
   const auto mode = recorder_.config().mode;
   for (std::size_t i = 0; i < record.arrays.size(); ++i) {
     const auto& array = record.arrays[i];
     auto& outcome = outcomes[i];
-    if (array.alias_of >= 0) {
-      outcome = outcomes[static_cast<std::size_t>(array.alias_of)];
-      continue;
-    }
+    if (array.alias_of >= 0) continue;  // shares its first's outcome, once its file is settled
     const auto& dtype = recorder_.dtype(array.dtype_id);
     const bool has_data = array.captured && !dtype.descr.empty();
     auto add_stats = [&] {
@@ -213,20 +257,25 @@ void TraceWriter::save_arrays(const CallRecord& record, std::vector<ArrayOutcome
       outcome.file.clear();
       continue;
     }
-    const auto header = encode_npy_header(dtype.descr, array.shape);
+    auto header = encode_npy_header(dtype.descr, array.shape);
     const auto size = header.size() + array.nbytes;
-    if (!summary_.budget_allows(size)) {
+    if (!summary_.budget_allows(size, record.seq)) {
       add_stats();
       outcome.file.clear();
       continue;
     }
+    summary_.count_file(size);  // taken back by settle_file_jobs if the file is not written
+    const std::span<const std::byte> data(array.data.get(), array.nbytes);
+    if (array.nbytes < kOverlapBytes) {
+      add_stats();
+      file_jobs_.push_back({&outcome, std::move(header), data, {}, false});
+      continue;
+    }
     const std::span<const std::byte> parts[] = {
-        {reinterpret_cast<const std::byte*>(header.data()), header.size()},
-        {array.data.get(), array.nbytes}};
+        {reinterpret_cast<const std::byte*>(header.data()), header.size()}, data};
     const auto result = write_file_with_stats(dir_, outcome.file, parts, add_stats);
-    if (result.ok) {
-      summary_.count_file(size);
-    } else {
+    if (!result.ok) {
+      summary_.uncount_file(size);
       file_failed(outcome.file, result.error);
       outcome.file.clear();
     }
@@ -300,7 +349,8 @@ bool TraceWriter::files_deadline_passed() noexcept {
 
 void TraceWriter::file_failed(const std::string& name, int error) noexcept {
   const bool first = summary_.count_write_error(name, error);
-  if (name.ends_with(".npy") && !only_this_file(error)) {
+  if (name.ends_with(".npy") && !error_concerns_one_file(error)) {
+    if (files_failed_) return;  // the other file thread's file of the same batch, failing alike
     files_failed_ = true;
     summary_.note_stopped(".npy files", name + ": " + std::strerror(error));
     logger().error("cannot write {}/{}: {}: no more .npy files, trace.jsonl and statistics go on",

@@ -6,12 +6,14 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <deque>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "array_outcome.hpp"
+#include "file_batch.hpp"
 #include "ophook/output_dir.hpp"
 #include "ophook/record.hpp"
 #include "ophook/writer_thread.hpp"
@@ -55,8 +57,17 @@ class TraceWriter {
  private:
   void run() noexcept;
   void write_final_files() noexcept;
-  void process(CallRecord& record) noexcept;
-  void save_arrays(const CallRecord& record, std::vector<ArrayOutcome>& outcomes) noexcept;
+  /// Records [first, last) of a batch taken from the queue, released once done.
+  void process_chunk(const std::deque<RecordPtr>::iterator& first,
+                     const std::deque<RecordPtr>::iterator& last) noexcept;
+  /// Names, statistics and the files: large ones written now, small ones queued in file_jobs_.
+  /// False when the record cannot be recorded (logged and counted).
+  bool prepare(const CallRecord& record, std::vector<ArrayOutcome>& outcomes) noexcept;
+  void save_arrays(const CallRecord& record, std::vector<ArrayOutcome>& outcomes);
+  void settle_file_jobs() noexcept;  // failures counted and reported, their names cleared
+  /// Aliases given their first's outcome; the summary, the lines.
+  void finish_record(const CallRecord& record, std::vector<ArrayOutcome>& outcomes) noexcept;
+  void record_failed(const CallRecord& record, const std::exception& e) noexcept;
   void emit_in_order(std::uint64_t seq, std::string_view line, std::string_view api_line) noexcept;
   void emit_all_pending() noexcept;
   void flush_lines() noexcept;
@@ -77,7 +88,10 @@ class TraceWriter {
   // Reused for every record, so that formatting a record allocates nothing.
   fmt::memory_buffer line_;
   std::string api_line_;
-  std::vector<ArrayOutcome> outcomes_;
+  std::vector<std::vector<ArrayOutcome>> chunk_outcomes_;  // per record of the chunk
+  std::vector<char> prepared_;  // per record of the chunk: prepare() succeeded
+  std::vector<FileJob> file_jobs_;
+  FileBatchWriter files_;  // after dir_, which it writes into
   RecordJson record_json_;
   std::uint64_t next_seq_ = 0;
   std::uint64_t final_dropped_ = 0, final_waits_ = 0;  // set by finish() before the queue closes

@@ -7,27 +7,21 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <sstream>
 #include <vector>
 
 #include "ophook/error.hpp"
+#include "temp_files.hpp"
 
 namespace ophook::core {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using test::slurp;
 
 void spit(const fs::path& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
@@ -41,11 +35,7 @@ std::set<std::string> listing(const fs::path& dir) {
 
 class OutputDirTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "ophook_output_dir_XXXXXX").string();
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    root_ = pattern;
-  }
+  void SetUp() override { root_ = test::make_temp_dir("ophook_output_dir_"); }
   void TearDown() override { fs::remove_all(root_); }
   fs::path root_;
 };

@@ -5,7 +5,6 @@
 // its end after a termination signal, when files stop at a deadline but nothing else does. And a
 // run written inline (no thread), as the root of a run that imported no framework writes its own.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <chrono>
 #include <cstring>
@@ -14,7 +13,6 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,17 +21,14 @@
 #include "ophook/naming.hpp"
 #include "ophook/recorder.hpp"
 #include "ophook/values.hpp"
+#include "temp_files.hpp"
 
 namespace ophook::core {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path make_temp_dir() {
-  std::string dir_template = (fs::temp_directory_path() / "ophook-recorder-XXXXXX").string();
-  if (mkdtemp(dir_template.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-  return dir_template;
-}
+fs::path make_temp_dir() { return test::make_temp_dir("ophook-recorder-"); }
 
 constexpr int kThreads = 8;
 constexpr int kCallsPerThread = 300;

@@ -1,0 +1,27 @@
+#pragma once
+// Files for the units that write some: a fresh temporary directory, a file's whole content.
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace ophook::test {
+
+/// A new directory <system temp>/<stem>XXXXXX; the caller removes it.
+inline std::filesystem::path make_temp_dir(const std::string& stem) {
+  std::string pattern = (std::filesystem::temp_directory_path() / (stem + "XXXXXX")).string();
+  if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + pattern);
+  return pattern;
+}
+
+inline std::string slurp(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace ophook::test
