@@ -25,12 +25,11 @@ class RunSummary {
 
   void observe(const CallRecord& record, const std::vector<ArrayOutcome>& outcomes, const std::string& api_line);
 
-  /// True when a file of `bytes` still fits in OPHOOK_MAX_BYTES; the first refusal logs the one
-  /// warning that the run continues in stats mode.
-  /// Whether `bytes` more fit OPHOOK_MAX_BYTES; the first refusal ends all files (call `seq`).
+  /// True when a file of `bytes` still fits in OPHOOK_MAX_BYTES; the first refusal (for call
+  /// `seq`) logs the one warning that the run continues in stats mode.
   bool budget_allows(std::uint64_t bytes, std::uint64_t seq);
   void count_file(std::uint64_t bytes) { files_ += 1, bytes_ += bytes; }
-  void uncount_file(std::uint64_t bytes) { files_ -= 1, bytes_ -= bytes; }
+  void uncount_file(std::uint64_t bytes) { files_ -= 1, bytes_ -= bytes; }  // counted, not written
   /// Counts a failed write; true for the first failure (the caller logs that one).
   bool count_write_error(const std::string& what, int error);
   /// Notes that an output (".npy files", "trace.jsonl") stopped for the rest of the run, and why.

@@ -36,7 +36,7 @@ constexpr std::size_t kOverlapBytes = std::size_t{8} << 20;
 // Records taken from the queue are processed this many at a time: their small files are written
 // together on two threads (file_batch.hpp), then the records' lines are emitted and the records
 // released, so that the program waiting for room in the queue never waits for a whole batch.
-constexpr std::size_t kChunkRecords = 64;
+constexpr std::ptrdiff_t kChunkRecords = 64;
 
 /// Marks the outputs and, with `names`, names the files: input k counts the arrays of args then
 /// kwargs in order; output k those of outputs (k = 0 when the call returned a single array).
@@ -147,7 +147,7 @@ void TraceWriter::run() noexcept {
   std::deque<RecordPtr> batch;
   while (queue_.pop_all(batch, kPoll)) {
     for (auto first = batch.begin(); first != batch.end();) {
-      const auto last = first + static_cast<std::ptrdiff_t>(std::min<std::size_t>(kChunkRecords, batch.end() - first));
+      const auto last = batch.end() - first > kChunkRecords ? first + kChunkRecords : batch.end();
       process_chunk(first, last);
       first = last;
     }
@@ -207,9 +207,8 @@ bool TraceWriter::prepare(const CallRecord& record, std::vector<ArrayOutcome>& o
 
 void TraceWriter::settle_file_jobs() noexcept {
   for (auto& job : file_jobs_) {
-    const auto size = job.header.size() + job.data.size();
     if (job.result.ok && job.attempted) continue;
-    summary_.uncount_file(size);
+    summary_.uncount_file(job.header.size() + job.data.size());
     if (job.attempted) file_failed(job.outcome->file, job.result.error);
     job.outcome->file.clear();
   }
@@ -218,7 +217,8 @@ void TraceWriter::settle_file_jobs() noexcept {
 void TraceWriter::finish_record(const CallRecord& record, std::vector<ArrayOutcome>& outcomes) noexcept {
   try {
     for (std::size_t i = 0; i < record.arrays.size(); ++i) {
-      if (const auto first = record.arrays[i].alias_of; first >= 0) outcomes[i] = outcomes[static_cast<std::size_t>(first)];
+      const auto first = record.arrays[i].alias_of;
+      if (first >= 0) outcomes[i] = outcomes[static_cast<std::size_t>(first)];
     }
     api_line_.clear();
     append_api_call_text(api_line_, record, recorder_);

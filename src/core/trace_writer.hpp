@@ -5,8 +5,8 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
-#include <map>
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
