@@ -19,23 +19,30 @@ std::atomic<CallRecord*> shared_chain{nullptr};
 // pushed between the two goes uncounted until the next take.
 std::atomic<std::size_t> shared_bytes{0};
 
-/// This thread's records, taken from the shared chain; freed when the thread ends.
-struct LocalChain {
-  CallRecord* head = nullptr;
-  ~LocalChain() {
-    while (head != nullptr) delete std::exchange(head, head->next_in_chain);
+/// This thread's records, taken from the shared chain. Trivially destructible, so that a take()
+/// reads it with one thread-local lookup (a call to __tls_get_addr in a shared library; a
+/// variable with a destructor costs a second one, for its guard).
+thread_local constinit CallRecord* local_head = nullptr;
+
+/// Frees this thread's records when it ends; set up when the thread first takes the shared chain.
+struct LocalChainOwner {
+  ~LocalChainOwner() {
+    while (local_head != nullptr) delete std::exchange(local_head, local_head->next_in_chain);
   }
 };
-thread_local LocalChain local;
 
 }  // namespace
 
 RecordPtr RecordPool::take() {
-  if (local.head == nullptr && shared_chain.load(std::memory_order_relaxed) != nullptr) {
-    local.head = shared_chain.exchange(nullptr, std::memory_order_acquire);
-    if (local.head != nullptr) shared_bytes.store(0, std::memory_order_relaxed);
+  // One thread-local lookup: the compiler repeated it for every use of the variable.
+  CallRecord*& head = local_head;
+  if (head == nullptr && shared_chain.load(std::memory_order_relaxed) != nullptr) {
+    thread_local LocalChainOwner owner;  // constructed on this thread's first pass only
+    (void)owner;
+    head = shared_chain.exchange(nullptr, std::memory_order_acquire);
+    if (head != nullptr) shared_bytes.store(0, std::memory_order_relaxed);
   }
-  if (local.head == nullptr) {
+  if (head == nullptr) {
     // The writer is behind (or this is the first call): a fresh record, sized for a typical
     // call at once rather than grown by doubling.
     auto fresh = std::make_unique<CallRecord>();
@@ -43,7 +50,7 @@ RecordPtr RecordPool::take() {
     fresh->arrays.reserve(kTypicalArrays);
     return fresh;
   }
-  RecordPtr record(std::exchange(local.head, local.head->next_in_chain));
+  RecordPtr record(std::exchange(head, head->next_in_chain));
   record->next_in_chain = nullptr;
   return record;
 }

@@ -23,14 +23,16 @@ inline std::int64_t monotonic_ns() noexcept {
 /// The recorder when a call of `op_id` on this thread should be recorded, else nullptr: recording
 /// is on, ophook is not itself running Python here, the call is outermost (or OPHOOK_NESTED=1) and
 /// the op passes the filters. The whole decision is a few loads: it runs on every hooked call.
-inline core::Recorder* recorder_for(std::uint32_t op_id) noexcept {
+/// Sets `state` to this thread's state when it looked it up, for record_call: every lookup of a
+/// thread-local in the extension is a call to __tls_get_addr.
+inline core::Recorder* recorder_for(std::uint32_t op_id, ThreadState*& state) noexcept {
   if (!g_recording_on.load(std::memory_order_relaxed)) return nullptr;
   auto* recorder = core::Recorder::get();
   // The filter verdict first: a filtered-out call then costs no thread-local lookup.
   if (recorder == nullptr || !recorder->op(op_id).recorded) return nullptr;
-  const auto& state = thread_state();
-  if (state.busy) return nullptr;
-  return state.depth > 0 && !recorder->config().nested ? nullptr : recorder;
+  state = &thread_state();
+  if (state->busy) return nullptr;
+  return state->depth > 0 && !recorder->config().nested ? nullptr : recorder;
 }
 
 /// "Type: message" of the exception being raised, leaving it set exactly as it was.
@@ -52,10 +54,11 @@ PyObject* check_nonfinite(core::Recorder& recorder, core::RecordPtr& record, std
 /// Records one call: encodes the inputs (snapshotting array bytes before the original runs — it
 /// may write into them), runs `invoke`, then encodes the result or the exception, the source line
 /// and timing. Returns what `invoke` returned, with any exception left untouched.
+/// `state` is this thread's, as recorder_for() returned it.
 template <typename CaptureInputs, typename Invoke>
-PyObject* record_call(core::Recorder& recorder, std::uint32_t op_id, core::Phase phase, std::uint32_t module_id,
-                      CaptureInputs&& capture_inputs, Invoke&& invoke, bool overridden = false) {
-  auto& state = thread_state();
+PyObject* record_call(core::Recorder& recorder, ThreadState& state, std::uint32_t op_id, core::Phase phase,
+                      std::uint32_t module_id, CaptureInputs&& capture_inputs, Invoke&& invoke,
+                      bool overridden = false) {
   auto record = core::RecordPool::take();  // recycled: no allocation per call
   record->seq = recorder.next_seq();
   record->op_id = op_id;
@@ -63,7 +66,7 @@ PyObject* record_call(core::Recorder& recorder, std::uint32_t op_id, core::Phase
   record->module_id = module_id;
   record->overridden = overridden;
   record->depth = static_cast<std::uint16_t>(state.depth);
-  record->tid = current_tid();
+  record->tid = current_tid(state);
   ValueCapture capture(*record, recorder);
   capture_inputs(capture);
 
@@ -102,15 +105,16 @@ template <typename CaptureInputs, typename InvokeOriginal, typename InvokeRule>
 PyObject* hooked_call(std::uint32_t op_id, CaptureInputs&& capture_inputs, InvokeOriginal&& invoke_original,
                       InvokeRule&& invoke_rule) {
   PyObject* rule = has_overrides() ? override_for(op_id) : nullptr;
-  auto* recorder = recorder_for(op_id);
+  ThreadState* state = nullptr;
+  auto* recorder = recorder_for(op_id, state);
   if (recorder != nullptr && called_by_library_import(*recorder)) recorder = nullptr;
   if (rule == nullptr) {
     if (recorder == nullptr) return invoke_original();
-    return record_call(*recorder, op_id, core::Phase::None, 0, capture_inputs, invoke_original);
+    return record_call(*recorder, *state, op_id, core::Phase::None, 0, capture_inputs, invoke_original);
   }
   auto run_rule = [&] { return invoke_rule(rule); };
   if (recorder == nullptr) return run_rule();
-  return record_call(*recorder, op_id, core::Phase::None, 0, capture_inputs, run_rule, true);
+  return record_call(*recorder, *state, op_id, core::Phase::None, 0, capture_inputs, run_rule, true);
 }
 
 }  // namespace ophook::py

@@ -19,9 +19,9 @@ std::atomic<bool> g_recording_on{false};
 
 ThreadState& thread_state() noexcept { return state; }
 
-std::int32_t current_tid() noexcept {
-  if (state.tid == 0) state.tid = static_cast<std::int32_t>(::syscall(SYS_gettid));
-  return state.tid;
+std::int32_t current_tid(ThreadState& thread) noexcept {
+  if (thread.tid == 0) thread.tid = static_cast<std::int32_t>(::syscall(SYS_gettid));
+  return thread.tid;
 }
 
 }  // namespace ophook::py

@@ -14,7 +14,10 @@ struct ThreadState {
 };
 
 ThreadState& thread_state() noexcept;
-std::int32_t current_tid() noexcept;
+
+/// gettid() of the calling thread, cached in `thread`, its state (passed in: every thread-local
+/// lookup in the extension is a call to __tls_get_addr).
+std::int32_t current_tid(ThreadState& thread) noexcept;
 
 /// Recording switch of the Python API (Tracer, install/uninstall): hooks stay patched but pass
 /// calls straight through while off.

@@ -173,7 +173,8 @@ PyObject* handle(PyObject* const* argv, Py_ssize_t nargs, Resolve&& resolve) {
   auto call_original = [&] { return PyObject_Call(target, args, kwargs); };
   if (op_id == 0) return call_original();
   PyObject* rule = has_overrides() ? override_for(op_id) : nullptr;
-  auto* recorder = recorder_for(op_id);
+  ThreadState* state = nullptr;
+  auto* recorder = recorder_for(op_id, state);
   if ((rule == nullptr && recorder == nullptr) || in_compiled_region()) return call_original();
   auto capture = [&](ValueCapture& c) { capture_call_args(c, args, kwargs); };
   // An @ophook.override rule gets the op itself as `original`: inside this handler the mode is
@@ -182,8 +183,8 @@ PyObject* handle(PyObject* const* argv, Py_ssize_t nargs, Resolve&& resolve) {
   if (recorder == nullptr) return run_rule();
   const auto phase = current_phase();
   const auto module = module_stack::current_module_id();
-  if (rule == nullptr) return record_call(*recorder, op_id, phase, module, capture, call_original);
-  return record_call(*recorder, op_id, phase, module, capture, run_rule, true);
+  if (rule == nullptr) return record_call(*recorder, *state, op_id, phase, module, capture, call_original);
+  return record_call(*recorder, *state, op_id, phase, module, capture, run_rule, true);
 }
 
 }  // namespace
