@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ophook::core {
@@ -33,6 +34,50 @@ struct ArrayCapture {
 
   /// A buffer of at least `n` bytes at `data` (reusing a recycled one when big enough); sets nbytes.
   OPHOOK_API std::byte* reserve_data(std::size_t n);
+
+  /// Back to an empty capture that keeps its shape and data buffers.
+  void reset() noexcept {
+    shape.clear();
+    dtype_id = device_id = no_data_reason_id = 0;
+    alias_of = -1;
+    captured = false;
+    nbytes = 0;
+  }
+};
+
+/// A record's arrays, in order. Clearing a record leaves its slots constructed, with their shape
+/// and data buffers, and the record's next use fills them in place: no move and no allocation per
+/// array, and the writer, which clears records, writes into no slot of a `trace` record (the
+/// program's thread then finds the slots as it left them, not as the other core last wrote them).
+class ArraySlots {
+ public:
+  std::size_t size() const noexcept { return used_; }
+  bool empty() const noexcept { return used_ == 0; }
+  ArrayCapture& operator[](std::size_t i) noexcept { return slots_[i]; }
+  const ArrayCapture& operator[](std::size_t i) const noexcept { return slots_[i]; }
+  ArrayCapture* begin() noexcept { return slots_.data(); }
+  ArrayCapture* end() noexcept { return slots_.data() + used_; }
+  const ArrayCapture* begin() const noexcept { return slots_.data(); }
+  const ArrayCapture* end() const noexcept { return slots_.data() + used_; }
+
+  /// The next slot, empty, with the buffers of its last use.
+  ArrayCapture& add() {
+    if (used_ == slots_.size()) slots_.emplace_back();
+    auto& slot = slots_[used_++];
+    slot.reset();
+    return slot;
+  }
+  void push_back(ArrayCapture&& array) { add() = std::move(array); }
+  void reserve(std::size_t n) { slots_.reserve(n); }
+
+  /// Frees every slot: buffers over `kept_buffer_bytes` are dropped, slots beyond `kept_slots` too.
+  void clear(std::size_t kept_buffer_bytes, std::size_t kept_slots) noexcept;
+  /// Bytes the slots and their buffers hold.
+  std::size_t footprint() const noexcept;
+
+ private:
+  std::vector<ArrayCapture> slots_;
+  std::size_t used_ = 0;
 };
 
 /// Everything known about one recorded call, built on the program's thread without formatting and
@@ -58,14 +103,14 @@ struct CallRecord {
   std::vector<std::uint8_t> values;
   std::uint32_t kwargs_offset = 0;
   std::uint32_t outputs_offset = 0;
-  std::vector<ArrayCapture> arrays;
+  ArraySlots arrays;
 
   /// Bytes this record holds, for the queue's memory cap.
   OPHOOK_API std::size_t footprint() const;
 
   /// An empty array slot appended to `arrays`, reusing the shape and data buffers of an earlier
   /// use of this record (see RecordPool) so that a steady stream of calls allocates nothing.
-  OPHOOK_API ArrayCapture& new_array();
+  ArrayCapture& new_array() { return arrays.add(); }
 
   /// Back to a default-constructed record, keeping buffers of modest size for reuse.
   OPHOOK_API void clear_for_reuse() noexcept;
@@ -73,9 +118,6 @@ struct CallRecord {
   // Owned by RecordQueue / RecordPool while the record waits there.
   CallRecord* next_in_chain = nullptr;
   std::size_t queued_bytes = 0;  // footprint() when pushed: what release() frees
-
- private:
-  std::vector<ArrayCapture> spare_arrays_;  // cleared slots that still own their buffers
 };
 
 using RecordPtr = std::unique_ptr<CallRecord>;

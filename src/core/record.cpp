@@ -32,8 +32,8 @@ namespace {
 // Buffers up to this size stay with a recycled record; bigger ones are freed, so that the pool of
 // idle records never holds more than a few KiB each.
 constexpr std::size_t kKeptBufferBytes = 4096;
-// Cleared array slots a recycled record keeps (each with its shape and small data buffers).
-constexpr std::size_t kKeptSpareArrays = 16;
+// Array slots a recycled record keeps (each with its shape and small data buffers).
+constexpr std::size_t kKeptArraySlots = 16;
 }  // namespace
 
 std::byte* ArrayCapture::reserve_data(std::size_t n) {
@@ -45,19 +45,28 @@ std::byte* ArrayCapture::reserve_data(std::size_t n) {
   return data.get();
 }
 
-std::size_t CallRecord::footprint() const {
-  std::size_t bytes = sizeof(CallRecord) + values.capacity() + error.capacity() +
-                      (arrays.capacity() + spare_arrays_.capacity()) * sizeof(ArrayCapture);
-  for (const auto& a : arrays) bytes += a.shape.capacity() * 8 + std::max(a.nbytes, a.data_capacity);
-  for (const auto& a : spare_arrays_) bytes += a.shape.capacity() * 8 + a.data_capacity;
+void ArraySlots::clear(std::size_t kept_buffer_bytes, std::size_t kept_slots) noexcept {
+  for (std::size_t i = 0; i < used_; ++i) {
+    auto& a = slots_[i];
+    if (!a.data) continue;  // `trace`: the slot is only read here
+    if (a.data_capacity == 0) a.data_capacity = a.nbytes;  // filled without reserve_data
+    if (a.data_capacity > kept_buffer_bytes) a.data.reset(), a.data_capacity = 0;
+  }
+  if (slots_.size() > kept_slots) slots_.erase(slots_.begin() + static_cast<std::ptrdiff_t>(kept_slots), slots_.end());
+  used_ = 0;
+}
+
+std::size_t ArraySlots::footprint() const noexcept {
+  std::size_t bytes = slots_.capacity() * sizeof(ArrayCapture);
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    const auto& a = slots_[i];
+    bytes += a.shape.capacity() * sizeof(std::int64_t) + (i < used_ ? std::max(a.nbytes, a.data_capacity) : a.data_capacity);
+  }
   return bytes;
 }
 
-ArrayCapture& CallRecord::new_array() {
-  if (spare_arrays_.empty()) return arrays.emplace_back();
-  auto& slot = arrays.emplace_back(std::move(spare_arrays_.back()));
-  spare_arrays_.pop_back();
-  return slot;
+std::size_t CallRecord::footprint() const {
+  return sizeof(CallRecord) + values.capacity() + error.capacity() + arrays.footprint();
 }
 
 void CallRecord::clear_for_reuse() noexcept {
@@ -69,29 +78,7 @@ void CallRecord::clear_for_reuse() noexcept {
   if (error.capacity() > kKeptBufferBytes) std::string().swap(error);
   values.clear();
   if (values.capacity() > kKeptBufferBytes) std::vector<std::uint8_t>().swap(values);
-  for (auto& a : arrays) {
-    if (a.data && a.data_capacity == 0) a.data_capacity = a.nbytes;  // filled without reserve_data
-    if (a.data_capacity > kKeptBufferBytes) a.data.reset(), a.data_capacity = 0;
-    a.shape.clear();
-    a.dtype_id = a.device_id = a.no_data_reason_id = 0;
-    a.alias_of = -1;
-    a.captured = false;
-    a.nbytes = 0;
-  }
-  if (spare_arrays_.empty()) {
-    // The usual case (each call uses the slots the last one left): the cleared slots become the
-    // spares where they lie. Moving them one by one wrote into memory the program's thread had
-    // just written, a cache miss per slot on the writer (7% of its time in a long trace run).
-    arrays.swap(spare_arrays_);
-    if (spare_arrays_.size() > kKeptSpareArrays) spare_arrays_.resize(kKeptSpareArrays);
-    arrays.reserve(spare_arrays_.size());  // here, not by growth on the program's thread
-  } else {
-    spare_arrays_.reserve(std::min(kKeptSpareArrays, spare_arrays_.size() + arrays.size()));
-    for (auto& a : arrays) {
-      if (spare_arrays_.size() < kKeptSpareArrays) spare_arrays_.push_back(std::move(a));
-    }
-    arrays.clear();
-  }
+  arrays.clear(kKeptBufferBytes, kKeptArraySlots);
   next_in_chain = nullptr;
   queued_bytes = 0;
 }
