@@ -52,7 +52,9 @@ void ArraySlots::clear(std::size_t kept_buffer_bytes, std::size_t kept_slots) no
     if (a.data_capacity == 0) a.data_capacity = a.nbytes;  // filled without reserve_data
     if (a.data_capacity > kept_buffer_bytes) a.data.reset(), a.data_capacity = 0;
   }
-  if (slots_.size() > kept_slots) slots_.erase(slots_.begin() + static_cast<std::ptrdiff_t>(kept_slots), slots_.end());
+  if (slots_.size() > kept_slots) {
+    slots_.erase(slots_.begin() + static_cast<std::ptrdiff_t>(kept_slots), slots_.end());
+  }
   used_ = 0;
 }
 
@@ -60,7 +62,8 @@ std::size_t ArraySlots::footprint() const noexcept {
   std::size_t bytes = slots_.capacity() * sizeof(ArrayCapture);
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     const auto& a = slots_[i];
-    bytes += a.shape.capacity() * sizeof(std::int64_t) + (i < used_ ? std::max(a.nbytes, a.data_capacity) : a.data_capacity);
+    const auto data_bytes = i < used_ ? std::max(a.nbytes, a.data_capacity) : a.data_capacity;
+    bytes += a.shape.capacity() * sizeof(std::int64_t) + data_bytes;
   }
   return bytes;
 }

@@ -4,8 +4,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <limits>
 #include <deque>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>

@@ -139,6 +139,31 @@ TEST(RecordPool, AGivenRecordComesBackClearedWithItsSmallBuffers) {
   EXPECT_GE(slot.data_capacity, 160u);  // the buffer is reused, not reallocated
 }
 
+TEST(CallRecord, ClearedArraySlotsAreFilledInPlaceAndCapped) {
+  CallRecord r;
+  for (int i = 0; i < 20; ++i) {
+    auto& slot = r.new_array();
+    slot.shape = {1, 2, 3};
+    slot.alias_of = 0;
+    slot.captured = true;
+    slot.reserve_data(64);
+  }
+  const auto* first_slot = &r.arrays[0];
+  const auto* first_shape = r.arrays[0].shape.data();
+  r.clear_for_reuse();
+  EXPECT_TRUE(r.arrays.empty());
+  EXPECT_EQ(r.arrays.begin(), r.arrays.end());
+  auto& again = r.new_array();
+  EXPECT_EQ(&again, first_slot);  // the same slot, not a moved copy
+  EXPECT_TRUE(again.shape.empty() && !again.captured && again.alias_of == -1 && again.nbytes == 0);
+  again.shape.assign({4, 5, 6});
+  EXPECT_EQ(again.shape.data(), first_shape);  // its shape buffer reused
+  // 20 slots were in use; a cleared record keeps 16 with their buffers, so the 17th is new.
+  for (int i = 1; i < 16; ++i) EXPECT_GE(r.new_array().data_capacity, 64u) << i;
+  EXPECT_EQ(r.new_array().data_capacity, 0u);
+  EXPECT_EQ(r.arrays.size(), 17u);
+}
+
 TEST(RecordPool, LargeBuffersAreNotKept) {
   auto r = RecordPool::take();
   CallRecord* const address = r.get();
