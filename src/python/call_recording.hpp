@@ -1,6 +1,4 @@
 #pragma once
-#include <time.h>
-
 #include <memory>
 #include <utility>
 
@@ -13,12 +11,6 @@
 #include "value_capture.hpp"
 
 namespace ophook::py {
-
-inline std::int64_t monotonic_ns() noexcept {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
 
 /// The recorder when a call of `op_id` on this thread should be recorded, else nullptr: recording
 /// is on, ophook is not itself running Python here, the call is outermost (or OPHOOK_NESTED=1) and
@@ -71,9 +63,9 @@ PyObject* record_call(core::Recorder& recorder, ThreadState& state, std::uint32_
   capture_inputs(capture);
 
   ++state.depth;
-  record->t_ns = monotonic_ns();
+  record->t_ns = state.clock.now_ns();
   PyObject* result = invoke();
-  record->dur_ns = monotonic_ns() - record->t_ns;
+  record->dur_ns = state.clock.now_ns() - record->t_ns;
   --state.depth;
 
   const auto first_output = record->arrays.size();

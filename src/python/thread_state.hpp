@@ -2,6 +2,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "ophook/thread_clock.hpp"
+
 namespace ophook::py {
 
 /// Per-thread hook state. `depth` counts recorded calls in progress on this thread (nesting);
@@ -11,6 +13,7 @@ struct ThreadState {
   int depth = 0;
   bool busy = false;
   std::int32_t tid = 0;  // cached gettid(); reset in a forked child
+  core::ThreadClock clock;  // times of this thread's calls
 };
 
 ThreadState& thread_state() noexcept;

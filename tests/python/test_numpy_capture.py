@@ -138,6 +138,59 @@ w = np.where(a > 2, a, 0)
     np.testing.assert_array_equal(nested.load(concat["outputs"][0]["file"]), np.concatenate(parts))
 
 
+def test_call_times_are_the_monotonic_clock(runner):
+    # Calls of ~1 ms and tiny ones, idle gaps longer than the clock's one-millisecond stretches, two
+    # threads, nested calls: every record's interval lies within the program's own
+    # time.monotonic_ns() readings around the call, after the one before, and within its parent's.
+    code = """
+import sys, threading, time
+import numpy as np
+big = np.ones(1_000_000)
+small = np.ones(4)
+
+def calls():
+    for i in range(30):
+        before = time.monotonic_ns()
+        np.add(big, big) if i % 3 == 0 else np.add(small, small)
+        np.mean(small)
+        after = time.monotonic_ns()
+        # one write per line: the two threads' lines do not interleave
+        sys.stdout.write("%d %d %d\\n" % (threading.get_native_id(), before, after))
+        if i % 5 == 0:
+            time.sleep(0.003)
+
+worker = threading.Thread(target=calls)
+worker.start()
+calls()
+worker.join()
+"""
+    run = runner.run(code, env={"OPHOOK_NESTED": "1", "OPHOOK_MODE": "trace"})
+    windows = {}
+    for line in run.stdout.splitlines():
+        tid, before, after = map(int, line.split())
+        windows.setdefault(tid, []).append((before, after))
+    records = run.records()
+    assert {r["tid"] for r in records} == set(windows) and len(windows) == 2
+    slack = 2_000  # ns; the clock keeps within tens of ns of the kernel's
+    for tid, thread_windows in windows.items():
+        mine = [r for r in records if r["tid"] == tid]
+        top = [r for r in mine if r["depth"] == 0 and r["op"] != "numpy.copyto"]  # copyto: np.ones
+        assert [r["op"] for r in top] == ["numpy.add", "numpy.mean"] * 30
+        for (before, after), add, mean in zip(thread_windows, top[0::2], top[1::2]):
+            assert before - slack <= add["t_ns"]
+            assert add["t_ns"] + add["dur_ns"] <= mean["t_ns"]
+            assert mean["t_ns"] + mean["dur_ns"] <= after + slack
+        for child in (r for r in mine if r["depth"] > 0):
+            parent = max((r for r in mine
+                          if r["seq"] < child["seq"] and r["depth"] == child["depth"] - 1),
+                         key=lambda r: r["seq"])
+            assert parent["t_ns"] <= child["t_ns"]
+            assert child["t_ns"] + child["dur_ns"] <= parent["t_ns"] + parent["dur_ns"]
+        big_adds = [r for r in top
+                    if r["op"] == "numpy.add" and r["args"][0]["shape"] == [1_000_000]]
+        assert len(big_adds) == 10 and all(r["dur_ns"] > 10_000 for r in big_adds)
+
+
 def test_exceptions_propagate_unchanged_and_are_recorded(runner):
     code = """
 import numpy as np
