@@ -35,12 +35,18 @@ struct ClockSegment {
 };
 
 /// The stretch that starts at `now`, a pair just read, after `current`: its rate is measured from
-/// `origin` (the process's first pair), so it gets more exact as the run goes on; it starts no
+/// `origin` (the thread's first pair), so it gets more exact as the run goes on; it starts no
 /// earlier than the latest time `current` can have given, so that one thread's times never go back;
 /// and when that puts it ahead of the measured clock, its slope brings it back to the clock by its
 /// end. Empty when `now` is too close to `origin` (under a millisecond) for a rate.
 OPHOOK_API ClockSegment next_segment(const ClockSegment& current, ClockPair now,
                                      ClockPair origin) noexcept;
+
+/// Whether the counter no longer runs at the rate measured from `origin` to `last`, the previous
+/// pair: predicted from `last` at that rate, `now` is off by more than 0.1% of the time between
+/// them (plus 10 µs). The counter runs on while CLOCK_MONOTONIC stops in a system suspend, and a
+/// virtual machine may move to a host whose counter differs.
+OPHOOK_API bool counter_rate_changed(ClockPair last, ClockPair now, ClockPair origin) noexcept;
 
 /// Whether the kernel keeps CLOCK_MONOTONIC on the time-stamp counter (clocksource "tsc"): it has
 /// then checked that the counter runs at a constant rate and agrees between CPUs.
@@ -49,8 +55,9 @@ OPHOOK_API bool counter_keeps_monotonic() noexcept;
 /// One thread's reader of CLOCK_MONOTONIC for call timing. Where the kernel's own clock runs on the
 /// time-stamp counter, a reading is an `rdtsc`, a multiply and an add (11 ns here against 28 ns for
 /// the vDSO's fenced read; a recorded call reads the clock twice), and the kernel is asked again
-/// once a millisecond; elsewhere every reading asks the kernel. Times from one clock never go back, so a
-/// nested call's times lie within its parent's. Not thread-safe: one per thread.
+/// once a millisecond; elsewhere every reading asks the kernel. While the counter keeps its rate,
+/// times from one clock never go back, so a nested call's times lie within its parent's; when the
+/// rate changes (a suspend), the clock measures it afresh. Not thread-safe: one per thread.
 class ThreadClock {
  public:
   std::int64_t now_ns() noexcept {
@@ -68,6 +75,8 @@ class ThreadClock {
   OPHOOK_API std::int64_t start_segment() noexcept;
 
   ClockSegment segment_;
+  ClockPair origin_;  // the first pair, or the first since the counter's rate changed
+  ClockPair last_;    // the latest pair
 };
 
 }  // namespace ophook::core

@@ -68,6 +68,18 @@ ClockSegment next_segment(const ClockSegment& current, ClockPair now, ClockPair 
   return next;
 }
 
+bool counter_rate_changed(ClockPair last, ClockPair now, ClockPair origin) noexcept {
+  const std::int64_t known_ns = last.ns - origin.ns;
+  if (last.ticks <= origin.ticks || known_ns < kMinCalibrationNs) return false;  // no rate yet
+  const double ns_per_tick =
+      static_cast<double>(known_ns) / static_cast<double>(last.ticks - origin.ticks);
+  // Signed: a counter that went back (reset in a suspend) is a change too.
+  const double ticks = static_cast<double>(now.ticks) - static_cast<double>(last.ticks);
+  const double predicted_ns = static_cast<double>(last.ns) + ticks * ns_per_tick;
+  const double elapsed_ns = static_cast<double>(now.ns - last.ns);
+  return std::abs(predicted_ns - static_cast<double>(now.ns)) > 10'000 + elapsed_ns / 1000;
+}
+
 bool counter_keeps_monotonic() noexcept {
 #if defined(__x86_64__)
   static const bool keeps = [] {
@@ -84,9 +96,10 @@ bool counter_keeps_monotonic() noexcept {
 std::int64_t ThreadClock::start_segment() noexcept {
 #if defined(__x86_64__)
   if (counter_keeps_monotonic()) {
-    static const ClockPair origin = read_pair();
     const ClockPair now = read_pair();
-    segment_ = next_segment(segment_, now, origin);
+    if (origin_.ticks == 0 || counter_rate_changed(last_, now, origin_)) origin_ = now;
+    last_ = now;
+    segment_ = next_segment(segment_, now, origin_);
     return segment_.length_ticks != 0 ? segment_.anchor_ns : now.ns;
   }
 #endif

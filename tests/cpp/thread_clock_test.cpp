@@ -101,6 +101,25 @@ TEST(ThreadClock, AThreadIdleForAMinuteResumesOnTheKernelClock) {
   EXPECT_NEAR(next.ns_at(next.anchor_ticks + next.length_ticks - 1), at - 20 + kMs, 2);
 }
 
+TEST(ThreadClock, SeesASuspendAndNotAnIdleThread) {
+  const auto origin = pair_at(0);
+  const auto last = pair_at(50 * kMs, 30);
+  // Idle for a minute, readings off by tens of ns: the same rate.
+  EXPECT_FALSE(counter_rate_changed(last, pair_at(60'050 * kMs, -30), origin));
+  EXPECT_FALSE(counter_rate_changed(last, pair_at(51 * kMs), origin));
+  // Suspended for 10 s: the counter ran on, CLOCK_MONOTONIC did not.
+  const ClockPair resumed{ticks_at(10'051 * kMs), 51 * kMs};
+  EXPECT_TRUE(counter_rate_changed(last, resumed, origin));
+  // A counter reset to zero in the suspend.
+  EXPECT_TRUE(counter_rate_changed(last, ClockPair{1000, 51 * kMs}, origin));
+  // A counter 1% faster than before (another host), over a second.
+  const ClockPair faster{last.ticks + static_cast<std::uint64_t>(1.01 * kTicksPerNs * 1e9),
+                         last.ns + 1'000 * kMs};
+  EXPECT_TRUE(counter_rate_changed(last, faster, origin));
+  // No rate known yet (under a millisecond from the origin): nothing to compare with.
+  EXPECT_FALSE(counter_rate_changed(pair_at(kMs / 2), resumed, origin));
+}
+
 // The real clock, whichever path this machine takes: within the kernel's readings around it.
 TEST(ThreadClock, ReadsAgreeWithTheKernel) {
   ThreadClock clock;
