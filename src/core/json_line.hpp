@@ -4,8 +4,9 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <string_view>
+
+#include "line_buffer.hpp"
 
 namespace ophook::core {
 
@@ -16,16 +17,10 @@ namespace ophook::core {
 /// "{}"). Not thread-safe; one per writer.
 class JsonLine {
  public:
-  explicit JsonLine(fmt::memory_buffer& out) : out_(out) {}
+  explicit JsonLine(LineBuffer& out) : out_(out) {}
 
-  /// A copy into the reserved tail: fmt's generic append() costs ~80 instructions per call, and
-  /// a line is made of dozens of short pieces. Always inlined: for a literal the copy's length is
-  /// then a constant and the compiler turns memcpy into a few moves instead of a libc call.
-  [[gnu::always_inline]] void raw(std::string_view text) {
-    const auto at = out_.size();
-    out_.try_resize(at + text.size());
-    std::memcpy(out_.data() + at, text.data(), text.size());
-  }
+  /// Always inlined, like LineBuffer::append: a literal's copy becomes a few moves.
+  [[gnu::always_inline]] void raw(std::string_view text) { out_.append(text); }
   void sep() { out_.push_back(','); }
   void key(std::string_view name) {
     string(name);
@@ -36,7 +31,10 @@ class JsonLine {
   void integer(std::int64_t v) { digits(fmt::format_int(v)); }
   void unsigned_integer(std::uint64_t v) { digits(fmt::format_int(v)); }
   /// Finite doubles only (callers encode NaN/Inf as values of their own): shortest round-trip form.
-  void real(double v) { fmt::format_to(std::back_inserter(out_), FMT_COMPILE("{}"), v); }
+  void real(double v) {
+    char text[32];  // the longest shortest form, "-2.2250738585072014e-308", has 24
+    raw({text, static_cast<std::size_t>(fmt::format_to(text, FMT_COMPILE("{}"), v) - text)});
+  }
   void string(std::string_view s);
   /// `s` escaped as string() does, without the quotes: for pieces of a string built in parts.
   void string_content(std::string_view s);
@@ -44,7 +42,7 @@ class JsonLine {
  private:
   void digits(const fmt::format_int& f) { raw(std::string_view(f.data(), f.size())); }
 
-  fmt::memory_buffer& out_;
+  LineBuffer& out_;
 };
 
 }  // namespace ophook::core

@@ -13,7 +13,7 @@ namespace ophook::core {
 /// One record's object: the values walked token by token, interned names from the caches.
 class RecordJson::Encoder {
  public:
-  Encoder(RecordJson& names, fmt::memory_buffer& out, const CallRecord& record,
+  Encoder(RecordJson& names, LineBuffer& out, const CallRecord& record,
           const std::vector<ArrayOutcome>& outcomes)
       : names_(names), out_(out), json_(out), record_(record), outcomes_(outcomes) {}
 
@@ -189,7 +189,7 @@ class RecordJson::Encoder {
   }
 
   RecordJson& names_;
-  fmt::memory_buffer& out_;
+  LineBuffer& out_;
   JsonLine json_;
   const CallRecord& record_;
   const std::vector<ArrayOutcome>& outcomes_;
@@ -198,19 +198,19 @@ class RecordJson::Encoder {
 namespace {
 
 std::string escaped(std::string_view text, bool quoted) {
-  fmt::memory_buffer out;
+  LineBuffer out;
   JsonLine json(out);
   if (quoted) {
     json.string(text);
   } else {
     json.string_content(text);
   }
-  return fmt::to_string(out);
+  return std::string(out.view());
 }
 
 }  // namespace
 
-void RecordJson::append(fmt::memory_buffer& out, const CallRecord& record,
+void RecordJson::append(LineBuffer& out, const CallRecord& record,
                         const std::vector<ArrayOutcome>& outcomes) {
   Encoder(*this, out, record, outcomes).record();
 }

@@ -1,10 +1,10 @@
 #pragma once
-#include <fmt/format.h>
 
 #include <string>
 #include <vector>
 
 #include "array_outcome.hpp"
+#include "line_buffer.hpp"
 #include "ophook/record.hpp"
 
 namespace ophook::core {
@@ -20,7 +20,7 @@ class RecordJson {
 
   /// Appends the object, each array's file and stats taken from `outcomes` (indexed like
   /// record.arrays).
-  void append(fmt::memory_buffer& out, const CallRecord& record, const std::vector<ArrayOutcome>& outcomes);
+  void append(LineBuffer& out, const CallRecord& record, const std::vector<ArrayOutcome>& outcomes);
 
  private:
   class Encoder;

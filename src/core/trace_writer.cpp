@@ -4,6 +4,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <cstring>
 #include <future>
@@ -225,7 +227,7 @@ void TraceWriter::finish_record(const CallRecord& record, std::vector<ArrayOutco
     summary_.observe(record, outcomes, api_line_);
     line_.clear();
     record_json_.append(line_, record, outcomes);
-    emit_in_order(record.seq, std::string_view(line_.data(), line_.size()), api_line_);
+    emit_in_order(record.seq, line_.view(), api_line_);
   } catch (const std::exception& e) {
     record_failed(record, e);
   }

@@ -1,5 +1,4 @@
 #pragma once
-#include <fmt/format.h>
 
 #include <atomic>
 #include <chrono>
@@ -86,7 +85,7 @@ class TraceWriter {
   bool past_files_deadline_ = false;
   std::string trace_buffer_, api_buffer_;
   // Reused for every record, so that formatting a record allocates nothing.
-  fmt::memory_buffer line_;
+  LineBuffer line_;
   std::string api_line_;
   std::vector<std::vector<ArrayOutcome>> chunk_outcomes_;  // per record of the chunk
   std::vector<char> prepared_;  // per record of the chunk: prepare() succeeded

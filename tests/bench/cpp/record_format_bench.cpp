@@ -68,11 +68,11 @@ void trace_line_ours(benchmark::State& state) {
   const auto record = add_record();
   const std::vector<ArrayOutcome> outcomes(record.arrays.size());
   RecordJson json(recorder());
-  fmt::memory_buffer line;
+  LineBuffer line;
   for (auto _ : state) {
     line.clear();
     json.append(line, record, outcomes);
-    benchmark::DoNotOptimize(line.data());
+    benchmark::DoNotOptimize(line.view().data());
   }
 }
 
