@@ -8,7 +8,7 @@ namespace ophook::core {
 
 /// A growable text buffer whose appends are inlined capacity checks. The writer thread builds each
 /// trace line from dozens of short pieces, and fmt::memory_buffer's push_back and try_resize stayed
-/// calls (GCC did not inline them: ≈ 750 instructions per `np.add` line). Not thread-safe.
+/// calls (GCC did not inline them: an `np.add` line took 850 more instructions). Not thread-safe.
 class LineBuffer {
  public:
   using value_type = char;  // for std::back_inserter
