@@ -3,6 +3,7 @@
 #include "python_common.hpp"
 #include "torch_handlers.hpp"
 #include "torch_module_stack.hpp"
+#include "torch_native.hpp"
 #include "torch_tensors.hpp"
 
 namespace pb = pybind11;
@@ -90,6 +91,9 @@ void bind_torch(pb::module_& m) {
       "torch.jit: the module hooks call guard(module, entering) -> bool (mode aside) when a forward starts "
       "while probe() returns a tracing state or the module is a traced_type, and at every forward start "
       "and end while the mode is aside. Nones switch it off.");
+  m.def("torch_without_native", &torch_native::disable,
+        "Tests, before torch_setup: capture torch values the way torch releases without the C++ "
+        "functions ophook calls directly have them captured (through the exporter and Python).");
   m.def(
       "torch_reset",
       [] {

@@ -2,13 +2,20 @@
 
 #include <dlpack/dlpack.h>
 
+#include <algorithm>
 #include <unordered_map>
 #include <vector>
+
+#include "ophook/log.hpp"
+#include "torch_native.hpp"
 
 namespace ophook::py {
 namespace {
 
 const DLPackExchangeAPI* exchange_api = nullptr;
+// torch's converter called on the tensor in place (torch_native), once it gave the exporter's
+// answers for every probe tensor.
+bool native_reads = false;
 
 /// DLPack type → torch dtype. Sub-byte dtypes (int1…int7, uint1…uint7) export as int8/uint8, so
 /// a DLPack type some dtypes share maps to nullptr: the caller then reads tensor.dtype.
@@ -18,19 +25,19 @@ std::uint32_t key_of(DLDataType type) {
   return std::uint32_t{type.code} | std::uint32_t{type.bits} << 8 | std::uint32_t{type.lanes} << 16;
 }
 
-/// The DLPack type torch exports `dtype` as, read from an empty tensor viewed as that dtype (a view,
-/// not a new tensor: making one would give some dtypes' one-time warnings away); false when torch
+/// An empty tensor viewed as `dtype` (a view, not a new tensor: making one would give some dtypes'
+/// one-time warnings away), and in `key` the DLPack type torch exports it as; null when torch
 /// refuses to export it (quantized, bit types).
-bool exported_key(PyObject* empty_bytes, PyObject* dtype, std::uint32_t& key) {
+PyRef dtype_probe(PyObject* empty_bytes, PyObject* dtype, std::uint32_t& key) {
   static PyObject* view_name = PyUnicode_InternFromString("view");
   PyRef tensor = PyRef::steal(PyObject_CallMethodOneArg(empty_bytes, view_name, dtype));
   DLTensor view{};
   if (!tensor || exchange_api->dltensor_from_py_object_no_sync(tensor.get(), &view) != 0) {
     PyErr_Clear();
-    return false;
+    return {};
   }
   key = key_of(view.dtype);
-  return true;
+  return tensor;
 }
 
 /// Every torch.dtype object the torch module names (torch.float32, torch.half …), once each.
@@ -73,6 +80,42 @@ bool find_exchange_api(PyObject* torch) {
   return true;
 }
 
+bool same_view(const DLTensor& a, const DLTensor& b) {
+  const auto n = static_cast<std::size_t>(a.ndim);
+  return a.data == b.data && a.byte_offset == b.byte_offset && a.ndim == b.ndim &&
+         a.device.device_type == b.device.device_type && a.device.device_id == b.device.device_id &&
+         key_of(a.dtype) == key_of(b.dtype) && std::equal(a.shape, a.shape + n, b.shape) &&
+         (a.strides == nullptr) == (b.strides == nullptr) &&
+         (a.strides == nullptr || std::equal(a.strides, a.strides + n, b.strides));
+}
+
+/// Whether torch_native's converter describes `tensor` exactly as the exporter does.
+bool native_read_agrees(PyObject* tensor) {
+  DLTensor exported{}, native{};
+  if (exchange_api->dltensor_from_py_object_no_sync(tensor, &exported) != 0) {
+    PyErr_Clear();
+    return false;
+  }
+  return torch_native::describe_tensor(tensor, native) && same_view(exported, native);
+}
+
+/// Probes for the converter beyond the dtype views: a transposed slice (strides, an offset) and a
+/// 3-d tensor.
+std::vector<PyRef> strided_probes(PyObject* empty_bytes) {
+  std::vector<PyRef> out;
+  PyRef grid = PyRef::steal(PyObject_CallMethod(empty_bytes, "new_empty", "((iii))", 2, 3, 4));
+  PyRef slice = grid ? PyRef::steal(PySlice_New(PyLong_FromLong(1), nullptr, nullptr)) : PyRef();
+  PyRef turned = grid ? PyRef::steal(PyObject_CallMethod(grid.get(), "transpose", "ii", 0, 2)) : PyRef();
+  PyRef cut = turned && slice ? PyRef::steal(PyObject_GetItem(turned.get(), slice.get())) : PyRef();
+  if (!grid || !cut) {
+    PyErr_Clear();
+    return out;
+  }
+  out.push_back(std::move(grid));
+  out.push_back(std::move(cut));
+  return out;
+}
+
 }  // namespace
 
 bool enable_dense_views(core::Recorder& recorder, PyObject* torch) {
@@ -88,20 +131,32 @@ bool enable_dense_views(core::Recorder& recorder, PyObject* torch) {
     exchange_api = nullptr;
     return false;
   }
+  torch_native::find(torch);
+  bool native_agrees = torch_native::has_tensor_converter();
   for (PyObject* dtype : torch_dtypes(torch)) {
     std::uint32_t key = 0;
-    if (!exported_key(empty_bytes.get(), dtype, key)) continue;
+    PyRef dtype_view = dtype_probe(empty_bytes.get(), dtype, key);
+    if (!dtype_view) continue;
     const TorchDtype* described = torch_dtype(recorder, dtype);
     auto [it, fresh] = dtypes_by_key.emplace(key, described);
     if (!fresh && it->second != described) it->second = nullptr;  // shared: ask the tensor
+    native_agrees = native_agrees && native_read_agrees(dtype_view.get());
   }
+  for (const auto& probe : strided_probes(empty_bytes.get())) {
+    native_agrees = native_agrees && native_read_agrees(probe.get());
+  }
+  native_reads = native_agrees;
+  core::logger().debug("torch tensors read through {}",
+                       native_reads ? "at::toDLPackNonOwning" : "torch's DLPack exporter");
   return true;
 }
 
 bool read_dense_view(PyObject* tensor, DenseTensorView& out) {
   if (exchange_api == nullptr) return false;
   DLTensor view;
-  if (exchange_api->dltensor_from_py_object_no_sync(tensor, &view) != 0) {
+  if (native_reads) {
+    if (!torch_native::describe_tensor(tensor, view)) return false;
+  } else if (exchange_api->dltensor_from_py_object_no_sync(tensor, &view) != 0) {
     PyErr_Clear();
     return false;
   }

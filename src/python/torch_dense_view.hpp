@@ -20,11 +20,13 @@ struct DenseTensorView {
 
 /// Finds torch's DLPack exchange API (torch._C._dlpack_exchange_api; recent torch has it) and learns the
 /// DLPack type of every torch dtype. False when torch has none: tensors then take the attribute
-/// path. GIL required; creates one empty tensor per dtype, once.
+/// path. Then reads tensors through torch_native's converter instead where it gives the
+/// exporter's answers for an empty tensor of every dtype and two strided ones. GIL required;
+/// creates those probe tensors, once.
 bool enable_dense_views(core::Recorder& recorder, PyObject* torch);
 
-/// Reads `tensor` (a torch.Tensor whose type does not take over dispatch) through one C call into
-/// torch: no Python attribute, no allocation. False, with no Python error left set, for anything
+/// Reads `tensor` (a torch._C.TensorBase whose type does not take over dispatch) through one C
+/// call into torch: no Python attribute, no allocation. False, with no Python error left set, for anything
 /// but a CPU tensor in strided layout — torch's exporter refuses sparse, nested, quantized, meta
 /// and other devices. The view ignores the conjugate and negative bits: check them before reading
 /// the elements.

@@ -6,6 +6,7 @@
 
 #include "call_recording.hpp"
 #include "torch_module_stack.hpp"
+#include "torch_native.hpp"
 
 namespace ophook::py::torch_handlers {
 namespace {
@@ -29,7 +30,8 @@ constexpr std::size_t kMaxCached = 1 << 16;  // funcs made on the fly (closures)
 
 PyObject* function_namer = nullptr;
 PyObject* dispatch_namer = nullptr;
-PyObject* current_autograd_node = nullptr;
+// torch._C._current_graph_task_id, where torch_native lacks the C++ function.
+PyObject* current_graph_task_id = nullptr;
 // OPHOOK_COMPILE=ignore: code objects of the frames that run a torch.compile'd callable
 // (Dynamo's compile_wrapper); calls made below one of them pass through unrecorded.
 std::vector<PyObject*> compiled_region_markers;
@@ -101,14 +103,17 @@ OpTarget dispatch_op(PyObject* func) {
   return out;
 }
 
+/// "backward" while autograd runs a backward pass on this thread: its nodes, the hooks they run and
+/// the final callbacks queued on the engine (DDP's gradient synchronisation).
 core::Phase current_phase() {
-  if (current_autograd_node == nullptr) return core::Phase::Forward;
-  PyRef node = PyRef::steal(PyObject_CallNoArgs(current_autograd_node));
-  if (!node) {
-    PyErr_Clear();
-    return core::Phase::Forward;
+  if (torch_native::has_graph_task_id()) {
+    return torch_native::in_backward_pass() ? core::Phase::Backward : core::Phase::Forward;
   }
-  return node.get() == Py_None ? core::Phase::Forward : core::Phase::Backward;
+  if (current_graph_task_id == nullptr) return core::Phase::Forward;
+  PyRef id = PyRef::steal(PyObject_CallNoArgs(current_graph_task_id));
+  const long value = id ? PyLong_AsLong(id.get()) : -1;
+  if (PyErr_Occurred()) PyErr_Clear();
+  return value == -1 ? core::Phase::Forward : core::Phase::Backward;
 }
 
 /// True while a torch.compile'd callable runs on this thread: one of the marker frames is on the
@@ -202,12 +207,13 @@ bool configure(PyObject* torch, PyObject* function_namer_, PyObject* dispatch_na
   }
   Py_XINCREF(function_namer_), Py_XDECREF(function_namer), function_namer = function_namer_;
   Py_XINCREF(dispatch_namer_), Py_XDECREF(dispatch_namer), dispatch_namer = dispatch_namer_;
-  if (current_autograd_node == nullptr) {
+  torch_native::find(torch);
+  if (current_graph_task_id == nullptr) {
     PyRef c = PyRef::steal(PyObject_GetAttrString(torch, "_C"));
-    current_autograd_node = c ? PyObject_GetAttrString(c.get(), "_current_autograd_node") : nullptr;
-    if (current_autograd_node == nullptr) PyErr_Clear();
+    current_graph_task_id = c ? PyObject_GetAttrString(c.get(), "_current_graph_task_id") : nullptr;
+    if (current_graph_task_id == nullptr) PyErr_Clear();
   }
-  return current_autograd_node != nullptr;
+  return torch_native::has_graph_task_id() || current_graph_task_id != nullptr;
 }
 
 void clear_caches() {

@@ -11,13 +11,13 @@ namespace ophook::py {
 /// as `self`. Returns what func(*args, **kwargs) returns, recording the call
 /// when recorder_for() says so. The op is resolved once per func object (torch_function: the
 /// public name from the namer, e.g. "torch.nn.functional.linear"; torch_dispatch:
-/// "aten.mm.default"), the phase is "backward" while autograd runs a node, the module is the
-/// innermost running nn.Module of this thread. GIL required.
+/// "aten.mm.default"), the phase is "backward" while autograd runs a backward pass on this thread,
+/// the module is the innermost running nn.Module of this thread. GIL required.
 namespace torch_handlers {
 
 /// Python callables used on a func object's first sight: function_namer(func) -> str;
-/// dispatch_namer(func) -> (str, callable to run the op with). Also caches
-/// torch._C._current_autograd_node from `torch`.
+/// dispatch_namer(func) -> (str, callable to run the op with). Also finds how to tell a backward
+/// pass from `torch` (torch_native, else torch._C._current_graph_task_id); false without either.
 bool configure(PyObject* torch, PyObject* function_namer, PyObject* dispatch_namer);
 
 /// OPHOOK_COMPILE=ignore: code objects of the frames through which torch.compile'd callables run

@@ -81,27 +81,37 @@ print("done")
 """
 
 
-# Torch without the DLPack exchange API (older releases) has tensors read through their attributes:
-# the same program through the Tracer API, the exporter removed before recording starts.
-WITHOUT_EXPORTER = """
+# Torch releases without the C++ functions ophook calls directly (torch_native) have tensors read
+# through torch's DLPack exporter; older ones, without the exporter too, through their attributes.
+# The same program through the Tracer API, those pieces put out of reach before recording starts.
+WITHOUT_NATIVE = """
 import sys
 sys.path.insert(0, %(shim)r)
 import torch
-del torch._C._dlpack_exchange_api
+if %(older)r:
+    del torch._C._dlpack_exchange_api
 import ophook
-ophook.Tracer(output_path="out", levels=["torch_function"], mode="dump").start()
+from ophook import _ophook
+_ophook.torch_without_native()
+ophook.Tracer(output_path="out", levels=[%(level)r], mode="dump", log_level="debug").start()
 """
+TENSOR_READS = {"native": "at::toDLPackNonOwning", "exporter": "torch's DLPack exporter", "attributes": None}
 
 
-@pytest.fixture(scope="module", params=["exporter", "attributes"])
+@pytest.fixture(scope="module", params=list(TENSOR_READS))
 def dtype_run(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("dtypes")
     program = DTYPE_PROGRAM % {"here": str(__import__("pathlib").Path(__file__).parent)}
-    if request.param == "exporter":
-        proc = run_script(tmp, program, levels="torch_function", mode="dump")
+    if request.param == "native":
+        proc = run_script(tmp, program, levels="torch_function", mode="dump", log_level="debug")
     else:
-        proc = run_script(tmp, WITHOUT_EXPORTER % {"shim": str(SHIM_DIR)} + program, preload=False)
+        start = WITHOUT_NATIVE % {"shim": str(SHIM_DIR), "older": request.param == "attributes",
+                                  "level": "torch_function"}
+        proc = run_script(tmp, start + program, preload=False)
     assert "done" in proc.stdout
+    reads = [line for line in proc.stderr.splitlines() if "torch tensors read through" in line]
+    expected = TENSOR_READS[request.param]
+    assert [line.endswith("read through " + expected) for line in reads] == ([True] if expected else [])
     records = ops(trace(tmp / "out"), "torch.clone")
     return tmp / "out", records
 
@@ -253,6 +263,49 @@ def test_backward_ops_are_recorded_with_phase_backward(training_run):
     a, b = (torch.from_numpy(load(out, v)) for v in arrays(mm))
     # recomputed with the op itself: NumPy's matmul may round differently (another BLAS kernel)
     assert np.array_equal(load(out, arrays(mm, "outputs")[0]), torch.mm(a, b).numpy())
+
+
+BACKWARD_PASS_PROGRAM = """
+import torch
+
+class Doubled(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        # a final callback runs once the whole pass is done, still inside it (DDP syncs there)
+        torch.autograd.Variable._execution_engine.queue_callback(lambda: torch.sub(grad, 1))
+        return torch.mul(grad, 3)
+
+x = torch.full((3,), 0.5, requires_grad=True)
+Doubled.apply(x).sum().backward()
+torch.add(x.grad, 1)
+print(x.grad.tolist())
+"""
+
+
+@pytest.mark.parametrize("phase_from", ["native", "python"])
+def test_backward_phase_covers_the_whole_pass(tmp_path, phase_from):
+    """Ops run by autograd (a node's Python backward) and by the engine's final callbacks are
+    "backward"; the program's ops before and after the pass are "forward". Both ways of asking torch
+    (its C++ function, or torch._C._current_graph_task_id) agree."""
+    program = BACKWARD_PASS_PROGRAM
+    if phase_from == "python":
+        program = WITHOUT_NATIVE % {"shim": str(SHIM_DIR), "older": False, "level": "torch_dispatch"} + program
+        proc = run_script(tmp_path, program, preload=False)
+    else:
+        proc = run_script(tmp_path, program, levels="torch_dispatch", mode="dump")
+    assert proc.stdout.strip() == "[3.0, 3.0, 3.0]"
+    records = trace(tmp_path / "out")
+    phases = [(r["op"], r["phase"]) for r in records if r["op"] in ("aten.mul.Tensor", "aten.sub.Tensor",
+                                                                     "aten.add.Tensor")]
+    assert phases == [("aten.mul.Tensor", "forward"), ("aten.mul.Tensor", "backward"),
+                      ("aten.sub.Tensor", "backward"), ("aten.add.Tensor", "forward")]
+    (sub,) = ops(records, "aten.sub.Tensor")
+    (grad,) = arrays(sub)[:1]
+    assert np.array_equal(load(tmp_path / "out", arrays(sub, "outputs")[0]), load(tmp_path / "out", grad) - 1)
 
 
 def test_in_place_ops_record_pre_op_values(training_run):
