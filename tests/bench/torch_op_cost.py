@@ -2,16 +2,16 @@
 the same kind (the mechanism's floor) and Python modes recording the same fields, in one process:
 torch.add on 4-element tensors, every configuration once per round, in turn (A/B interleaved).
 Prints one JSON line: per configuration, the median over rounds of (its ns per op - the bare op's
-ns per op in the same round)."""
+ns per op in the same round), each by its fastest burst (worker_support's fastest_burst_ns says
+why)."""
 import os
 import statistics
-import time
 
 import torch
 
 from baselines.json_recorder import JsonRecorder
 from baselines.torch_modes import NoopDispatchMode, NoopFunctionMode, RecordingDispatchMode, RecordingFunctionMode
-from worker_support import arguments, clear_directory, emit, load_ophook, paired_medians
+from worker_support import arguments, clear_directory, emit, fastest_burst_ns, load_ophook, paired_medians
 
 args = arguments(__doc__, calls=20_000)
 ophook = load_ophook(args.build)
@@ -19,13 +19,14 @@ a = torch.ones(4)
 b = torch.ones(4)
 
 
+def loop(calls):
+    for _ in range(calls):
+        torch.add(a, b)
+
+
 def per_op_ns():
-    for _ in range(min(args.calls, 500)):  # warm-up: first-call caches, the writer's start
-        torch.add(a, b)
-    start = time.perf_counter_ns()
-    for _ in range(args.calls):
-        torch.add(a, b)
-    return (time.perf_counter_ns() - start) / args.calls
+    loop(min(args.calls, 500))  # warm-up: first-call caches, the writer's start
+    return fastest_burst_ns(loop, args.calls)
 
 
 def bare(out):
