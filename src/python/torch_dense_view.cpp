@@ -104,7 +104,8 @@ bool native_read_agrees(PyObject* tensor) {
 std::vector<PyRef> strided_probes(PyObject* empty_bytes) {
   std::vector<PyRef> out;
   PyRef grid = PyRef::steal(PyObject_CallMethod(empty_bytes, "new_empty", "((iii))", 2, 3, 4));
-  PyRef slice = grid ? PyRef::steal(PySlice_New(PyLong_FromLong(1), nullptr, nullptr)) : PyRef();
+  PyRef one = PyRef::steal(PyLong_FromLong(1));
+  PyRef slice = one ? PyRef::steal(PySlice_New(one.get(), nullptr, nullptr)) : PyRef();
   PyRef turned = grid ? PyRef::steal(PyObject_CallMethod(grid.get(), "transpose", "ii", 0, 2)) : PyRef();
   PyRef cut = turned && slice ? PyRef::steal(PyObject_GetItem(turned.get(), slice.get())) : PyRef();
   if (!grid || !cut) {
