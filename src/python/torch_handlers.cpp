@@ -1,5 +1,6 @@
 #include "torch_handlers.hpp"
 
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -30,8 +31,11 @@ constexpr std::size_t kMaxCached = 1 << 16;  // funcs made on the fly (closures)
 
 PyObject* function_namer = nullptr;
 PyObject* dispatch_namer = nullptr;
-// torch._C._current_graph_task_id, where torch_native lacks the C++ function.
-PyObject* current_graph_task_id = nullptr;
+// Where torch_native lacks the C++ function: torch._C._current_graph_task_id (-1 outside a
+// backward pass), or on torch releases before it torch._C._current_autograd_node (None outside a
+// node: ops in the engine's final callbacks then count as forward).
+PyObject* backward_probe = nullptr;
+bool probe_returns_node = false;
 // OPHOOK_COMPILE=ignore: code objects of the frames that run a torch.compile'd callable
 // (Dynamo's compile_wrapper); calls made below one of them pass through unrecorded.
 std::vector<PyObject*> compiled_region_markers;
@@ -109,11 +113,16 @@ core::Phase current_phase() {
   if (torch_native::has_graph_task_id()) {
     return torch_native::in_backward_pass() ? core::Phase::Backward : core::Phase::Forward;
   }
-  if (current_graph_task_id == nullptr) return core::Phase::Forward;
-  PyRef id = PyRef::steal(PyObject_CallNoArgs(current_graph_task_id));
-  const long value = id ? PyLong_AsLong(id.get()) : -1;
+  if (backward_probe == nullptr) return core::Phase::Forward;
+  PyRef answer = PyRef::steal(PyObject_CallNoArgs(backward_probe));
+  bool backward = false;
+  if (answer && probe_returns_node) {
+    backward = answer.get() != Py_None;
+  } else if (answer) {
+    backward = PyLong_AsLong(answer.get()) != -1;
+  }
   if (PyErr_Occurred()) PyErr_Clear();
-  return value == -1 ? core::Phase::Forward : core::Phase::Backward;
+  return backward ? core::Phase::Backward : core::Phase::Forward;
 }
 
 /// True while a torch.compile'd callable runs on this thread: one of the marker frames is on the
@@ -208,12 +217,16 @@ bool configure(PyObject* torch, PyObject* function_namer_, PyObject* dispatch_na
   Py_XINCREF(function_namer_), Py_XDECREF(function_namer), function_namer = function_namer_;
   Py_XINCREF(dispatch_namer_), Py_XDECREF(dispatch_namer), dispatch_namer = dispatch_namer_;
   torch_native::find(torch);
-  if (current_graph_task_id == nullptr) {
+  if (backward_probe == nullptr) {
     PyRef c = PyRef::steal(PyObject_GetAttrString(torch, "_C"));
-    current_graph_task_id = c ? PyObject_GetAttrString(c.get(), "_current_graph_task_id") : nullptr;
-    if (current_graph_task_id == nullptr) PyErr_Clear();
+    for (const char* name : {"_current_graph_task_id", "_current_autograd_node"}) {
+      backward_probe = c ? PyObject_GetAttrString(c.get(), name) : nullptr;
+      PyErr_Clear();
+      probe_returns_node = std::string_view(name) == "_current_autograd_node";
+      if (backward_probe != nullptr) break;
+    }
   }
-  return torch_native::has_graph_task_id() || current_graph_task_id != nullptr;
+  return torch_native::has_graph_task_id() || backward_probe != nullptr;
 }
 
 void clear_caches() {

@@ -83,13 +83,14 @@ print("done")
 
 # Torch releases without the C++ functions ophook calls directly (torch_native) have tensors read
 # through torch's DLPack exporter; older ones, without the exporter too, through their attributes.
-# The same program through the Tracer API, those pieces put out of reach before recording starts.
+# The same program through the Tracer API, those pieces put out of reach before recording starts
+# (`missing`: the torch._C attributes older releases lack).
 WITHOUT_NATIVE = """
 import sys
 sys.path.insert(0, %(shim)r)
 import torch
-if %(older)r:
-    del torch._C._dlpack_exchange_api
+for name in %(missing)r:
+    delattr(torch._C, name)
 import ophook
 from ophook import _ophook
 _ophook.torch_without_native()
@@ -105,8 +106,8 @@ def dtype_run(request, tmp_path_factory):
     if request.param == "native":
         proc = run_script(tmp, program, levels="torch_function", mode="dump", log_level="debug")
     else:
-        start = WITHOUT_NATIVE % {"shim": str(SHIM_DIR), "older": request.param == "attributes",
-                                  "level": "torch_function"}
+        missing = ["_dlpack_exchange_api"] if request.param == "attributes" else []
+        start = WITHOUT_NATIVE % {"shim": str(SHIM_DIR), "missing": missing, "level": "torch_function"}
         proc = run_script(tmp, start + program, preload=False)
     assert "done" in proc.stdout
     reads = [line for line in proc.stderr.splitlines() if "torch tensors read through" in line]
@@ -286,23 +287,31 @@ print(x.grad.tolist())
 """
 
 
-@pytest.mark.parametrize("phase_from", ["native", "python"])
+# Where ophook asks torch whether a backward pass runs: the C++ function, torch._C's
+# _current_graph_task_id, or (torch releases before that) _current_autograd_node, which knows no
+# pass outside a node: the final callback's op then counts as forward.
+PHASE_SOURCES = {"native": [], "graph_task_id": [], "autograd_node": ["_current_graph_task_id"]}
+
+
+@pytest.mark.parametrize("phase_from", list(PHASE_SOURCES))
 def test_backward_phase_covers_the_whole_pass(tmp_path, phase_from):
     """Ops run by autograd (a node's Python backward) and by the engine's final callbacks are
-    "backward"; the program's ops before and after the pass are "forward". Both ways of asking torch
-    (its C++ function, or torch._C._current_graph_task_id) agree."""
+    "backward"; the program's ops before and after the pass are "forward". The C++ function and
+    torch._C._current_graph_task_id agree; _current_autograd_node misses only the callback."""
     program = BACKWARD_PASS_PROGRAM
-    if phase_from == "python":
-        program = WITHOUT_NATIVE % {"shim": str(SHIM_DIR), "older": False, "level": "torch_dispatch"} + program
-        proc = run_script(tmp_path, program, preload=False)
-    else:
+    if phase_from == "native":
         proc = run_script(tmp_path, program, levels="torch_dispatch", mode="dump")
+    else:
+        program = WITHOUT_NATIVE % {"shim": str(SHIM_DIR), "missing": PHASE_SOURCES[phase_from],
+                                    "level": "torch_dispatch"} + program
+        proc = run_script(tmp_path, program, preload=False)
     assert proc.stdout.strip() == "[3.0, 3.0, 3.0]"
     records = trace(tmp_path / "out")
     phases = [(r["op"], r["phase"]) for r in records if r["op"] in ("aten.mul.Tensor", "aten.sub.Tensor",
                                                                      "aten.add.Tensor")]
+    callback = "forward" if phase_from == "autograd_node" else "backward"
     assert phases == [("aten.mul.Tensor", "forward"), ("aten.mul.Tensor", "backward"),
-                      ("aten.sub.Tensor", "backward"), ("aten.add.Tensor", "forward")]
+                      ("aten.sub.Tensor", callback), ("aten.add.Tensor", "forward")]
     (sub,) = ops(records, "aten.sub.Tensor")
     (grad,) = arrays(sub)[:1]
     assert np.array_equal(load(tmp_path / "out", arrays(sub, "outputs")[0]), load(tmp_path / "out", grad) - 1)
