@@ -17,15 +17,21 @@ class RecordJson::Encoder {
           const std::vector<ArrayOutcome>& outcomes)
       : names_(names), out_(out), json_(out), record_(record), outcomes_(outcomes) {}
 
-  void record() {
+  void head() {
     json_.raw(R"({"seq":)");
     json_.unsigned_integer(record_.seq);
+  }
+
+  void call() {
     json_.raw(names_.op_head(record_.op_id));
     section(0, record_.kwargs_offset, false);
     json_.raw(R"(,"kwargs":)");
     section(record_.kwargs_offset, record_.outputs_offset, true);
     json_.raw(R"(,"outputs":)");
     section(record_.outputs_offset, static_cast<std::uint32_t>(record_.values.size()), false);
+  }
+
+  void tail() {
     // Constant pieces are joined ("...":null) so that each costs one copy.
     if (record_.has_error) {
       json_.raw(R"(,"error":)");
@@ -212,7 +218,23 @@ std::string escaped(std::string_view text, bool quoted) {
 
 void RecordJson::append(LineBuffer& out, const CallRecord& record,
                         const std::vector<ArrayOutcome>& outcomes) {
-  Encoder(*this, out, record, outcomes).record();
+  Encoder encoder(*this, out, record, outcomes);
+  encoder.head();
+  encoder.call();
+  encoder.tail();
+}
+
+void RecordJson::append_head(LineBuffer& out, const CallRecord& record) {
+  Encoder(*this, out, record, {}).head();
+}
+
+void RecordJson::append_call(LineBuffer& out, const CallRecord& record,
+                             const std::vector<ArrayOutcome>& outcomes) {
+  Encoder(*this, out, record, outcomes).call();
+}
+
+void RecordJson::append_tail(LineBuffer& out, const CallRecord& record) {
+  Encoder(*this, out, record, {}).tail();
 }
 
 const std::string& RecordJson::op_head(std::uint32_t id) {

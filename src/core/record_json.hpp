@@ -22,6 +22,12 @@ class RecordJson {
   /// record.arrays).
   void append(LineBuffer& out, const CallRecord& record, const std::vector<ArrayOutcome>& outcomes);
 
+  /// The same object in three parts, so that the middle one can come from a cache: `{"seq":N`;
+  /// what was called (`,"op":…` through `"outputs":[…]`); the rest, with the closing brace.
+  void append_head(LineBuffer& out, const CallRecord& record);
+  void append_call(LineBuffer& out, const CallRecord& record, const std::vector<ArrayOutcome>& outcomes);
+  void append_tail(LineBuffer& out, const CallRecord& record);
+
  private:
   class Encoder;
 

@@ -29,8 +29,7 @@ std::string human_bytes(std::uint64_t n) {
 
 RunSummary::RunSummary(const Recorder& recorder) : recorder_(recorder) {}
 
-void RunSummary::observe(const CallRecord& record, const std::vector<ArrayOutcome>& outcomes,
-                         const std::string& api_line) {
+void RunSummary::observe(const CallRecord& record, const std::vector<ArrayOutcome>& outcomes) {
   ++calls_;
   auto [it, fresh] = ops_.try_emplace(record.op_id);
   if (fresh) first_seen_.push_back(record.op_id);
@@ -58,15 +57,13 @@ void RunSummary::observe(const CallRecord& record, const std::vector<ArrayOutcom
     }
   }
 
-  if (slowest_.size() >= kSlowest && record.dur_ns <= slowest_.front().dur_ns) return observe_config(api_line);
+  if (slowest_.size() >= kSlowest && record.dur_ns <= slowest_.front().dur_ns) return;
   slowest_.push_back({record.dur_ns, record.seq, record.op_id, source_text(record, recorder_)});
   std::push_heap(slowest_.begin(), slowest_.end(), std::greater<>{});
   if (slowest_.size() > kSlowest) {
     std::pop_heap(slowest_.begin(), slowest_.end(), std::greater<>{});
     slowest_.pop_back();
   }
-
-  observe_config(api_line);
 }
 
 void RunSummary::observe_config(const std::string& api_line) {

@@ -23,7 +23,9 @@ class RunSummary {
  public:
   explicit RunSummary(const Recorder& recorder);
 
-  void observe(const CallRecord& record, const std::vector<ArrayOutcome>& outcomes, const std::string& api_line);
+  void observe(const CallRecord& record, const std::vector<ArrayOutcome>& outcomes);
+  /// A call's API line, for the distinct configurations (api_configs.txt). Idempotent.
+  void observe_config(const std::string& api_line);
 
   /// True when a file of `bytes` still fits in OPHOOK_MAX_BYTES; the first refusal (for call
   /// `seq`) logs the one warning that the run continues in stats mode.
@@ -55,7 +57,6 @@ class RunSummary {
   static constexpr std::size_t kSlowest = 10;
   static constexpr std::size_t kMaxConfigs = 1'000'000;
 
-  void observe_config(const std::string& api_line);
   nlohmann::ordered_json summary_json(std::uint64_t dropped, std::uint64_t producer_waits) const;
   std::string statistics_text() const;
 

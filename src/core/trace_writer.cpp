@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <future>
@@ -222,15 +223,33 @@ void TraceWriter::finish_record(const CallRecord& record, std::vector<ArrayOutco
       const auto first = record.arrays[i].alias_of;
       if (first >= 0) outcomes[i] = outcomes[static_cast<std::size_t>(first)];
     }
-    api_line_.clear();
-    append_api_call_text(api_line_, record, recorder_);
-    summary_.observe(record, outcomes, api_line_);
-    line_.clear();
-    record_json_.append(line_, record, outcomes);
-    emit_in_order(record.seq, line_.view(), api_line_);
+    summary_.observe(record, outcomes);
+    const auto api_line = format_lines(record, outcomes);
+    emit_in_order(record.seq, line_.view(), api_line);
   } catch (const std::exception& e) {
     record_failed(record, e);
   }
+}
+
+std::string_view TraceWriter::format_lines(const CallRecord& record, const std::vector<ArrayOutcome>& outcomes) {
+  line_.clear();
+  record_json_.append_head(line_, record);
+  // Files and statistics differ from call to call: such records are formatted anew.
+  const bool cacheable =
+      std::all_of(outcomes.begin(), outcomes.end(), [](const ArrayOutcome& o) { return o.file.empty() && !o.stats; });
+  if (const auto* texts = cacheable ? call_texts_.find(record) : nullptr) {
+    line_.append(texts->trace_call);
+    record_json_.append_tail(line_, record);
+    return texts->api_line;  // observed by the summary when it was stored (observing is idempotent)
+  }
+  const auto call_begin = line_.view().size();
+  record_json_.append_call(line_, record, outcomes);
+  api_line_.clear();
+  append_api_call_text(api_line_, record, recorder_);
+  summary_.observe_config(api_line_);
+  if (cacheable) call_texts_.remember(line_.view().substr(call_begin), api_line_);
+  record_json_.append_tail(line_, record);
+  return api_line_;
 }
 
 void TraceWriter::record_failed(const CallRecord& record, const std::exception& e) noexcept {
@@ -289,25 +308,25 @@ void TraceWriter::emit_in_order(std::uint64_t seq, std::string_view line, std::s
     pending_.emplace(seq, std::make_pair(std::string(line), std::string(api_line)));
     return;
   }
-  trace_buffer_ += line, trace_buffer_ += '\n';
-  api_buffer_ += api_line, api_buffer_ += '\n';
+  buffer_lines(line, api_line);
   ++next_seq_;
   while (!pending_.empty() && pending_.begin()->first == next_seq_) {
     auto node = pending_.extract(pending_.begin());
-    trace_buffer_ += node.mapped().first, trace_buffer_ += '\n';
-    api_buffer_ += node.mapped().second, api_buffer_ += '\n';
+    buffer_lines(node.mapped().first, node.mapped().second);
     ++next_seq_;
   }
-  if (trace_buffer_.size() > kLineFlushBytes) flush_lines();
+  if (trace_buffer_.view().size() > kLineFlushBytes) flush_lines();
 }
 
 void TraceWriter::emit_all_pending() noexcept {
   // Calls that never finished (a thread still inside one at exit) leave gaps: write the rest.
-  for (auto& [seq, lines] : pending_) {
-    trace_buffer_ += lines.first, trace_buffer_ += '\n';
-    api_buffer_ += lines.second, api_buffer_ += '\n';
-  }
+  for (auto& [seq, lines] : pending_) buffer_lines(lines.first, lines.second);
   pending_.clear();
+}
+
+void TraceWriter::buffer_lines(std::string_view line, std::string_view api_line) noexcept {
+  trace_buffer_.append(line), trace_buffer_.push_back('\n');
+  api_buffer_.append(api_line), api_buffer_.push_back('\n');
 }
 
 void TraceWriter::flush_lines() noexcept {
@@ -315,11 +334,12 @@ void TraceWriter::flush_lines() noexcept {
   append(api_fd_, api_buffer_, api_failed_, "api_trace.txt");
 }
 
-void TraceWriter::append(int fd, std::string& buffer, bool& failed, const char* what) noexcept {
-  if (buffer.empty()) return;
+void TraceWriter::append(int fd, LineBuffer& buffer, bool& failed, const char* what) noexcept {
+  const auto text = buffer.view();
+  if (text.empty()) return;
   std::size_t done = 0;
-  while (!failed && done < buffer.size()) {
-    const auto n = ::write(fd, buffer.data() + done, buffer.size() - done);
+  while (!failed && done < text.size()) {
+    const auto n = ::write(fd, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       failed = true;

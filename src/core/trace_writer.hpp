@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "array_outcome.hpp"
+#include "call_text_cache.hpp"
 #include "file_batch.hpp"
 #include "ophook/output_dir.hpp"
 #include "ophook/record.hpp"
@@ -66,11 +67,15 @@ class TraceWriter {
   void settle_file_jobs() noexcept;  // failures counted and reported, their names cleared
   /// Aliases given their first's outcome; the summary, the lines.
   void finish_record(const CallRecord& record, std::vector<ArrayOutcome>& outcomes) noexcept;
+  /// The record's trace line into line_ and its API line (in api_line_ or the cache): what was
+  /// called from the cache when this call was formatted before.
+  std::string_view format_lines(const CallRecord& record, const std::vector<ArrayOutcome>& outcomes);
   void record_failed(const CallRecord& record, const std::exception& e) noexcept;
   void emit_in_order(std::uint64_t seq, std::string_view line, std::string_view api_line) noexcept;
   void emit_all_pending() noexcept;
+  void buffer_lines(std::string_view line, std::string_view api_line) noexcept;
   void flush_lines() noexcept;
-  void append(int fd, std::string& buffer, bool& failed, const char* what) noexcept;
+  void append(int fd, LineBuffer& buffer, bool& failed, const char* what) noexcept;
   void file_failed(const std::string& name, int error) noexcept;
   bool files_deadline_passed() noexcept;
 
@@ -83,7 +88,7 @@ class TraceWriter {
   static constexpr auto kNoDeadline = std::numeric_limits<std::chrono::steady_clock::rep>::max();
   std::atomic<std::chrono::steady_clock::rep> files_deadline_{kNoDeadline};
   bool past_files_deadline_ = false;
-  std::string trace_buffer_, api_buffer_;
+  LineBuffer trace_buffer_, api_buffer_;  // lines in seq order, not yet written
   // Reused for every record, so that formatting a record allocates nothing.
   LineBuffer line_;
   std::string api_line_;
@@ -92,6 +97,7 @@ class TraceWriter {
   std::vector<FileJob> file_jobs_;
   FileBatchWriter files_;  // after dir_, which it writes into
   RecordJson record_json_;
+  CallTextCache call_texts_;
   std::uint64_t next_seq_ = 0;
   std::uint64_t final_dropped_ = 0, final_waits_ = 0;  // set by finish() before the queue closes
   std::map<std::uint64_t, std::pair<std::string, std::string>> pending_;  // seq → lines
