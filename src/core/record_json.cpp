@@ -43,10 +43,7 @@ class RecordJson::Encoder {
     json_.integer(record_.t_ns);
     json_.raw(R"(,"dur_ns":)");
     json_.integer(record_.dur_ns);
-    json_.raw(R"(,"pid":)");
-    json_.integer(names_.recorder_.owner_pid());
-    json_.raw(R"(,"tid":)");
-    json_.integer(record_.tid);
+    json_.raw(names_.process_and_thread(names_.recorder_.owner_pid(), record_.tid));
     json_.raw(R"(,"depth":)");
     json_.unsigned_integer(record_.depth);
     if (record_.source_file_id) {
@@ -243,6 +240,14 @@ const std::string& RecordJson::op_head(std::uint32_t id) {
     return fmt::format(R"(,"op":{},"framework":"{}","level":"{}","args":)", escaped(op.name, true),
                        framework_of(op.level), to_string(op.level));
   });
+}
+
+std::string_view RecordJson::process_and_thread(int pid, std::int32_t tid) {
+  if (ids_.empty() || pid != ids_pid_ || tid != ids_tid_) {
+    ids_pid_ = pid, ids_tid_ = tid;
+    ids_ = fmt::format(R"(,"pid":{},"tid":{})", pid, tid);
+  }
+  return ids_;
 }
 
 const std::string& RecordJson::text(std::uint32_t id) {

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "array_outcome.hpp"
@@ -33,6 +35,8 @@ class RecordJson {
 
   /// `,"op":"numpy.add","framework":"numpy","level":"ufunc","args":` of op `id`.
   const std::string& op_head(std::uint32_t id);
+  /// `,"pid":P,"tid":T`, formatted again only when the thread (or process) changes.
+  std::string_view process_and_thread(int pid, std::int32_t tid);
   /// Interned string `id`, JSON-escaped, without quotes.
   const std::string& text(std::uint32_t id);
   /// `,"dtype":"float64"` of dtype `id`, and `,"saved_dtype":"float32"` when it has one ("" if not).
@@ -49,6 +53,9 @@ class RecordJson {
 
   const Recorder& recorder_;
   std::vector<std::string> op_heads_, texts_, dtypes_, saved_dtypes_;
+  std::string ids_;  // process_and_thread's last text
+  int ids_pid_ = 0;
+  std::int32_t ids_tid_ = 0;
 };
 
 /// "file.py:LINE:function", or "" when the record has no source.

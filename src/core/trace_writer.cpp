@@ -199,7 +199,8 @@ bool TraceWriter::prepare(const CallRecord& record, std::vector<ArrayOutcome>& o
     // Roles only matter for NaN statistics, names only for files: trace mode has neither, stats
     // mode no files (the names' formatting was a fifth of the writer's time per record).
     const auto mode = recorder_.config().mode;
-    if (mode != Mode::Trace) assign_roles(record, op, outcomes, mode == Mode::Dump);
+    if (mode == Mode::Trace) return true;  // no statistics and no files: nothing to save
+    assign_roles(record, op, outcomes, mode == Mode::Dump);
     save_arrays(record, outcomes);
     return true;
   } catch (const std::exception& e) {
