@@ -3,8 +3,6 @@
 #define XXH_INLINE_ALL  // header-only: libophook.so must not depend on libxxhash.so
 #include <xxhash.h>
 
-#include <cstdint>
-
 namespace ophook::core {
 namespace {
 
@@ -18,11 +16,12 @@ void put_bytes(LineBuffer& key, const void* data, std::size_t size) {
   key.append({static_cast<const char*>(data), size});
 }
 
-}  // namespace
-
-std::size_t CallTextCache::KeyHash::operator()(std::string_view key) const noexcept {
-  return XXH3_64bits(key.data(), key.size());
+std::size_t entry_bytes(std::string_view key, std::string_view trace_call, std::string_view api_line) {
+  constexpr std::size_t kOverhead = 160;  // the map's node and the strings' headers
+  return key.size() + trace_call.size() + api_line.size() + kOverhead;
 }
+
+}  // namespace
 
 const CallTextCache::Texts* CallTextCache::find(const CallRecord& record) {
   // Each variable-length part carries its length, so that no two calls share a key.
@@ -37,15 +36,25 @@ const CallTextCache::Texts* CallTextCache::find(const CallRecord& record) {
     put(key_, array.no_data_reason_id);
     put_bytes(key_, array.shape.data(), array.shape.size() * sizeof(std::int64_t));
   }
-  const auto it = texts_.find(key_.view());
-  return it == texts_.end() ? nullptr : &it->second;
+  const auto key = key_.view();
+  hash_ = XXH3_64bits(key.data(), key.size());
+  const auto it = entries_.find(hash_);
+  return it != entries_.end() && it->second.key == key ? &it->second.texts : nullptr;
 }
 
 void CallTextCache::remember(std::string_view trace_call, std::string_view api_line) {
-  const auto size = key_.view().size() + trace_call.size() + api_line.size() + kEntryOverhead;
+  auto& sighting = seen_once_[hash_ % kSightings];
+  if (sighting != hash_) {
+    sighting = hash_;
+    return;
+  }
+  const auto size = entry_bytes(key_.view(), trace_call, api_line);
   if (size > kMaxBytes / 16) return;
-  if (bytes_ + size > kMaxBytes) texts_.clear(), bytes_ = 0;
-  texts_.emplace(std::string(key_.view()), Texts{std::string(trace_call), std::string(api_line)});
+  if (bytes_ + size > kMaxBytes) entries_.clear(), bytes_ = 0;
+  auto [it, fresh] = entries_.try_emplace(hash_);
+  auto& entry = it->second;
+  if (!fresh) bytes_ -= entry_bytes(entry.key, entry.texts.trace_call, entry.texts.api_line);  // a hash collision
+  entry = Entry{std::string(key_.view()), Texts{std::string(trace_call), std::string(api_line)}};
   bytes_ += size;
 }
 

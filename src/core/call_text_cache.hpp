@@ -1,6 +1,7 @@
 #pragma once
+#include <array>
 #include <cstddef>
-#include <functional>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -15,7 +16,9 @@ namespace ophook::core {
 /// shapes over and over, and formatting those parts anew was three fifths of the writer's work per
 /// traced `np.add`. A call is its op, its encoded values and its arrays' dtypes, devices, reasons
 /// and shapes: for arrays without file or statistics that is all the two texts depend on (the
-/// caller's business to check). Bounded: emptied when it would exceed kMaxBytes. Writer thread only.
+/// caller's business to check). A call is kept from its second sighting on, so that a program
+/// whose calls never repeat (a new scalar each time) pays a lookup, not an allocation, per call.
+/// Bounded: emptied when it would exceed kMaxBytes. Writer thread only.
 class CallTextCache {
  public:
   struct Texts {
@@ -23,10 +26,11 @@ class CallTextCache {
     std::string api_line;
   };
 
-  /// The texts stored for `record`'s call, or nullptr; remember() then stores them for it.
+  /// The texts stored for `record`'s call, or nullptr; remember() then may store them for it.
   const Texts* find(const CallRecord& record);
-  /// Stores the texts of the call last passed to find() (not if they alone exceed a sixteenth of
-  /// the bound: a call with a huge list argument would only evict the others).
+  /// Stores the texts of the call last passed to find(), if that call was seen before (and not if
+  /// they alone exceed a sixteenth of the bound: a call with a huge list argument would only evict
+  /// the others).
   void remember(std::string_view trace_call, std::string_view api_line);
 
   static constexpr std::size_t kMaxBytes = std::size_t{8} << 20;
@@ -34,16 +38,22 @@ class CallTextCache {
   std::size_t footprint() const noexcept { return bytes_; }
 
  private:
-  // Bytes an entry costs beyond its texts and key: the map's node and the strings' headers.
-  static constexpr std::size_t kEntryOverhead = 160;
+  // Hashes of calls seen once, by their low bits: a later call that overwrites a slot only delays
+  // the first call's caching.
+  static constexpr std::size_t kSightings = 4096;
 
-  struct KeyHash {
-    using is_transparent = void;  // found by string_view: a lookup allocates nothing
-    std::size_t operator()(std::string_view key) const noexcept;
+  struct Entry {
+    std::string key;  // the whole key: two calls with one hash are told apart
+    Texts texts;
+  };
+  struct Identity {
+    std::size_t operator()(std::uint64_t hash) const noexcept { return hash; }  // XXH3 mixes already
   };
 
-  LineBuffer key_;  // the call last passed to find()
-  std::unordered_map<std::string, Texts, KeyHash, std::equal_to<>> texts_;
+  LineBuffer key_;           // the call last passed to find()
+  std::uint64_t hash_ = 0;   // its hash
+  std::unordered_map<std::uint64_t, Entry, Identity> entries_;
+  std::array<std::uint64_t, kSightings> seen_once_{};
   std::size_t bytes_ = 0;
 };
 

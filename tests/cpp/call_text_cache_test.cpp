@@ -127,8 +127,12 @@ TEST(CallTextCache, FindsOnlyTheCallItWasGivenAndStaysBounded) {
   CallTextCache cache;
   const CallShape call{1, {4}, 1, 0, 0, 0.5, "s", "k", 0};
   auto record = make_record(0, call);
-  EXPECT_EQ(cache.find(*record), nullptr);
-  cache.remember("trace 0", "api 0");
+  // Kept from the second sighting on: calls that never repeat cost no allocation.
+  for (int sighting = 0; sighting < 2; ++sighting) {
+    EXPECT_EQ(cache.find(*record), nullptr) << sighting;
+    cache.remember("trace 0", "api 0");
+  }
+  EXPECT_GT(cache.footprint(), 0u);
   const auto* texts = cache.find(*record);
   ASSERT_NE(texts, nullptr);
   EXPECT_EQ(texts->trace_call, "trace 0");
@@ -137,17 +141,20 @@ TEST(CallTextCache, FindsOnlyTheCallItWasGivenAndStaysBounded) {
   // A call too large for its share of the bound is not kept.
   auto big = call;
   big.text.assign(std::size_t{1} << 20, 'x');
-  EXPECT_EQ(cache.find(*make_record(1, big)), nullptr);
-  cache.remember(big.text, "api big");
-  EXPECT_EQ(cache.find(*make_record(1, big)), nullptr);
+  for (int sighting = 0; sighting < 3; ++sighting) {
+    EXPECT_EQ(cache.find(*make_record(1, big)), nullptr);
+    cache.remember(big.text, "api big");
+  }
 
   // Many distinct calls: the cache is emptied on the way, never beyond its bound, and keeps working.
   const std::string text(1000, 't');
   auto distinct = call;
   for (std::int64_t i = 1; i <= 20'000; ++i) {
     distinct.scalar = i;
-    ASSERT_EQ(cache.find(*make_record(2, distinct)), nullptr) << i;
-    cache.remember(text, "api");
+    for (int sighting = 0; sighting < 2; ++sighting) {
+      ASSERT_EQ(cache.find(*make_record(2, distinct)), nullptr) << i;
+      cache.remember(text, "api");
+    }
     ASSERT_LE(cache.footprint(), CallTextCache::kMaxBytes);
   }
   EXPECT_EQ(cache.find(*record), nullptr);  // the first call went with an emptying
