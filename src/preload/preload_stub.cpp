@@ -5,6 +5,8 @@
 // Built without exceptions, RTTI or any std:: type, and linked as C (see CMakeLists.txt).
 #include "preload_stub.hpp"
 
+#include "loaded_symbol.hpp"
+
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
@@ -22,8 +24,11 @@ bool truthy_env(const char* name) {
 }
 
 bool python_not_yet_initialised() {
-  // PySys_AddAuditHook first: its absence alone marks a non-Python process, the common case.
-  if (dlsym(RTLD_DEFAULT, "PySys_AddAuditHook") == nullptr) return false;
+  // PySys_AddAuditHook first: its absence alone marks a non-Python process, the common case, and
+  // the hash tables tell it without a failed dlsym (loaded_symbol.hpp says why that matters).
+  const SymbolPresence audit_hook = loaded_symbol_presence("PySys_AddAuditHook");
+  if (audit_hook == SymbolPresence::absent) return false;
+  if (audit_hook == SymbolPresence::unknown && dlsym(RTLD_DEFAULT, "PySys_AddAuditHook") == nullptr) return false;
   auto is_initialized = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "Py_IsInitialized"));
   // Initialised already: dlopen()ed by a running program, not preloaded.
   return is_initialized != nullptr && is_initialized() == 0;
