@@ -1,4 +1,5 @@
 #pragma once
+#include "ophook/capture_buffer_pool.hpp"
 #include "ophook/export.hpp"
 #include <cstddef>
 #include <cstdint>
@@ -32,8 +33,9 @@ struct ArrayCapture {
   std::size_t nbytes = 0;
   std::size_t data_capacity = 0;        // bytes allocated at `data` when reused (0 = exactly nbytes)
 
-  /// A buffer of at least `n` bytes at `data` (reusing a recycled one when big enough); sets nbytes.
-  OPHOOK_API std::byte* reserve_data(std::size_t n);
+  /// A buffer of at least `n` bytes at `data`: `spare` when given (CaptureBufferPool), else the
+  /// slot's own when big enough, else a fresh one; sets nbytes.
+  OPHOOK_API std::byte* reserve_data(std::size_t n, SpareBuffer spare = {});
 
   /// Back to an empty capture that keeps its shape and data buffers.
   void reset() noexcept {

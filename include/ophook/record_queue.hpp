@@ -32,8 +32,10 @@ class RecordQueue {
   /// Enqueues, waiting for room. Call without holding the GIL.
   void push(RecordPtr record);
 
-  /// Whether `bytes` more would fit beside what is queued now (always, when nothing is).
-  bool has_room(std::size_t bytes) const { return fits(bytes); }
+  /// Whether `bytes` more would fit beside what is queued now (always, when nothing is). When they
+  /// do, idle capture buffers that would take the total over the cap are freed first
+  /// (CaptureBufferPool): what the capturing side is about to copy then fits in fresh memory too.
+  bool has_room(std::size_t bytes) const;
   /// Waits until has_room(bytes). The capturing side calls it before copying an array, with the
   /// bytes its record would then hold, so that captured data not yet written stays under the cap
   /// instead of reaching the cap plus one record. Call without holding the GIL.

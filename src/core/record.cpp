@@ -36,8 +36,11 @@ constexpr std::size_t kKeptBufferBytes = 4096;
 constexpr std::size_t kKeptArraySlots = 16;
 }  // namespace
 
-std::byte* ArrayCapture::reserve_data(std::size_t n) {
-  if (!data || data_capacity < n) {
+std::byte* ArrayCapture::reserve_data(std::size_t n, SpareBuffer spare) {
+  if (spare.data) {
+    data = std::move(spare.data);
+    data_capacity = spare.capacity;
+  } else if (!data || data_capacity < n) {
     data = std::make_unique_for_overwrite<std::byte[]>(n);
     data_capacity = n;
   }
@@ -50,7 +53,7 @@ void ArraySlots::clear(std::size_t kept_buffer_bytes, std::size_t kept_slots) no
     auto& a = slots_[i];
     if (!a.data) continue;  // `trace`: the slot is only read here
     if (a.data_capacity == 0) a.data_capacity = a.nbytes;  // filled without reserve_data
-    if (a.data_capacity > kept_buffer_bytes) a.data.reset(), a.data_capacity = 0;
+    if (a.data_capacity > kept_buffer_bytes) CaptureBufferPool::give(std::move(a.data), std::exchange(a.data_capacity, 0));
   }
   if (slots_.size() > kept_slots) {
     slots_.erase(slots_.begin() + static_cast<std::ptrdiff_t>(kept_slots), slots_.end());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "ophook/capture_buffer_pool.hpp"
 #include "ophook/record_pool.hpp"
 
 namespace ophook::core {
@@ -22,6 +23,13 @@ RecordQueue::~RecordQueue() {
 bool RecordQueue::fits(std::size_t bytes) const {
   const auto held = held_.load();
   return held == 0 || held + bytes <= cap_;
+}
+
+bool RecordQueue::has_room(std::size_t bytes) const {
+  if (!fits(bytes)) return false;
+  const auto busy = held_.load() + bytes;
+  CaptureBufferPool::trim(busy < cap_ ? cap_ - busy : 0);
+  return true;
 }
 
 void RecordQueue::link(RecordPtr record, std::size_t bytes) {
@@ -50,16 +58,19 @@ void RecordQueue::push(RecordPtr record) {
 }
 
 void RecordQueue::wait_for_room(std::size_t bytes) {
-  if (fits(bytes)) return;
-  std::unique_lock lock(mu_);
-  ++waits_;
-  urgent_ = true;
-  writer_cv_.notify_one();
-  waiting_.fetch_add(1);
-  room_waiting_.fetch_add(1);
-  room_cv_.wait(lock, [&] { return fits(bytes) || closed_; });
-  room_waiting_.fetch_sub(1);
-  waiting_.fetch_sub(1);
+  if (has_room(bytes)) return;
+  {
+    std::unique_lock lock(mu_);
+    ++waits_;
+    urgent_ = true;
+    writer_cv_.notify_one();
+    waiting_.fetch_add(1);
+    room_waiting_.fetch_add(1);
+    room_cv_.wait(lock, [&] { return fits(bytes) || closed_; });
+    room_waiting_.fetch_sub(1);
+    waiting_.fetch_sub(1);
+  }
+  (void)has_room(bytes);  // the idle buffers' share, freed outside the lock
 }
 
 bool RecordQueue::pop_all(std::deque<RecordPtr>& out, std::chrono::milliseconds poll) {

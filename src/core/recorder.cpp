@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "ophook/capture_buffer_pool.hpp"
 #include "ophook/error.hpp"
 #include "ophook/log.hpp"
 #include "ophook/naming.hpp"
@@ -99,6 +100,7 @@ void Recorder::start_writer(std::string output_path, WriterThread thread) {
   writer_.reset();  // a finished run's writer, already joined
   queue_.reset();
   queue_ = std::make_unique<RecordQueue>(config_.queue_bytes);
+  CaptureBufferPool::set_limit(config_.queue_bytes);  // idle buffers count against the same cap
   writer_ = std::make_unique<TraceWriter>(*this, *queue_, output_path_, /*nested=*/output_path_ != root_output_, thread);
   writer_ready_.store(true, std::memory_order_release);
 }
@@ -170,6 +172,7 @@ void Recorder::finish() noexcept {
   } catch (const std::exception& e) {
     logger().error("could not finish the output in {}: {}", output_path_, e.what());
   }
+  CaptureBufferPool::set_limit(0);  // no memory kept for a run that has ended
 }
 
 void Recorder::finish_before_exit() noexcept {
@@ -217,9 +220,11 @@ void Recorder::on_fork_prepare() noexcept {
   strings_.mutex().lock();
   dtypes_.mutex().lock();
   facts_mu_.lock();
+  CaptureBufferPool::lock_for_fork();
 }
 
 void Recorder::on_fork_parent() noexcept {
+  CaptureBufferPool::unlock_after_fork();
   unlock_tables();
   writer_mu_.unlock();
 }
@@ -232,6 +237,7 @@ void Recorder::unlock_tables() noexcept {
 }
 
 void Recorder::on_fork_child() noexcept {
+  CaptureBufferPool::unlock_after_fork();
   unlock_tables();
   reset_logger_after_fork();
   // The parent's queue, writer and pending records belong to the parent: leak them (their mutexes

@@ -2,6 +2,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ophook/capture_buffer_pool.hpp"
+
 namespace ophook::py {
 
 class ValueCapture;
@@ -13,10 +15,12 @@ class ValueCapture;
 struct CopyBudget {
   bool copy = false;                // false: the array is refused; see reason_id
   std::uint32_t reason_id = 0;      // why the array has no data (0 when copied)
+  core::SpareBuffer spare;          // an idle buffer of about nbytes to copy into, if the pool had one
 };
 
 /// Decides whether `nbytes` more bytes may be copied into `capture`'s record and, when they may,
-/// waits (GIL released) until the writer has room for the record's arrays. A refused array is
+/// takes an idle buffer for them if there is one, then waits (GIL released) until the writer has
+/// room for the record's arrays. A refused array is
 /// counted in summary.json under notes.arrays_not_copied, with the reason the record carries.
 CopyBudget reserve_copy(ValueCapture& capture, std::size_t nbytes);
 

@@ -77,7 +77,7 @@ void capture_array(ValueCapture& capture, PyObject* object, PyArrayObject* array
   // The byte count only when copying: PyArray_SIZE is a call per array, in trace mode for nothing.
   const auto n = copy ? static_cast<std::size_t>(PyArray_SIZE(array)) * item : 0;
   // Refused beyond OPHOOK_QUEUE_BYTES; else copied once the writer has room (capture_budget.hpp).
-  const auto budget = copy ? reserve_copy(capture, n) : CopyBudget{false, dtype.reason_id};
+  auto budget = copy ? reserve_copy(capture, n) : CopyBudget{false, dtype.reason_id, {}};
   auto& out = capture.new_array(object);
   out.shape.assign(dims, dims + nd);
   out.dtype_id = dtype.dtype_id;
@@ -85,7 +85,7 @@ void capture_array(ValueCapture& capture, PyObject* object, PyArrayObject* array
   if (budget.copy) {
     const npy_intp* strides = PyArray_STRIDES(array);
     static_assert(sizeof(npy_intp) == sizeof(std::int64_t));
-    core::strided_copy(out.reserve_data(n), static_cast<const std::byte*>(PyArray_DATA(array)),
+    core::strided_copy(out.reserve_data(n, std::move(budget.spare)), static_cast<const std::byte*>(PyArray_DATA(array)),
                        {reinterpret_cast<const std::int64_t*>(dims), static_cast<std::size_t>(nd)},
                        {reinterpret_cast<const std::int64_t*>(strides), static_cast<std::size_t>(nd)}, item);
     out.captured = true;

@@ -111,10 +111,11 @@ std::uint32_t diagnose(core::Recorder& recorder, PyObject* tensor) {
   return recorder.intern("tensor memory not readable: spec only");
 }
 
-/// Copies `count` elements at `src` (C order, strides in bytes) into `out` in the file dtype.
+/// Copies `count` elements at `src` (C order, strides in bytes) into `out` in the file dtype, into
+/// the budget's spare buffer when it has one.
 void copy_elements(const std::byte* src, std::span<const std::int64_t> shape, std::span<const std::int64_t> strides,
-                   const TorchDtype& dtype, std::size_t count, core::ArrayCapture& out) {
-  std::byte* dst = out.reserve_data(count * dtype.saved_item_size);
+                   const TorchDtype& dtype, std::size_t count, CopyBudget& budget, core::ArrayCapture& out) {
+  std::byte* dst = out.reserve_data(count * dtype.saved_item_size, std::move(budget.spare));
   if (dtype.widen == nullptr) {
     core::strided_copy(dst, src, shape, strides, dtype.item_size);
   } else {
@@ -172,7 +173,7 @@ bool capture_dense(ValueCapture& capture, PyObject* tensor) {
     thread_local std::vector<std::int64_t> byte_strides;  // reused: no allocation per tensor
     byte_strides.assign(view.strides, view.strides + view.ndim);
     for (auto& s : byte_strides) s *= static_cast<std::int64_t>(dtype->item_size);
-    copy_elements(view.data, shape, byte_strides, *dtype, element_count(shape), out);
+    copy_elements(view.data, shape, byte_strides, *dtype, element_count(shape), budget, out);
   }
   return true;
 }
@@ -198,7 +199,7 @@ bool copy_through_attributes(ValueCapture& capture, PyObject* tensor, const Torc
   }
   const auto count = element_count(out.shape);
   if (count > 0 && address == 0) return false;
-  const auto budget = reserve_copy(capture, count * dtype.saved_item_size);
+  auto budget = reserve_copy(capture, count * dtype.saved_item_size);
   if (!budget.copy) {
     out.no_data_reason_id = budget.reason_id;
     return true;
@@ -206,7 +207,7 @@ bool copy_through_attributes(ValueCapture& capture, PyObject* tensor, const Torc
   for (auto& s : strides) s *= static_cast<std::int64_t>(dtype.item_size);
   // data_ptr() hands the address over as a Python int: there is no pointer to derive it from.
   const auto* src = reinterpret_cast<const std::byte*>(static_cast<std::uintptr_t>(address));  // NOLINT(performance-no-int-to-ptr)
-  copy_elements(src, out.shape, strides, dtype, count, out);
+  copy_elements(src, out.shape, strides, dtype, count, budget, out);
   return true;
 }
 

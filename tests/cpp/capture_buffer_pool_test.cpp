@@ -1,0 +1,99 @@
+// CaptureBufferPool keeps the large buffers the writer is done with for the next copies of about
+// their size, and its idle bytes count against the queue's cap.
+#include "ophook/capture_buffer_pool.hpp"
+
+#include <gtest/gtest.h>
+
+#include "ophook/record.hpp"
+#include "ophook/record_pool.hpp"
+#include "ophook/record_queue.hpp"
+
+namespace ophook::core {
+namespace {
+
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+
+SpareBuffer fresh(std::size_t bytes) { return {std::make_unique_for_overwrite<std::byte[]>(bytes), bytes}; }
+
+/// Each test starts and ends with an empty pool allowed `limit` idle bytes.
+class CaptureBufferPoolTest : public ::testing::Test {
+ protected:
+  void SetUp() override { CaptureBufferPool::set_limit(64 * kMiB); }
+  void TearDown() override { CaptureBufferPool::set_limit(0); }
+};
+
+TEST_F(CaptureBufferPoolTest, AGivenBufferComesBackForItsSizeOrAnEighthLess) {
+  auto buffer = fresh(8 * kMiB);
+  const std::byte* address = buffer.data.get();
+  CaptureBufferPool::give(std::move(buffer.data), buffer.capacity);
+  EXPECT_EQ(CaptureBufferPool::idle_bytes(), 8 * kMiB);
+  EXPECT_EQ(CaptureBufferPool::take(8 * kMiB + 1).data, nullptr);  // too small
+  EXPECT_EQ(CaptureBufferPool::take(7 * kMiB - 1).data, nullptr);  // more than an eighth too big
+  const auto spare = CaptureBufferPool::take(7 * kMiB + kMiB / 8);
+  EXPECT_EQ(spare.data.get(), address);
+  EXPECT_EQ(spare.capacity, 8 * kMiB);
+  EXPECT_EQ(CaptureBufferPool::idle_bytes(), 0u);
+  EXPECT_EQ(CaptureBufferPool::take(8 * kMiB).data, nullptr);  // taken once only
+}
+
+TEST_F(CaptureBufferPoolTest, TheSmallestFittingBufferIsTaken) {
+  for (const std::size_t mib : {10, 9, 12}) {
+    auto buffer = fresh(mib * kMiB);
+    CaptureBufferPool::give(std::move(buffer.data), buffer.capacity);
+  }
+  EXPECT_EQ(CaptureBufferPool::take(9 * kMiB).capacity, 9 * kMiB);
+  EXPECT_EQ(CaptureBufferPool::take(9 * kMiB).capacity, 10 * kMiB);
+  EXPECT_EQ(CaptureBufferPool::idle_bytes(), 12 * kMiB);
+}
+
+TEST_F(CaptureBufferPoolTest, SmallBuffersAndBuffersBeyondTheLimitAreFreed) {
+  auto small = fresh(kMiB - 1);
+  CaptureBufferPool::give(std::move(small.data), small.capacity);
+  EXPECT_EQ(CaptureBufferPool::idle_bytes(), 0u);
+  auto huge = fresh(65 * kMiB);
+  CaptureBufferPool::give(std::move(huge.data), huge.capacity);
+  EXPECT_EQ(CaptureBufferPool::idle_bytes(), 0u);
+  // Within the limit the newest buffers stay: the oldest make room for them.
+  for (int i = 0; i < 5; ++i) {
+    auto buffer = fresh(16 * kMiB);
+    CaptureBufferPool::give(std::move(buffer.data), buffer.capacity);
+    EXPECT_LE(CaptureBufferPool::idle_bytes(), 64 * kMiB);
+  }
+  EXPECT_EQ(CaptureBufferPool::idle_bytes(), 64 * kMiB);
+  CaptureBufferPool::set_limit(0);  // a run ends
+  EXPECT_EQ(CaptureBufferPool::idle_bytes(), 0u);
+}
+
+TEST_F(CaptureBufferPoolTest, HasRoomFreesIdleBuffersThatWouldTakeTheTotalOverTheCap) {
+  for (int i = 0; i < 3; ++i) {
+    auto buffer = fresh(16 * kMiB);
+    CaptureBufferPool::give(std::move(buffer.data), buffer.capacity);
+  }
+  RecordQueue queue(64 * kMiB);
+  auto queued = std::make_unique<CallRecord>();
+  queued->new_array().reserve_data(8 * kMiB);
+  const auto queued_bytes = queued->footprint();
+  queue.push(std::move(queued));
+  EXPECT_EQ(CaptureBufferPool::idle_bytes(), 48 * kMiB);  // queued + idle fit: nothing freed
+  ASSERT_TRUE(queue.has_room(23 * kMiB));
+  // 8 MiB queued (and its record) + 23 MiB about to be copied leave room for 32 MiB idle, not 48:
+  // the oldest 16 MiB went.
+  EXPECT_EQ(CaptureBufferPool::idle_bytes(), 32 * kMiB);
+  EXPECT_LE(queued_bytes + 23 * kMiB + CaptureBufferPool::idle_bytes(), 64 * kMiB);
+  EXPECT_FALSE(queue.has_room(60 * kMiB));  // does not fit beside what is queued: nothing freed
+  EXPECT_EQ(CaptureBufferPool::idle_bytes(), 32 * kMiB);
+}
+
+TEST_F(CaptureBufferPoolTest, ARecycledRecordsLargeBufferServesTheNextCopy) {
+  auto record = RecordPool::take();
+  const std::byte* address = record->new_array().reserve_data(4 * kMiB);
+  RecordPool::give(std::move(record));  // the writer is done with it: its large buffer is idle
+  EXPECT_EQ(CaptureBufferPool::idle_bytes(), 4 * kMiB);
+  ArrayCapture next;
+  EXPECT_EQ(next.reserve_data(4 * kMiB, CaptureBufferPool::take(4 * kMiB)), address);
+  EXPECT_EQ(next.data_capacity, 4 * kMiB);
+  EXPECT_EQ(next.nbytes, 4 * kMiB);
+}
+
+}  // namespace
+}  // namespace ophook::core
