@@ -9,6 +9,9 @@ from table import millis, times
 DORMANT_ROWS = [
     ("dormant-true", "dormant: `/bin/true` under `LD_PRELOAD`: wall time per run (baseline: without)", "≤ 1.05x"),
     ("dormant-sh", "dormant: `sh -c :` under `LD_PRELOAD`: wall time per run (baseline: without)", "≤ 1.05x"),
+    ("dormant-floor-true", "the floor: an empty library under `LD_PRELOAD`, linked as the stub is: `/bin/true` "
+     "(baseline: without)", "—"),
+    ("dormant-floor-sh", "the floor: the same empty library: `sh -c :` (baseline: without)", "—"),
     ("python-pass", "`python -c pass` under `LD_PRELOAD` (no numpy imported), output on tmpfs: wall time "
      "per run (baseline: without)", "≤ 3 ms added"),
     ("python-pass-scratch", "same, output in the benchmark's scratch directory, after the benchmark's own "
@@ -28,21 +31,22 @@ def batch_wall(argv, env, runs):
     return sum(run_process(argv, env).wall_s for _ in range(runs)) / runs
 
 
-def hooked_vs_plain(ctx, argv, runs, hooked_env):
-    walls = interleaved(ctx.rounds(7), {
-        "plain": lambda: batch_wall(argv, plain_env(), runs),
-        "hooked": lambda: batch_wall(argv, hooked_env, runs),
-    })
-    return median(walls["hooked"]), median(walls["plain"])
+def hooked_vs_plain(ctx, argv, runs, hooked_env, **other_envs):
+    """Median wall seconds per run: hooked, plain, then each of `other_envs`, all interleaved."""
+    envs = dict(hooked=hooked_env, plain=plain_env(), **other_envs)
+    walls = interleaved(ctx.rounds(7), {name: lambda env=env: batch_wall(argv, env, runs) for name, env in envs.items()})
+    return tuple(median(walls[name]) for name in envs)
 
 
 def measure_dormant(group, ctx):
     env = preload_env(ctx.build, OPHOOK_OUTPUT=os.path.join(ctx.scratch, "out"))
+    empty_env = dict(plain_env(), LD_PRELOAD=os.path.join(ctx.build, "tests", "bench", "libophook_bench_empty_preload.so"))
     rows = {}
-    for key, argv, runs in (("dormant-true", ["/bin/true"], ctx.size(100, 3)),
-                            ("dormant-sh", ["/bin/sh", "-c", ":"], ctx.size(100, 3))):
-        ours, base = hooked_vs_plain(ctx, argv, runs, env)
+    for name, argv, runs in (("true", ["/bin/true"], ctx.size(100, 3)), ("sh", ["/bin/sh", "-c", ":"], ctx.size(100, 3))):
+        ours, base, floor = hooked_vs_plain(ctx, argv, runs, env, empty=empty_env)
+        key, floor_key = "dormant-" + name, "dormant-floor-" + name
         rows[key] = group.row(key, millis(ours), millis(base), times(ours / base), ours <= 1.05 * base)
+        rows[floor_key] = group.row(floor_key, millis(floor), millis(base), times(floor / base), None)
     # As a user's interpreter runs: with the shim's bytecode cached (PYTHONDONTWRITEBYTECODE, set
     # in some CI environments, would have every run compile the ophook modules anew).
     env.pop("PYTHONDONTWRITEBYTECODE", None)
