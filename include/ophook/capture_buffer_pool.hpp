@@ -20,7 +20,7 @@ struct SpareBuffer {
 /// Idle bytes count against OPHOOK_QUEUE_BYTES: RecordQueue::has_room frees whatever would take
 /// idle and queued bytes together over the cap, so captured data held at once stays within it.
 /// Process-wide (records and their buffers cross threads); empty and disabled outside a run.
-/// Thread-safe; the mutex is only taken for buffers of kMinBytes or more.
+/// Thread-safe; the mutex is only taken when a buffer of kMinBytes or more is taken, kept or freed.
 class CaptureBufferPool {
  public:
   /// Smaller buffers are not kept: malloc reuses freed memory of that size from its own heap.

@@ -61,6 +61,7 @@ class RecordQueue {
 
  private:
   bool fits(std::size_t bytes) const;
+  void wait_until_fits(std::size_t bytes);
   void link(RecordPtr record, std::size_t bytes);
   void publish_released();
 

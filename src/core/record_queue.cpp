@@ -52,25 +52,28 @@ bool RecordQueue::try_push(RecordPtr& record) {
 }
 
 void RecordQueue::push(RecordPtr record) {
+  // The record's memory exists already: queueing it takes nothing from the idle buffers.
   const auto bytes = record->footprint();
-  wait_for_room(bytes);
+  if (!fits(bytes)) wait_until_fits(bytes);
   link(std::move(record), bytes);
 }
 
 void RecordQueue::wait_for_room(std::size_t bytes) {
   if (has_room(bytes)) return;
-  {
-    std::unique_lock lock(mu_);
-    ++waits_;
-    urgent_ = true;
-    writer_cv_.notify_one();
-    waiting_.fetch_add(1);
-    room_waiting_.fetch_add(1);
-    room_cv_.wait(lock, [&] { return fits(bytes) || closed_; });
-    room_waiting_.fetch_sub(1);
-    waiting_.fetch_sub(1);
-  }
-  (void)has_room(bytes);  // the idle buffers' share, freed outside the lock
+  wait_until_fits(bytes);
+  (void)has_room(bytes);  // the idle buffers' share, freed outside the queue's lock
+}
+
+void RecordQueue::wait_until_fits(std::size_t bytes) {
+  std::unique_lock lock(mu_);
+  ++waits_;
+  urgent_ = true;
+  writer_cv_.notify_one();
+  waiting_.fetch_add(1);
+  room_waiting_.fetch_add(1);
+  room_cv_.wait(lock, [&] { return fits(bytes) || closed_; });
+  room_waiting_.fetch_sub(1);
+  waiting_.fetch_sub(1);
 }
 
 bool RecordQueue::pop_all(std::deque<RecordPtr>& out, std::chrono::milliseconds poll) {

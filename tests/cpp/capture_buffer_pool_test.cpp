@@ -84,6 +84,22 @@ TEST_F(CaptureBufferPoolTest, HasRoomFreesIdleBuffersThatWouldTakeTheTotalOverTh
   EXPECT_EQ(CaptureBufferPool::idle_bytes(), 32 * kMiB);
 }
 
+TEST_F(CaptureBufferPoolTest, QueueingARecordFreesNoIdleBuffer) {
+  // A record's memory exists before it is queued (its copies asked has_room first), so queueing it
+  // must not free the idle buffers the next copies will take.
+  for (int i = 0; i < 3; ++i) {
+    auto buffer = fresh(16 * kMiB);
+    CaptureBufferPool::give(std::move(buffer.data), buffer.capacity);
+  }
+  RecordQueue queue(64 * kMiB);
+  for (int i = 0; i < 2; ++i) {
+    auto record = std::make_unique<CallRecord>();
+    record->new_array().reserve_data(8 * kMiB);
+    queue.push(std::move(record));
+  }
+  EXPECT_EQ(CaptureBufferPool::idle_bytes(), 48 * kMiB);
+}
+
 TEST_F(CaptureBufferPoolTest, ARecycledRecordsLargeBufferServesTheNextCopy) {
   auto record = RecordPool::take();
   const std::byte* address = record->new_array().reserve_data(4 * kMiB);
