@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+#include <vector>
+
 #include "ophook/record.hpp"
 #include "ophook/record_pool.hpp"
 #include "ophook/record_queue.hpp"
@@ -98,6 +102,36 @@ TEST_F(CaptureBufferPoolTest, QueueingARecordFreesNoIdleBuffer) {
     queue.push(std::move(record));
   }
   EXPECT_EQ(CaptureBufferPool::idle_bytes(), 48 * kMiB);
+}
+
+TEST_F(CaptureBufferPoolTest, ThreadsTakingGivingAndTrimmingAtOnceKeepTheAccountExact) {
+  // Program threads take and trim while the writer gives: every buffer ends either idle (and
+  // counted) or freed, and the idle count never exceeds the limit.
+  std::atomic<bool> over_limit{false};
+  std::vector<std::thread> threads;
+  threads.reserve(3);
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([t, &over_limit] {
+      for (int i = 0; i < 300; ++i) {
+        const std::size_t bytes = (1 + (i + t) % 3) * kMiB;
+        auto spare = CaptureBufferPool::take(bytes);
+        if (!spare.data) spare = fresh(bytes);
+        spare.data[0] = std::byte{1};  // the buffer is this thread's alone
+        if (i % 7 == 0) CaptureBufferPool::trim(8 * kMiB);
+        CaptureBufferPool::give(std::move(spare.data), spare.capacity);
+        if (CaptureBufferPool::idle_bytes() > 64 * kMiB) over_limit = true;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_FALSE(over_limit.load());
+  std::size_t counted = 0;
+  for (SpareBuffer spare; (spare = CaptureBufferPool::take(kMiB)).data || (spare = CaptureBufferPool::take(2 * kMiB)).data ||
+                          (spare = CaptureBufferPool::take(3 * kMiB)).data;) {
+    counted += spare.capacity;
+  }
+  EXPECT_EQ(CaptureBufferPool::idle_bytes(), 0u);
+  EXPECT_GT(counted, 0u);
 }
 
 TEST_F(CaptureBufferPoolTest, ARecycledRecordsLargeBufferServesTheNextCopy) {
