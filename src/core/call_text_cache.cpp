@@ -1,19 +1,25 @@
 #include "call_text_cache.hpp"
 
+#include <type_traits>
+
 #define XXH_INLINE_ALL  // header-only: libophook.so must not depend on libxxhash.so
 #include <xxhash.h>
 
 namespace ophook::core {
 namespace {
 
-template <typename T>
-void put(LineBuffer& key, T v) {
-  key.append({reinterpret_cast<const char*>(&v), sizeof v});
-}
+// A call's fixed-size parts, each appended to the key in one piece (no padding: every byte is set).
+struct CallKey {
+  std::uint32_t op_id, kwargs_offset, outputs_offset, values_size;
+};
+struct ArrayKey {
+  std::uint32_t dtype_id, device_id, no_data_reason_id, ndim;
+};
+static_assert(std::has_unique_object_representations_v<CallKey> && std::has_unique_object_representations_v<ArrayKey>);
 
-void put_bytes(LineBuffer& key, const void* data, std::size_t size) {
-  put(key, static_cast<std::uint32_t>(size));
-  key.append({static_cast<const char*>(data), size});
+template <typename T>
+void put(LineBuffer& key, const T& v) {
+  key.append({reinterpret_cast<const char*>(&v), sizeof v});
 }
 
 std::size_t entry_bytes(std::string_view key, std::string_view trace_call, std::string_view api_line) {
@@ -26,15 +32,13 @@ std::size_t entry_bytes(std::string_view key, std::string_view trace_call, std::
 const CallTextCache::Texts* CallTextCache::find(const CallRecord& record) {
   // Each variable-length part carries its length, so that no two calls share a key.
   key_.clear();
-  put(key_, record.op_id);
-  put(key_, record.kwargs_offset);
-  put(key_, record.outputs_offset);
-  put_bytes(key_, record.values.data(), record.values.size());
+  put(key_, CallKey{record.op_id, record.kwargs_offset, record.outputs_offset,
+                    static_cast<std::uint32_t>(record.values.size())});
+  key_.append({reinterpret_cast<const char*>(record.values.data()), record.values.size()});
   for (const auto& array : record.arrays) {
-    put(key_, array.dtype_id);
-    put(key_, array.device_id);
-    put(key_, array.no_data_reason_id);
-    put_bytes(key_, array.shape.data(), array.shape.size() * sizeof(std::int64_t));
+    put(key_, ArrayKey{array.dtype_id, array.device_id, array.no_data_reason_id,
+                       static_cast<std::uint32_t>(array.shape.size())});
+    key_.append({reinterpret_cast<const char*>(array.shape.data()), array.shape.size() * sizeof(std::int64_t)});
   }
   const auto key = key_.view();
   hash_ = XXH3_64bits(key.data(), key.size());
