@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <iterator>
 #include <mutex>
+#include <new>
 #include <utility>
 #include <vector>
 
