@@ -1,6 +1,6 @@
 // The per-process output directory: every file is created relative to one directory fd, written
 // in full before it gets its name (CONTRACT.md section 7): an unnamed O_TMPFILE file linked under
-// its name, or where the file system has no O_TMPFILE a temporary name made with
+// its name (the fd itself, or its /proc/self/fd path), or where the file system has no O_TMPFILE a temporary name made with
 // O_EXCL|O_NOFOLLOW, renamed into place.
 #include "ophook/output_dir.hpp"
 
@@ -172,7 +172,7 @@ IoResult OutputDir::write_file(std::string_view name,
   // allocation per file).
   thread_local FileNames names;
   names.final_name.assign(name);
-  if (creation_.load(std::memory_order_relaxed) == Creation::Unnamed) {
+  if (creation_.load(std::memory_order_relaxed) != Creation::TemporaryName) {
     const int fd = ::openat(dir_fd_, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, kFileMode);
     if (fd >= 0) return write_unnamed_then_link(fd, parts, names);
     // EISDIR: a kernel before O_TMPFILE (3.11); EOPNOTSUPP: a file system without it (NFS, FUSE).
@@ -206,17 +206,11 @@ IoResult OutputDir::write_unnamed_then_link(int fd, std::span<const std::span<co
     ::close(fd);  // the unnamed file goes with it
     return failure(error);
   }
-  // /proc/self/fd/N names the open file: the way open(2) documents to give an O_TMPFILE file a
-  // name. linkat never replaces what is there (EEXIST), so a file of that name is replaced the
-  // way the temporary-name path does it.
-  char fd_path[32] = "/proc/self/fd/";
-  *std::to_chars(fd_path + 14, fd_path + sizeof fd_path - 1, fd).ptr = '\0';
-  auto link_as = [&](const std::string& name) {
-    return ::linkat(AT_FDCWD, fd_path, dir_fd_, name.c_str(), AT_SYMLINK_FOLLOW) == 0 ? 0 : errno;
-  };
-  int error = link_as(names.final_name);
+  // linkat never replaces what is there (EEXIST), so a file of that name is replaced the way the
+  // temporary-name path does it.
+  int error = link_unnamed(fd, names.final_name);
   if (error == EEXIST) {
-    error = link_as(next_temp_name(names));
+    error = link_unnamed(fd, next_temp_name(names));
     if (error == 0) {
       ::close(fd);
       return rename_temp_into_place(names);
@@ -230,6 +224,21 @@ IoResult OutputDir::write_unnamed_then_link(int fd, std::span<const std::span<co
     return write_via_temp_name(parts, names);
   }
   return error == 0 ? IoResult{} : failure(error);
+}
+
+int OutputDir::link_unnamed(int fd, const std::string& name) {
+  if (creation_.load(std::memory_order_relaxed) == Creation::Unnamed) {
+    if (::linkat(fd, "", dir_fd_, name.c_str(), AT_EMPTY_PATH) == 0) return 0;
+    // ENOENT: a kernel before 6.10 without CAP_DAC_READ_SEARCH; EPERM, EACCES: a sandbox.
+    if (errno != ENOENT && errno != EPERM && errno != EACCES) return errno;
+    auto unnamed = Creation::Unnamed;  // only ever a step down, whichever thread comes first
+    creation_.compare_exchange_strong(unnamed, Creation::UnnamedViaProc, std::memory_order_relaxed);
+  }
+  // /proc/self/fd/N names the open file: the way open(2) documents to give an O_TMPFILE file a
+  // name to any process.
+  char fd_path[32] = "/proc/self/fd/";
+  *std::to_chars(fd_path + 14, fd_path + sizeof fd_path - 1, fd).ptr = '\0';
+  return ::linkat(AT_FDCWD, fd_path, dir_fd_, name.c_str(), AT_SYMLINK_FOLLOW) == 0 ? 0 : errno;
 }
 
 const std::string& OutputDir::next_temp_name(FileNames& names) {

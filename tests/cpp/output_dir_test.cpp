@@ -41,8 +41,9 @@ class OutputDirTest : public ::testing::Test {
 };
 
 // The writing tests run once per way of creating a file: unnamed (O_TMPFILE, the default where the
-// file system has it, as this one does: OnlyTheTemporaryNamePathShowsATemporaryName checks it)
-// and under a temporary name (the fallback elsewhere).
+// file system has it, as this one does: OnlyTheTemporaryNamePathShowsATemporaryName checks it),
+// linked by its fd or by its /proc/self/fd path, and under a temporary name (the fallback
+// elsewhere).
 class OutputDirWriteTest : public OutputDirTest,
                            public ::testing::WithParamInterface<OutputDir::Creation> {
  protected:
@@ -52,11 +53,15 @@ class OutputDirWriteTest : public OutputDirTest,
 };
 
 INSTANTIATE_TEST_SUITE_P(Creation, OutputDirWriteTest,
-                         ::testing::Values(OutputDir::Creation::Unnamed,
+                         ::testing::Values(OutputDir::Creation::Unnamed, OutputDir::Creation::UnnamedViaProc,
                                            OutputDir::Creation::TemporaryName),
-                         [](const auto& info) {
-                           return info.param == OutputDir::Creation::Unnamed ? "Unnamed"
-                                                                             : "TemporaryName";
+                         [](const auto& info) -> std::string {
+                           switch (info.param) {
+                             case OutputDir::Creation::Unnamed: return "Unnamed";
+                             case OutputDir::Creation::UnnamedViaProc: return "UnnamedViaProc";
+                             case OutputDir::Creation::TemporaryName: return "TemporaryName";
+                           }
+                           return "?";
                          });
 
 TEST_P(OutputDirWriteTest, CreatesParentsAndWritesAtomically) {
@@ -173,6 +178,17 @@ TEST_P(OutputDirWriteTest, OnlyTheTemporaryNamePathShowsATemporaryName) {
   // This test directory's file system has O_TMPFILE (ext4, tmpfs): the unnamed way is taken.
   EXPECT_EQ(temporary_seen, GetParam() == OutputDir::Creation::TemporaryName) << names.front();
   EXPECT_EQ(slurp(root_ / "summary.json"), "{}");
+}
+
+TEST_P(OutputDirWriteTest, KeepsTheWayAskedForWhereTheKernelAllowsIt) {
+  // Linking an unnamed file by its fd needs Linux 6.10 or CAP_DAC_READ_SEARCH; without them the
+  // fd's /proc path is the way down, and that is what this test would report.
+  OutputDir dir = open(root_);
+  for (const char* name : {"op_a.npy", "op_b.npy", "op_a.npy"}) {  // the last one replaces
+    ASSERT_TRUE(dir.write_file(name, name).ok) << name;
+  }
+  EXPECT_EQ(dir.creation(), GetParam());
+  EXPECT_EQ(listing(root_), (std::set<std::string>{"op_a.npy", "op_b.npy"}));
 }
 
 TEST_F(OutputDirTest, OpenFreshForAppendReplacesFileAndSymlink) {
