@@ -6,7 +6,8 @@ call's ns per call in the same round), measured twice: by the fastest burst of t
 program's thread pays while the writer catches up on the other core; worker_support's
 fastest_burst_ns says why the fastest) and over the whole loop until every record is written (the
 loop, then a flush: the sustained rate, which the writer bounds once a run outlasts the queue);
-for dump configurations also files per second, counting the time until every file is on disk."""
+for dump configurations also files per second, counting the time until every file is on disk;
+and the page cache's floor for the sustained rate of `trace` (page_cache_floor)."""
 import os
 import statistics
 import time
@@ -82,6 +83,26 @@ def seed(n, out):
         dumper.uninstall()
 
 
+def page_cache_floor(n, out, done):
+    """The page cache's floor for the sustained figure of the run of n calls that wrote into `done`:
+    write() of as many bytes as that run left in its text files (trace.jsonl, api_trace.txt), 64 KiB
+    at a time as ophook's writer does, into a new file. Returns ns per call of that run (n calls
+    plus the warm-up's, whose lines are in those files too). On a host that takes back idle guest
+    memory every fresh page-cache page costs several times a reused one (memory_retouch.py), and
+    this floor moves with it."""
+    size = sum(os.path.getsize(os.path.join(done, name)) for name in ("trace.jsonl", "api_trace.txt"))
+    chunk = b"x" * (64 * 1024)
+    fd = os.open(os.path.join(out, "floor.txt"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        start = time.perf_counter_ns()
+        for offset in range(0, size, len(chunk)):
+            os.write(fd, chunk[:size - offset])
+        elapsed = time.perf_counter_ns() - start
+    finally:
+        os.close(fd)
+    return elapsed / (n + warm_up_calls(n))
+
+
 def np_save_loop(n, out):
     def body(count):
         for i in range(count):
@@ -94,6 +115,10 @@ def np_save_loop(n, out):
     elapsed = time.perf_counter_ns() - start
     return elapsed / n, elapsed
 
+
+# configuration -> (floor name, run(n, out, that configuration's directory) -> ns per call): what
+# the machine needs for a configuration's output, measured right after its turn.
+FLOORS = {"ophook_trace_stack0": ("page_cache_stack0", page_cache_floor)}
 
 # name -> (run(n, out) -> (ns per call of the fastest burst, ns until every record and file is
 # written), share of --calls)
@@ -111,7 +136,7 @@ CONFIGS = {
 
 
 def main():
-    per_call, per_call_written, files_per_s = [], [], {}
+    per_call, per_call_written, files_per_s, floors = [], [], {}, {}
     for round_number in range(args.rounds):
         loop_round, written_round = {}, {}
         for name, (run, share) in CONFIGS.items():
@@ -123,6 +148,10 @@ def main():
             if files:
                 files *= n / (n + warm_up_calls(n))  # the warm-up's files were not timed
                 files_per_s.setdefault(name, []).append(files / (written_ns / 1e9))
+            if name in FLOORS:
+                floor, measure_floor = FLOORS[name]
+                floor_out = fresh_directory(args.out, "round%d" % round_number, floor)
+                floors.setdefault(floor, []).append(measure_floor(n, floor_out, out))
         per_call.append(loop_round)
         per_call_written.append(written_round)
     emit({
@@ -130,6 +159,7 @@ def main():
         "added_ns": paired_medians(per_call, "plain"),
         "added_until_written_ns": paired_medians(per_call_written, "plain"),
         "files_per_s": {name: statistics.median(v) for name, v in files_per_s.items()},
+        "floor_ns": {name: statistics.median(v) for name, v in floors.items()},
     })
 
 
