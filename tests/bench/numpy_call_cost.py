@@ -7,9 +7,11 @@ program's thread pays while the writer catches up on the other core; worker_supp
 fastest_burst_ns says why the fastest) and over the whole loop until every record is written (the
 loop, then a flush: the sustained rate, which the writer bounds once a run outlasts the queue);
 for dump configurations also files per second, counting the time until every file is on disk;
-and the page cache's floor for the sustained rate of `trace` (page_cache_floor)."""
+and the machine's floors for two of them: the page cache's for the sustained rate of `trace`, the
+kernel's for dump files per second."""
 import os
 import statistics
+import subprocess
 import time
 
 import numpy as np
@@ -103,6 +105,16 @@ def page_cache_floor(n, out, done):
     return elapsed / (n + warm_up_calls(n))
 
 
+def atomic_files_floor(n, out, done):
+    """The kernel's floor for the files per second of the dump run that wrote into `done`: as many
+    files of the same mean size, created atomically as ophook does, by a plain C loop on two
+    threads (baselines/atomic_files.c). Returns files per second."""
+    files, total = file_stats(done)
+    seconds = subprocess.run([os.path.join(args.build, "tests", "bench", "ophook_bench_atomic_files"), out, str(files),
+                              str(total // files), "2"], check=True, capture_output=True, text=True).stdout
+    return files / float(seconds)
+
+
 def np_save_loop(n, out):
     def body(count):
         for i in range(count):
@@ -116,9 +128,10 @@ def np_save_loop(n, out):
     return elapsed / n, elapsed
 
 
-# configuration -> (floor name, run(n, out, that configuration's directory) -> ns per call): what
-# the machine needs for a configuration's output, measured right after its turn.
-FLOORS = {"ophook_trace_stack0": ("page_cache_stack0", page_cache_floor)}
+# configuration -> (floor name, run(n, out, that configuration's directory) -> ns per call or
+# files per second): what the machine needs for a configuration's output, right after its turn.
+FLOORS = {"ophook_trace_stack0": ("page_cache_stack0", page_cache_floor),
+          "ophook_dump": ("atomic_files", atomic_files_floor)}
 
 # name -> (run(n, out) -> (ns per call of the fastest burst, ns until every record and file is
 # written), share of --calls)
@@ -159,7 +172,7 @@ def main():
         "added_ns": paired_medians(per_call, "plain"),
         "added_until_written_ns": paired_medians(per_call_written, "plain"),
         "files_per_s": {name: statistics.median(v) for name, v in files_per_s.items()},
-        "floor_ns": {name: statistics.median(v) for name, v in floors.items()},
+        "floors": {name: statistics.median(v) for name, v in floors.items()},
     })
 
 
