@@ -1,7 +1,7 @@
 // The per-process output directory: every file is created relative to one directory fd, written
 // in full before it gets its name (CONTRACT.md section 7): an unnamed O_TMPFILE file linked under
-// its name (the fd itself, or its /proc/self/fd path), or where the file system has no O_TMPFILE a temporary name made with
-// O_EXCL|O_NOFOLLOW, renamed into place.
+// its name (by the fd itself, or by its /proc/self/fd path), or where the file system has no
+// O_TMPFILE a temporary name made with O_EXCL|O_NOFOLLOW, renamed into place.
 #include "ophook/output_dir.hpp"
 
 #include <dirent.h>
