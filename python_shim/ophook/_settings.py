@@ -1,9 +1,9 @@
 """OPHOOK_* settings: from the environment, overridden by Python API keywords."""
 import os
 
-NAMES = ("OUTPUT", "MODE", "LEVELS", "INCLUDE", "EXCLUDE", "NESTED", "MAX_BYTES", "QUEUE_BYTES",
-         "STACK", "NAN", "COMPILE", "OVERRIDES", "LOG_LEVEL", "STRICT", "DISABLE")
 ALIASES = {"output_path": "output"}  # the seed API tracer's keyword
+# Variables the recorder exports to the processes below the root: not settings.
+_INTERNAL = ("OPHOOK_ROOT_PID", "OPHOOK_ROOT_OUTPUT")
 
 
 def _text(value):
@@ -25,17 +25,26 @@ def _environment_value(name):
     return value
 
 
+def keywords():
+    """The keyword of every setting (the settings table of the extension): mode, ring_bytes, ..."""
+    from . import _ophook
+
+    return [row["keyword"] for row in _ophook.settings()]
+
+
 def collect(**options):
-    """The OPHOOK_* mapping: environment values, then `options` (lower-case names) on top."""
-    settings = {"OPHOOK_" + n: _environment_value("OPHOOK_" + n) for n in NAMES if os.environ.get("OPHOOK_" + n)}
+    """The OPHOOK_* mapping: environment values, then `options` (lower-case names) on top. The
+    recorder reads the variables it knows and ignores the others."""
+    settings = {name: _environment_value(name) for name in os.environ
+                if name.startswith("OPHOOK_") and name not in _INTERNAL and os.environ[name]}
+    accepted = keywords() if options else ()
     for key, value in options.items():
         if value is None:
             continue
-        name = ALIASES.get(key, key).upper()
-        if name not in NAMES:
-            raise TypeError("unknown ophook option %r (accepted: %s)"
-                            % (key, ", ".join(n.lower() for n in NAMES)))
-        settings["OPHOOK_" + name] = _text(value)
+        name = ALIASES.get(key, key)
+        if name not in accepted:
+            raise TypeError("unknown ophook option %r (accepted: %s)" % (key, ", ".join(accepted)))
+        settings["OPHOOK_" + name.upper()] = _text(value)
     return settings
 
 

@@ -7,8 +7,9 @@
 #include <regex>
 #include <utility>
 
+#include "setting_parser.hpp"
+
 namespace ophook::core {
-namespace {
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -22,139 +23,11 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-// A keyword setting: the accepted spellings (already lower-case) and their values. Keywords are
-// matched case-insensitively after trimming blanks, so "Dump " is as good as "dump".
-template <typename T>
-struct Choice {
-  std::string_view name;
-  T value;
-};
+namespace {
 
-template <typename T, std::size_t N>
-std::optional<T> match_choice(std::string_view text, const Choice<T> (&choices)[N]) {
-  const std::string key = lower(trim(text));
-  for (const auto& c : choices) {
-    if (key == c.name) return c.value;
-  }
-  return std::nullopt;
-}
-
-constexpr Choice<bool> kBooleans[] = {{"0", false},    {"1", true},   {"false", false},
-                                      {"true", true},  {"no", false}, {"yes", true},
-                                      {"off", false},  {"on", true}};
-constexpr std::string_view kBooleanAccepted = "0, 1 (also false/true, no/yes, off/on)";
-
-constexpr Choice<Mode> kModes[] = {
-    {"trace", Mode::Trace}, {"stats", Mode::Stats}, {"dump", Mode::Dump}};
-constexpr Choice<NanPolicy> kNanPolicies[] = {
-    {"off", NanPolicy::Off}, {"warn", NanPolicy::Warn}, {"raise", NanPolicy::Raise}};
-constexpr Choice<CompilePolicy> kCompilePolicies[] = {{"eager", CompilePolicy::Eager},
-                                                      {"ignore", CompilePolicy::Ignore}};
-constexpr Choice<spdlog::level::level_enum> kLogLevels[] = {
-    {"trace", spdlog::level::trace}, {"debug", spdlog::level::debug},
-    {"info", spdlog::level::info},   {"warn", spdlog::level::warn},
-    {"error", spdlog::level::err},   {"off", spdlog::level::off}};
-
-template <typename T, std::size_t N>
-std::string accepted_list(const Choice<T> (&choices)[N]) {
-  std::string out;
-  for (const auto& c : choices) {
-    if (!out.empty()) out += ", ";
-    out += c.name;
-  }
-  return out;
-}
-
-// Collects errors while filling a Config; a rejected value leaves the default in place.
-class Parser {
- public:
-  explicit Parser(const SettingLookup& lookup) : lookup_(lookup) {}
-
-  // The value of `name`, or nullopt when unset or empty (an empty string counts as unset).
-  std::optional<std::string> get(std::string_view name) const {
-    std::optional<std::string> value = lookup_(name);
-    if (value && value->empty()) return std::nullopt;
-    return value;
-  }
-
-  void reject(std::string_view name, std::string value, std::string accepted) {
-    result_.errors.push_back({std::string(name), std::move(value), std::move(accepted)});
-  }
-
-  template <typename T, std::size_t N>
-  void keyword(std::string_view name, T& field, const Choice<T> (&choices)[N],
-               std::string_view accepted = {}) {
-    const auto value = get(name);
-    if (!value) return;
-    if (auto parsed = match_choice(*value, choices)) {
-      field = *parsed;
-    } else {
-      reject(name, *value, accepted.empty() ? accepted_list(choices) : std::string(accepted));
-    }
-  }
-
-  void boolean(std::string_view name, bool& field) {
-    keyword(name, field, kBooleans, kBooleanAccepted);
-  }
-
-  void regex(std::string_view name, std::string& field) {
-    const auto value = get(name);
-    if (!value) return;
-    if (const auto problem = regex_problem(*value); !problem.empty()) {
-      reject(name, *value, "an ECMAScript regular expression (" + problem + ")");
-    } else {
-      field = *value;
-    }
-  }
-
-  void byte_size(std::string_view name, std::uint64_t& field, std::uint64_t minimum,
-                 std::string_view accepted) {
-    const auto value = get(name);
-    if (!value) return;
-    const auto parsed = parse_byte_size(*value);
-    if (parsed && *parsed >= minimum) {
-      field = *parsed;
-    } else {
-      reject(name, *value, std::string(accepted));
-    }
-  }
-
-  void levels(std::string_view name, Levels& field) {
-    const auto value = get(name);
-    if (!value) return;
-    Levels parsed{false, false, false};
-    bool any = false;
-    std::string_view rest = *value;
-    while (true) {
-      const std::size_t comma = rest.find(',');
-      const std::string item = lower(trim(rest.substr(0, comma)));
-      if (item == "numpy") {
-        parsed.numpy = any = true;
-      } else if (item == "torch_function") {
-        parsed.torch_function = any = true;
-      } else if (item == "torch_dispatch") {
-        parsed.torch_dispatch = any = true;
-      } else if (!item.empty()) {
-        any = false;  // an unknown level rejects the whole list
-        break;
-      }
-      if (comma == std::string_view::npos) break;
-      rest.remove_prefix(comma + 1);
-    }
-    if (any) {
-      field = parsed;
-    } else {
-      reject(name, *value,
-             "a non-empty comma-separated list of numpy, torch_function, torch_dispatch");
-    }
-  }
-
-  ConfigResult& result() { return result_; }
-
- private:
-  const SettingLookup& lookup_;
-  ConfigResult result_;
-};
+constexpr Choice<bool> kBooleans[] = {{"0", false},   {"1", true},   {"false", false}, {"true", true},
+                                      {"no", false},  {"yes", true}, {"off", false},   {"on", true}};
+constexpr std::string_view kLevelsAccepted = "a non-empty comma-separated list of numpy, torch_function, torch_dispatch";
 
 // libstdc++ 12 reads the number of a back-reference (\N) or of a {n,m} count into a long without
 // an overflow check: 20 digits are undefined behaviour inside std::regex (found by fuzz_config).
@@ -185,6 +58,94 @@ bool has_oversized_regex_number(std::string_view pattern) {
 }
 
 }  // namespace
+
+std::optional<std::string> SettingParser::get(std::string_view variable) const {
+  std::optional<std::string> value = lookup_(variable);
+  if (value && value->empty()) return std::nullopt;
+  return value;
+}
+
+void SettingParser::reject(std::string_view variable, std::string value, std::string accepted) {
+  result_.errors.push_back({std::string(variable), std::move(value), std::move(accepted)});
+}
+
+void SettingParser::text(std::string_view variable, std::string& field) {
+  if (auto value = get(variable)) field = std::move(*value);
+}
+
+void SettingParser::boolean(std::string_view variable, bool& field) {
+  const auto value = get(variable);
+  if (!value) return;
+  const std::string key = lower(trim(*value));
+  for (const auto& c : kBooleans) {
+    if (key == c.name) {
+      field = c.value;
+      return;
+    }
+  }
+  reject(variable, *value, "0, 1 (also false/true, no/yes, off/on)");
+}
+
+void SettingParser::regex(std::string_view variable, std::string& field) {
+  const auto value = get(variable);
+  if (!value) return;
+  if (const auto problem = regex_problem(*value); !problem.empty()) {
+    reject(variable, *value, "an ECMAScript regular expression (" + problem + ")");
+  } else {
+    field = *value;
+  }
+}
+
+void SettingParser::byte_size(std::string_view variable, std::uint64_t& field, std::uint64_t minimum,
+                              std::string_view accepted) {
+  const auto value = get(variable);
+  if (!value) return;
+  const auto parsed = parse_byte_size(*value);
+  if (parsed && *parsed >= minimum) {
+    field = *parsed;
+  } else {
+    reject(variable, *value, std::string(accepted));
+  }
+}
+
+void SettingParser::levels(std::string_view variable, Levels& field) {
+  const auto value = get(variable);
+  if (!value) return;
+  Levels parsed{false, false, false};
+  bool any = false;
+  std::string_view rest = *value;
+  while (true) {
+    const std::size_t comma = rest.find(',');
+    const std::string item = lower(trim(rest.substr(0, comma)));
+    if (item == "numpy") {
+      parsed.numpy = any = true;
+    } else if (item == "torch_function") {
+      parsed.torch_function = any = true;
+    } else if (item == "torch_dispatch") {
+      parsed.torch_dispatch = any = true;
+    } else if (!item.empty()) {
+      any = false;  // an unknown level rejects the whole list
+      break;
+    }
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  if (any) {
+    field = parsed;
+  } else {
+    reject(variable, *value, std::string(kLevelsAccepted));
+  }
+}
+
+void SettingParser::ranges(std::string_view variable, RangeSet& field) {
+  const auto value = get(variable);
+  if (!value) return;
+  if (auto parsed = parse_ranges(*value)) {
+    field = std::move(*parsed);
+  } else {
+    reject(variable, *value, "comma-separated numbers and ranges, e.g. 3 or 0-2,10 or 100-");
+  }
+}
 
 std::string ConfigError::message() const {
   return variable + "='" + value + "' is not valid (accepted: " + accepted + ")";
@@ -232,26 +193,13 @@ std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
 }
 
 ConfigResult parse_config(const SettingLookup& lookup) {
-  Parser p(lookup);
+  SettingParser p(lookup);
   Config& c = p.result().config;
-  if (auto output = p.get("OPHOOK_OUTPUT")) c.output = *output;
-  p.keyword("OPHOOK_MODE", c.mode, kModes);
-  p.levels("OPHOOK_LEVELS", c.levels);
-  p.regex("OPHOOK_INCLUDE", c.include);
-  p.regex("OPHOOK_EXCLUDE", c.exclude);
-  p.boolean("OPHOOK_NESTED", c.nested);
-  p.byte_size("OPHOOK_MAX_BYTES", c.max_bytes, 0,
-              "a byte count with optional K/M/G/T binary suffix, e.g. 512M, 1G");
-  // Below 64K the queue could not hold even a modest array, so the program would stall per call.
-  p.byte_size("OPHOOK_QUEUE_BYTES", c.queue_bytes, std::uint64_t{64} << 10,
-              "a byte count of at least 64K with optional K/M/G/T binary suffix, e.g. 256M");
-  p.boolean("OPHOOK_STACK", c.stack);
-  p.keyword("OPHOOK_NAN", c.nan, kNanPolicies);
-  p.keyword("OPHOOK_COMPILE", c.compile, kCompilePolicies);
-  if (auto overrides = p.get("OPHOOK_OVERRIDES")) c.overrides = *overrides;
-  p.keyword("OPHOOK_LOG_LEVEL", c.log_level, kLogLevels);
-  p.boolean("OPHOOK_STRICT", c.strict);
-  p.boolean("OPHOOK_DISABLE", c.disable);
+  for (const auto& setting : settings()) setting.parse(p, c);
+  // A NaN hunt keeps its arrays in memory until the culprit shows up (CONTRACT.md section 3).
+  if (c.nan != NanPolicy::Off && !p.given("OPHOOK_MODE") && !p.given("OPHOOK_RING_BYTES")) {
+    c.ring_bytes = kNanHuntRingBytes;
+  }
   return std::move(p.result());
 }
 
@@ -268,6 +216,15 @@ ConfigResult parse_config(const Settings& settings) {
     if (auto it = settings.find(std::string(name)); it != settings.end()) return it->second;
     return std::nullopt;
   });
+}
+
+std::string setting_problem(const SettingInfo& setting, std::string_view value) {
+  const auto variable = setting.variable();
+  const auto result = parse_config([&](std::string_view name) -> std::optional<std::string> {
+    if (name == variable) return std::string(value);
+    return std::nullopt;
+  });
+  return result.errors.empty() ? "" : result.errors.front().message();
 }
 
 std::string_view to_string(Mode mode) {
@@ -296,6 +253,8 @@ std::string_view to_string(CompilePolicy policy) {
   return "eager";
 }
 
+std::string_view to_string(TensorCopy copy) { return copy == TensorCopy::Torch ? "torch" : "auto"; }
+
 std::string levels_to_string(const Levels& levels) {
   std::string out;
   auto add = [&out](bool on, std::string_view name) {
@@ -308,18 +267,6 @@ std::string levels_to_string(const Levels& levels) {
   add(levels.torch_dispatch, "torch_dispatch");
   return out;
 }
-
-namespace {
-
-// The contract's spelling (spdlog's own names say "warning"/"error"/"critical").
-std::string_view log_level_name(spdlog::level::level_enum level) {
-  for (const auto& c : kLogLevels) {
-    if (c.value == level) return c.name;
-  }
-  return level == spdlog::level::critical ? "error" : "info";
-}
-
-}  // namespace
 
 namespace {
 
@@ -346,6 +293,14 @@ nlohmann::json config_to_json(const Config& config) {
       {"include", json_text(config.include)},
       {"exclude", json_text(config.exclude)},
       {"nested", config.nested},
+      {"steps", config.steps.to_string()},
+      {"ranks", config.ranks.to_string()},
+      {"modules", json_text(config.modules)},
+      {"accessors", config.accessors},
+      {"imports", config.imports},
+      {"ring_bytes", config.ring_bytes},
+      {"dump_include", json_text(config.dump_include)},
+      {"tensor_copy", to_string(config.tensor_copy)},
       {"max_bytes", config.max_bytes},
       {"queue_bytes", config.queue_bytes},
       {"stack", config.stack},

@@ -80,6 +80,24 @@ PYBIND11_MODULE(_ophook, m) {
   m.attr("python_version") = pb::make_tuple(PY_MAJOR_VERSION, PY_MINOR_VERSION);
 
   m.def("config_errors", &config_errors, "Messages for every invalid setting in an OPHOOK_* mapping.");
+  m.def(
+      "settings",
+      [] {
+        pb::list out;
+        for (const auto& s : ophook::core::settings()) {
+          pb::dict row;
+          row["variable"] = s.variable();
+          row["option"] = s.option();
+          row["keyword"] = s.keyword();
+          row["metavar"] = std::string(s.metavar);
+          row["values"] = std::string(s.values);
+          row["default"] = std::string(s.default_text);
+          row["help"] = std::string(s.help);
+          out.append(row);
+        }
+        return out;
+      },
+      "The OPHOOK_* settings table: variable, option, keyword, metavar, values, default, help.");
   m.def("start", &start, "Start recording with an OPHOOK_* mapping; returns the output directory.");
   m.def("set_recording", [](bool on) { g_recording_on.store(on); });
   m.def("is_recording", [] { return g_recording_on.load() && Recorder::get() && !Recorder::get()->finished(); });

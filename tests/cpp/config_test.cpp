@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <map>
+#include <set>
 
 namespace ophook::core {
 namespace {
@@ -46,6 +48,14 @@ TEST(Config, DefaultsWhenNothingIsSet) {
   EXPECT_EQ(c.include, "");
   EXPECT_EQ(c.exclude, "");
   EXPECT_FALSE(c.nested);
+  EXPECT_TRUE(c.steps.all());
+  EXPECT_TRUE(c.ranks.all());
+  EXPECT_EQ(c.modules, "");
+  EXPECT_FALSE(c.accessors);
+  EXPECT_FALSE(c.imports);
+  EXPECT_EQ(c.ring_bytes, 0u);
+  EXPECT_EQ(c.dump_include, "");
+  EXPECT_EQ(c.tensor_copy, TensorCopy::Auto);
   EXPECT_EQ(c.max_bytes, 1ull << 30);
   EXPECT_EQ(c.queue_bytes, 256ull << 20);
   EXPECT_TRUE(c.stack);
@@ -72,6 +82,14 @@ TEST(Config, EveryVariableParsed) {
                                 {"OPHOOK_INCLUDE", "^numpy\\.(add|mul)"},
                                 {"OPHOOK_EXCLUDE", "reduce$"},
                                 {"OPHOOK_NESTED", "1"},
+                                {"OPHOOK_STEPS", "10, 0-2"},
+                                {"OPHOOK_RANKS", "1"},
+                                {"OPHOOK_MODULES", "layers\\.1\\b"},
+                                {"OPHOOK_ACCESSORS", "yes"},
+                                {"OPHOOK_IMPORTS", "on"},
+                                {"OPHOOK_RING_BYTES", "64M"},
+                                {"OPHOOK_DUMP_INCLUDE", "^aten\\.mm"},
+                                {"OPHOOK_TENSOR_COPY", "Torch"},
                                 {"OPHOOK_MAX_BYTES", "512M"},
                                 {"OPHOOK_QUEUE_BYTES", "64K"},
                                 {"OPHOOK_STACK", "0"},
@@ -91,6 +109,14 @@ TEST(Config, EveryVariableParsed) {
   EXPECT_EQ(c.include, "^numpy\\.(add|mul)");
   EXPECT_EQ(c.exclude, "reduce$");
   EXPECT_TRUE(c.nested);
+  EXPECT_EQ(c.steps.to_string(), "0-2,10");
+  EXPECT_EQ(c.ranks.to_string(), "1");
+  EXPECT_EQ(c.modules, "layers\\.1\\b");
+  EXPECT_TRUE(c.accessors);
+  EXPECT_TRUE(c.imports);
+  EXPECT_EQ(c.ring_bytes, 64ull << 20);
+  EXPECT_EQ(c.dump_include, "^aten\\.mm");
+  EXPECT_EQ(c.tensor_copy, TensorCopy::Torch);
   EXPECT_EQ(c.max_bytes, 512ull << 20);
   EXPECT_EQ(c.queue_bytes, 64ull << 10);
   EXPECT_FALSE(c.stack);
@@ -156,6 +182,58 @@ TEST(Config, BadValuesNameVariableValueAndAcceptedList) {
   expect_rejected("OPHOOK_LOG_LEVEL", "verbose", "trace, debug, info, warn, error, off");
   expect_rejected("OPHOOK_STRICT", "strict", "0, 1");
   expect_rejected("OPHOOK_DISABLE", "disabled", "0, 1");
+  expect_rejected("OPHOOK_STEPS", "3-1", "0-2,10");
+  expect_rejected("OPHOOK_STEPS", "1,,2", "0-2,10");
+  expect_rejected("OPHOOK_RANKS", "-1", "0-2,10");
+  expect_rejected("OPHOOK_RANKS", "one", "0-2,10");
+  expect_rejected("OPHOOK_MODULES", "(attn", "ECMAScript");
+  expect_rejected("OPHOOK_ACCESSORS", "all", "0, 1");
+  expect_rejected("OPHOOK_IMPORTS", "2", "0, 1");
+  expect_rejected("OPHOOK_RING_BYTES", "big", "K/M/G/T");
+  expect_rejected("OPHOOK_DUMP_INCLUDE", "[mm", "ECMAScript");
+  expect_rejected("OPHOOK_TENSOR_COPY", "cuda", "auto, torch");
+}
+
+TEST(Config, RangeLists) {
+  const auto parsed = parse_ranges("100-, 3, 0-2,4,7-8");
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(parsed->to_string(), "0-4,7-8,100-");
+  for (std::uint64_t in : {0, 2, 4, 7, 8, 100, 1000000}) EXPECT_TRUE(parsed->contains(in)) << in;
+  for (std::uint64_t out : {5, 6, 9, 99}) EXPECT_FALSE(parsed->contains(out)) << out;
+  EXPECT_TRUE(RangeSet{}.contains(12345));
+  EXPECT_EQ(parse_ranges("5")->to_string(), "5");
+  EXPECT_EQ(parse_ranges("0-")->to_string(), "0-");
+  for (const char* bad : {"", ",", "a", "1-a", "-3", "2-1", "1.5", "1;2", "18446744073709551616"}) {
+    EXPECT_FALSE(parse_ranges(bad)) << bad;
+  }
+}
+
+TEST(Config, NanHuntKeepsArraysInARingUnlessTheModeOrRingIsGiven) {
+  EXPECT_EQ(parse({{"OPHOOK_NAN", "warn"}}).config.ring_bytes, kNanHuntRingBytes);
+  EXPECT_EQ(parse({{"OPHOOK_NAN", "raise"}, {"OPHOOK_MODE", "dump"}}).config.ring_bytes, 0u);
+  EXPECT_EQ(parse({{"OPHOOK_NAN", "warn"}, {"OPHOOK_RING_BYTES", "0"}}).config.ring_bytes, 0u);
+  EXPECT_EQ(parse({{"OPHOOK_NAN", "warn"}, {"OPHOOK_RING_BYTES", "1M"}}).config.ring_bytes, 1ull << 20);
+  EXPECT_EQ(parse({{"OPHOOK_NAN", "off"}}).config.ring_bytes, 0u);
+}
+
+TEST(Config, SettingsTableNamesEachVariableOnce) {
+  std::set<std::string> variables, options;
+  for (const auto& setting : settings()) {
+    EXPECT_TRUE(variables.insert(setting.variable()).second) << setting.variable();
+    EXPECT_TRUE(options.insert(setting.option()).second) << setting.option();
+    EXPECT_FALSE(setting.help.empty() || setting.values.empty() || setting.default_text.empty()) << setting.name;
+    // Every row parses its own variable: a value that variable rejects is reported under its name.
+    const auto problem = setting_problem(setting, "\x01(");
+    if (!problem.empty()) {
+      EXPECT_EQ(problem.rfind(setting.variable() + "=", 0), 0u) << problem;
+    }
+  }
+  EXPECT_EQ(settings()[0].option(), "--output");
+  const auto ring = std::find_if(settings().begin(), settings().end(), [](auto& s) { return s.name == "RING_BYTES"; });
+  ASSERT_NE(ring, settings().end());
+  EXPECT_EQ(ring->option(), "--ring-bytes");
+  EXPECT_EQ(ring->keyword(), "ring_bytes");
+  EXPECT_EQ(setting_problem(*ring, "256M"), "");
 }
 
 TEST(Config, MessageFormat) {
@@ -222,7 +300,11 @@ TEST(Config, StringsAndJson) {
       {"output", "np_op_dumps"}, {"mode", "dump"},
       {"levels", {"torch_function", "torch_dispatch"}},
       {"include", ""},           {"exclude", ""},
-      {"nested", false},         {"max_bytes", 1073741824},
+      {"nested", false},         {"steps", ""},
+      {"ranks", ""},             {"modules", ""},
+      {"accessors", false},      {"imports", false},
+      {"ring_bytes", 0},         {"dump_include", ""},
+      {"tensor_copy", "auto"},   {"max_bytes", 1073741824},
       {"queue_bytes", 268435456}, {"stack", true},
       {"nan", "off"},            {"compile", "eager"},
       {"overrides", "o.py"},     {"log_level", "warn"},
