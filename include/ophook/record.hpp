@@ -13,11 +13,11 @@ namespace ophook::core {
 
 /// The five interception levels of CONTRACT.md section 4.
 enum class Level : std::uint8_t { Ufunc, UfuncMethod, ArrayFunction, TorchFunction, TorchDispatch };
-enum class Phase : std::uint8_t { None, Forward, Backward };
+enum class Phase : std::uint8_t { None, Forward, Backward, Optimizer };
 
 OPHOOK_API std::string_view to_string(Level level);
 OPHOOK_API std::string_view framework_of(Level level);  // "numpy" or "torch"
-OPHOOK_API std::string_view to_string(Phase phase);     // "", "forward", "backward"
+OPHOOK_API std::string_view to_string(Phase phase);     // "", "forward", "backward", "optimizer"
 
 /// One array or tensor argument/result. `data` holds the element bytes in C order, already in the
 /// dtype that the file will have (bf16/fp8 widened to float32 by the capturing side); it is empty
@@ -92,7 +92,10 @@ struct CallRecord {
   bool has_error = false;
   bool nonfinite_new = false;  // OPHOOK_NAN: outputs hold NaN/Inf, inputs did not
   bool nonfinite_scalar_input = false;  // a float argument is NaN/Inf: such outputs are not fresh
-  std::uint16_t depth = 0;
+  std::uint16_t depth = 0;      // recorded calls of the same level enclosing this one
+  static constexpr std::uint64_t kNoParent = ~std::uint64_t{0};
+  std::uint64_t parent = kNoParent;  // seq of the innermost recorded call (any level) enclosing it
+  std::uint64_t step = 0;            // optimizer steps completed before the call
   std::int64_t t_ns = 0;
   std::int64_t dur_ns = 0;
   std::int32_t tid = 0;

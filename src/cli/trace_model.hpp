@@ -44,6 +44,8 @@ struct TraceRecord {
   std::optional<std::string> error, source, module, phase;
   std::int64_t t_ns = 0, dur_ns = 0;
   std::int64_t pid = 0, tid = 0, depth = 0;
+  std::optional<std::int64_t> parent;  // seq of the enclosing recorded call
+  std::int64_t step = 0;
   bool overridden = false;
   std::vector<ArraySpec> arrays;
   std::vector<ScalarSpec> scalars;

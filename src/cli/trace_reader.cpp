@@ -162,6 +162,10 @@ TraceRecord record_from_json(const json& line) {
   record.pid = integer_field(line, "pid", 0);
   record.tid = integer_field(line, "tid", 0);
   record.depth = integer_field(line, "depth", 0);
+  if (auto parent = line.find("parent"); parent != line.end() && parent->is_number_integer()) {
+    record.parent = parent->get<std::int64_t>();
+  }
+  record.step = integer_field(line, "step", 0);
   auto overridden = line.find("overridden");
   record.overridden =
       overridden != line.end() && overridden->is_boolean() && overridden->get<bool>();

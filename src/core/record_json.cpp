@@ -46,6 +46,14 @@ class RecordJson::Encoder {
     json_.raw(names_.process_and_thread(names_.recorder_.owner_pid(), record_.tid));
     json_.raw(R"(,"depth":)");
     json_.unsigned_integer(record_.depth);
+    if (record_.parent == CallRecord::kNoParent) {
+      json_.raw(R"(,"parent":null,"step":)");
+    } else {
+      json_.raw(R"(,"parent":)");
+      json_.unsigned_integer(record_.parent);
+      json_.raw(R"(,"step":)");
+    }
+    json_.unsigned_integer(record_.step);
     if (record_.source_file_id) {
       // Escaping works byte by byte, so the parts' escaped texts make the whole's.
       json_.raw(R"(,"source":")");
