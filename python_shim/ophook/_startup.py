@@ -71,7 +71,10 @@ def _check(settings, native):
 
 
 def _start_recorder(settings, native):
+    """The output directory, or None in a rank that OPHOOK_RANKS leaves out (nothing started)."""
     output = native.start(settings)
+    if output is None:
+        return None
     # The recorder exported where the root process writes; mirror it into os.environ so that
     # children started with env=os.environ.copy() still write below it.
     os.environ.update(native.exported_environment())
@@ -85,7 +88,8 @@ def begin(settings, native):
     _deferred = None  # started by hand (the API): a pending start from the preload is void
     _check(settings, native)
     output = _start_recorder(settings, native)
-    _install_framework_hooks(_settings.levels(settings))
+    if output is not None:
+        _install_framework_hooks(_settings.levels(settings))
     return output
 
 
@@ -126,6 +130,8 @@ def _start_deferred():
     except Exception as error:
         _warn("cannot start recording: %s" % error)
         return False
+    if output is None:
+        return False  # a rank OPHOOK_RANKS leaves out: it runs unrecorded
     native.log("info", _start_message(settings, output))
     return True
 

@@ -83,6 +83,7 @@ void Recorder::begin_run(const Config& config, WriterThread thread) {
 }
 
 bool Recorder::passes_filters(const std::string& name) const {
+  if (!config_.accessors && is_metadata_query(name)) return false;
   if (include_ && !std::regex_search(name, *include_)) return false;
   return !(exclude_ && std::regex_search(name, *exclude_));
 }
