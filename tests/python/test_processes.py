@@ -3,7 +3,7 @@ import os
 
 import numpy as np
 
-from conftest import SHIM_DIR, summary, trace
+from conftest import SHIM_DIR, arrays_in, summary, trace
 
 # The package importable without being started: what `pip install` gives, or the shim directory
 # on sys.path (not PYTHONPATH, whose sitecustomize would start recording at once).
@@ -108,6 +108,28 @@ print("done")
     assert written["totals"]["calls"] == 2 and written["config"]["mode"] == "stats"
     second = trace(tmp_path / "second")
     assert [r["op"] for r in second] == ["numpy.subtract"] and second[0]["seq"] == 0
+
+
+def test_each_tracer_run_has_its_own_notes_and_counts(runner, tmp_path):
+    """One Tracer after another in one process (the pytest plugin's way: one per test): a run's
+    summary notes what happened in that run only — here arrays over OPHOOK_QUEUE_BYTES."""
+    code = IMPORTABLE + """
+import numpy as np, ophook
+big = np.ones(100_000)
+for name, queue in (("over", "64K"), ("within", "256M"), ("over_again", "64K")):
+    with ophook.Tracer(output=%r + "/" + name, levels=["numpy"], mode="dump", queue_bytes=queue):
+        big + 1.0
+""" % str(tmp_path)
+    runner.run(code, how="plain")
+    for name in ("over", "over_again"):
+        records, notes = trace(tmp_path / name), summary(tmp_path / name)["notes"]
+        refused = [a for r in records for a in arrays_in(r["args"] + r["outputs"]) if a.get("reason")]
+        assert [r["seq"] for r in records] == [0] and len(refused) == 2  # big, and the sum
+        assert notes["arrays_not_copied"]["count"] == len(refused)
+        assert "OPHOOK_QUEUE_BYTES=65536" in notes["arrays_not_copied"]["reason"]
+    within = trace(tmp_path / "within")
+    assert all(a["file"] for a in arrays_in(within[0]["args"] + within[0]["outputs"]))
+    assert summary(tmp_path / "within")["notes"] == {}
 
 
 def test_install_flush_uninstall(runner, tmp_path):
