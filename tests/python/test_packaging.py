@@ -1,5 +1,6 @@
 """`pip install .` into a fresh venv: the console command, `python -m ophook`, the packaged
-library and extension, and a NumPy program recorded by `ophook run` from there.
+library and extension, a NumPy program recorded by `ophook run` from there, and the pytest plugin
+found through its entry point.
 
 The venv sees the base interpreter's site-packages (--system-site-packages) for NumPy and the
 build tools (scikit-build-core, pybind11), so nothing is downloaded when they are there. The CMake
@@ -131,3 +132,18 @@ def test_ophook_run_records_a_numpy_program(venv, tmp_path):
     assert exp["outputs"][0]["shape"] == [3, 4] and exp["outputs"][0]["dtype"] == "float64"
     assert exp["source"] == f"{os.path.realpath(tmp_path / 'script.py')}:5:<module>"
     assert float(proc.stdout) == float(np.exp(c).sum())
+
+
+def test_pytest_loads_the_plugin_by_its_entry_point(venv, tmp_path):
+    """Installed, the plugin needs no -p: pytest finds it through the pytest11 entry point and it
+    records each test in-process (no LD_PRELOAD, no shim), then compares against that baseline."""
+    (tmp_path / "test_numbers.py").write_text("import numpy as np\n\n\ndef test_exp():\n    np.exp(np.arange(3.0))\n")
+    pytest_run = [venv.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_numbers.py"]
+    proc = run([*pytest_run, "--ophook-record=ref"], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    recording = tmp_path / "ref" / "test_numbers.py" / "test_exp"
+    records = [json.loads(line) for line in (recording / "trace.jsonl").read_text().splitlines()]
+    assert [r["op"] for r in records] == ["numpy.exp"]
+    np.testing.assert_array_equal(np.load(recording / records[0]["outputs"][0]["file"]), np.exp(np.arange(3.0)))
+    proc = run([*pytest_run, "--ophook-compare=ref"], tmp_path)
+    assert proc.returncode == 0 and "1 unchanged, 0 moved" in proc.stdout, proc.stdout + proc.stderr
