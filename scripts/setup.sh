@@ -7,9 +7,10 @@ cd "$root"
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
+# chromium: tests/python/test_html_pages.py renders the report and compare pages headless.
 apt_packages=(build-essential cmake ninja-build pkg-config libspdlog-dev libfmt-dev libgtest-dev
   libgmock-dev nlohmann-json3-dev libcli11-dev libxxhash-dev libbenchmark-dev python3-numpy
-  python3-venv clang clang-tidy libclang-rt-14-dev)
+  python3-venv clang clang-tidy libclang-rt-14-dev chromium)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
