@@ -13,7 +13,7 @@ from ._node_paths import node_path
 from ._run_comparison import compare_runs
 
 _CHOSEN_BY_THE_PLUGIN = ("output", "output_path")
-_LISTED = 20  # tests named per line of the terminal summary
+_LISTED = 20  # tests without a baseline named in the terminal summary; the rest are counted
 
 
 def _tests(count):
@@ -71,9 +71,6 @@ class PerTestRecording:
         if self.baseline is not None and not os.access(executable_path(), os.X_OK):
             raise pytest.UsageError("--ophook-compare: no ophook executable at %s (pip install ophook, or "
                                     "use a build tree's package)" % executable_path())
-        # Without --ophook-record, a compare keeps only the recordings of tests whose numbers moved.
-        self.scratch = record is None
-        self.root = tempfile.mkdtemp(prefix="ophook-pytest-") if self.scratch else os.path.abspath(record)
         self.tolerance = {"rtol": config.getoption("ophook_rtol"), "atol": config.getoption("ophook_atol")}
         self.options = {name: value for name, value in (("mode", config.getoption("ophook_mode")),
                                                         ("levels", config.getoption("ophook_levels")))
@@ -84,6 +81,9 @@ class PerTestRecording:
         errors = native.config_errors(_settings.collect(**self.options))
         if errors:
             raise pytest.UsageError("ophook: " + "; ".join(errors))
+        # Without --ophook-record, a compare keeps only the recordings of tests whose numbers moved.
+        self.scratch = record is None
+        self.root = tempfile.mkdtemp(prefix="ophook-pytest-") if self.scratch else os.path.abspath(record)
         _end_process_recording(native)
         for name in ("OPHOOK_ROOT_PID", "OPHOOK_ROOT_OUTPUT"):
             os.environ.pop(name, None)  # a recorded parent's: this process's tests are roots
@@ -130,8 +130,9 @@ class PerTestRecording:
         if self.baseline is None:
             write("recorded %s into %s" % (_tests(self.recorded), self.root))
             return
+        compared = len(self.unchanged) + len(self.moved) + len(self.without_baseline)  # not those that failed
         write("compared %s with %s: %d unchanged, %d moved, %d without a baseline"
-              % (_tests(self.recorded), self.baseline, len(self.unchanged), len(self.moved), len(self.without_baseline)))
+              % (_tests(compared), self.baseline, len(self.unchanged), len(self.moved), len(self.without_baseline)))
         if self.without_baseline:
             write("no baseline (reported, not failed):")
             for nodeid in self.without_baseline[:_LISTED]:

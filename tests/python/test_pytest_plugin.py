@@ -142,11 +142,20 @@ def test_compare_passes_unchanged_and_fails_the_test_whose_numbers_moved(numbers
 
 
 def test_a_test_without_baseline_is_reported_not_failed(numbers):
-    run_plugin(numbers, "--ophook-record=ref", "-k", "not marker").assert_outcomes(passed=4, deselected=1)
+    numbers.makepyfile(test_fails="""
+        import numpy as np
+
+        def test_fails():
+            np.add(np.ones(2), np.random.default_rng().random(2))
+            assert False, "its own failure"
+    """)
+    run_plugin(numbers, "--ophook-record=ref", "-k", "not marker").assert_outcomes(passed=4, failed=1, deselected=1)
     result = run_plugin(numbers, "--ophook-compare=ref")
-    result.assert_outcomes(passed=5)
+    result.assert_outcomes(passed=5, failed=1)
     output = result.stdout.str()
-    assert "4 unchanged, 0 moved, 1 without a baseline" in output
+    # A test that fails by itself is not compared (its numbers would have moved: a random input).
+    assert "its own failure" in output and "numbers moved" not in output
+    assert "compared 5 tests with %s: 4 unchanged, 0 moved, 1 without a baseline" % (numbers.path / "ref") in output
     assert "no baseline (reported, not failed):\n  test_numbers.py::test_marker" in output
     # Nothing of a compare-only run is left behind when no test moved.
     assert "this run's recordings" not in output
