@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -87,9 +88,12 @@ class OPHOOK_API Recorder {
   /// in summary.json, stop_files_at(files_deadline), finish().
   static void finish_on_termination(const char* signal, std::chrono::steady_clock::time_point files_deadline) noexcept;
 
-  /// Facts for summary.json: versions ("python", "numpy", "torch"), notes (e.g. compile regions).
+  /// Facts for summary.json: versions ("python", "numpy", "torch"), which last as long as the
+  /// process, and notes (e.g. compile regions), which belong to one run: a new start clears them.
   void set_version(std::string_view component, std::string_view version);
   void add_note(std::string_view key, nlohmann::json value);
+  /// Changes note `key` (null when the run has none yet) under the facts' lock: a note that counts.
+  void update_note(std::string_view key, const std::function<void(nlohmann::json&)>& change);
   /// Adds "versions" and "notes" to a summary being written.
   void merge_facts(nlohmann::ordered_json& summary) const;
 

@@ -99,6 +99,18 @@ def begin(settings, native):
 _deferred = None
 
 
+def started_by_preload_or_shim():
+    return _started
+
+
+def void_deferred_start():
+    """Recording started by hand takes over before any framework import (the pytest plugin, whose
+    collection imports NumPy before its first test starts recording): the put-off start of the
+    preload or the shim will not happen, and this process leaves no output of its own."""
+    global _deferred
+    _deferred = None
+
+
 def _claim_root_output(settings):
     """`settings` with OPHOOK_OUTPUT made absolute now (the contract: relative to the working
     directory at start), exporting the recorder's root variables when no process above this one

@@ -66,6 +66,10 @@ void Recorder::begin_run(const Config& config, WriterThread thread) {
   seq_.store(0);
   dropped_.store(0);
   nonfinite_reported_.store(false);
+  {
+    std::lock_guard lock(facts_mu_);
+    notes_ = nlohmann::json::object();  // an earlier Tracer's notes are not this run's
+  }
   owner_pid_.store(::getpid());
   const char* root_pid = std::getenv(kRootPidVar);
   const char* root_output = std::getenv(kRootOutputVar);
@@ -205,6 +209,11 @@ void Recorder::set_version(std::string_view component, std::string_view version)
 void Recorder::add_note(std::string_view key, nlohmann::json value) {
   std::lock_guard lock(facts_mu_);
   notes_[std::string(key)] = std::move(value);
+}
+
+void Recorder::update_note(std::string_view key, const std::function<void(nlohmann::json&)>& change) {
+  std::lock_guard lock(facts_mu_);
+  change(notes_[std::string(key)]);
 }
 
 void Recorder::merge_facts(nlohmann::ordered_json& summary) const {
