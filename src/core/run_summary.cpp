@@ -57,6 +57,7 @@ void RunSummary::observe(const CallRecord& record, const std::vector<ArrayOutcom
       const auto source = source_text(record, recorder_);
       first_nonfinite_ = {{"seq", record.seq},
                           {"op", recorder_.op(record.op_id).name},
+                          {"step", record.step},
                           {"source", source.empty() ? Json(nullptr) : Json(source)},
                           {"module", record.module_id ? Json(recorder_.text(record.module_id)) : Json(nullptr)},
                           {"phase", record.phase == Phase::None ? Json(nullptr) : Json(to_string(record.phase))}};
