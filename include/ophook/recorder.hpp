@@ -48,6 +48,11 @@ class OPHOOK_API Recorder {
   const Config& config() const noexcept { return config_; }
   const std::string& output_path() const noexcept { return output_path_; }
   int owner_pid() const noexcept { return owner_pid_.load(std::memory_order_relaxed); }
+  /// When this process's recording began (CLOCK_MONOTONIC ns, the clock of a record's t_ns): the
+  /// start of the run, or the fork for a forked child. Orders a run's processes by start.
+  std::int64_t start_t_ns() const noexcept { return start_t_ns_; }
+  /// The pid of the run's root process (this process's own pid when it is the root).
+  int root_pid() const noexcept { return root_pid_; }
 
   /// The id of op `name` at `level`, registering it (and applying the filters) on first sight.
   std::uint32_t op_id(std::string_view name, Level level);
@@ -130,6 +135,8 @@ class OPHOOK_API Recorder {
   std::atomic<std::uint64_t> dropped_{0};
   std::atomic<bool> finished_{false};
   std::atomic<int> owner_pid_{0};
+  std::int64_t start_t_ns_ = 0;  // written by begin_run and in the fork child, before any reader
+  int root_pid_ = 0;
   std::atomic<bool> nonfinite_reported_{false};
   std::mutex writer_mu_;
   std::atomic<bool> writer_ready_{false};

@@ -53,19 +53,25 @@ CLI::App* CompareCommand::attach(CLI::App& app) {
       ->type_name("FILE");
   sub->add_option("--threads", threads_, "worker threads (default: all cores)")->type_name("N");
   sub->footer(
-      "Pairs the calls of two output directories - one to one when the op sequences are equal,\n"
-      "else aligned by op name (longest common subsequence) - and compares every array of every\n"
-      "pair, from the .npy files when both runs have them, else from the recorded statistics.\n"
-      "Prints the first divergent call, a per-op table (max abs/rel error, min cosine\n"
-      "similarity, shape/dtype/NaN-pattern mismatches), the calls it could not pair and a\n"
-      "verdict line.\n"
+      "Pairs the processes of two output directories - root with root, rank<R> with rank<R>,\n"
+      "pid<PID> directories (e.g. DataLoader workers) in the order they started - and within each\n"
+      "their calls: one to one when the op sequences are equal, else thread by thread, aligned\n"
+      "by op name (longest common subsequence). Compares every array of every pair, from\n"
+      "the .npy files when both runs have them, else from the recorded statistics.\n"
+      "Prints the verdict with how many calls had values to compare, the first divergent call\n"
+      "and the first origin (the earliest call whose array inputs match and whose results do\n"
+      "not: where a difference starts; a differing call whose inputs already differ is marked\n"
+      "propagated), a per-op table (max abs/rel error, min cosine similarity, origins,\n"
+      "shape/dtype/NaN-pattern mismatches), the calls it could not pair and the verdict again.\n"
       "Values are close when |new - base| <= atol + rtol * |base| (NaN matches NaN, Inf the\n"
       "same Inf). Arrays holding uninitialized memory in both runs (outputs of torch.empty &\n"
       "co., recognised by their digest wherever they reappear) are not compared.\n"
       "A truncated last line of a trace.jsonl is ignored with a warning.\n"
-      "Exit status: 0 all pairs within tolerance and nothing unmatched; 1 differences or\n"
-      "unmatched calls; 2 usage or input error (missing directory or trace.jsonl, malformed\n"
-      "trace line, missing or corrupt .npy file) - the message names the file.\n");
+      "Exit status: 0 all pairs within tolerance, nothing unmatched, values compared; 1\n"
+      "differences, unmatched calls, or no values to compare (trace mode: the verdict is\n"
+      "'same calls, values not recorded'); 2 usage or input error (missing directory or\n"
+      "trace.jsonl, malformed trace line, missing or corrupt .npy file) - the message names\n"
+      "the file. docs/compare.md explains how to read the report.\n");
   return sub;
 }
 

@@ -12,6 +12,7 @@
 #include "ophook/naming.hpp"
 #include "ophook/op_kinds.hpp"
 #include "ophook/record_queue.hpp"
+#include "ophook/thread_clock.hpp"
 #include "trace_writer.hpp"
 
 namespace ophook::core {
@@ -71,9 +72,11 @@ void Recorder::begin_run(const Config& config, WriterThread thread) {
     notes_ = nlohmann::json::object();  // an earlier Tracer's notes are not this run's
   }
   owner_pid_.store(::getpid());
+  start_t_ns_ = monotonic_ns();
   const char* root_pid = std::getenv(kRootPidVar);
   const char* root_output = std::getenv(kRootOutputVar);
   const bool is_root = root_pid == nullptr || root_output == nullptr || std::atol(root_pid) == ::getpid();
+  root_pid_ = is_root ? ::getpid() : static_cast<int>(std::atol(root_pid));
   if (is_root) {
     root_output_ = absolute(config.output);
     ::setenv(kRootPidVar, std::to_string(::getpid()).c_str(), 1);
@@ -258,6 +261,7 @@ void Recorder::on_fork_child() noexcept {
   seq_.store(0);
   dropped_.store(0);
   owner_pid_.store(::getpid());
+  start_t_ns_ = monotonic_ns();  // the fork, not the first record that starts the writer
   // No thread is started here: the child's writer (and its directory) comes with its first record,
   // so a fork that only execs leaves nothing behind.
   writer_mu_.unlock();  // taken by on_fork_prepare in this very thread

@@ -155,6 +155,8 @@ nlohmann::ordered_json RunSummary::summary_json(std::uint64_t dropped, std::uint
   Json out;
   out["ophook_version"] = OPHOOK_VERSION;
   out["pid"] = ::getpid();
+  out["root_pid"] = recorder_.root_pid();
+  out["start_t_ns"] = recorder_.start_t_ns();
   out["output"] = recorder_.output_path();
   out["totals"] = {{"calls", calls_},
                    {"ops", ops_.size()},
