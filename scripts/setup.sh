@@ -31,8 +31,9 @@ fi
 # would pull a multi-GB CUDA build.
 # apache-tvm-ffi ships DLPack's official header, which the extension is built against.
 # einops ships its own numpy/torch test suite: scripts/peer_tests.sh --torch runs it under the hook.
+# tqdm draws `ophook replay`'s progress bar.
 pip_packages=(numpy==2.4.6 torch==2.13.0 pybind11 pytest pytest-timeout expecttest scikit-build-core
-  hypothesis einops==0.8.2 apache-tvm-ffi==0.1.15.post2)
+  hypothesis einops==0.8.2 apache-tvm-ffi==0.1.15.post2 tqdm)
 if ! .venv/bin/python - "${pip_packages[@]}" <<'PY' 2>/dev/null
 import sys
 from importlib.metadata import version
