@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "compare_referee.hpp"
 #include "compare_text.hpp"
 #include "ophook/error.hpp"
 
@@ -70,7 +71,7 @@ json pair_json(const CompareResult& r, const PairResult& pair) {
 }
 
 json op_json(const OpSummary& s) {
-  return {{"op", s.op},
+  json j = {{"op", s.op},
           {"pairs", s.pairs},
           {"differing", s.differing},
           {"max_abs_err", s.has_errors ? number_json(s.max_abs) : json()},
@@ -85,6 +86,8 @@ json op_json(const OpSummary& s) {
           {"unmatched_base", s.unmatched_base},
           {"unmatched_new", s.unmatched_new},
           {"uninitialized_values", s.uninitialized_values}};
+  if (s.referee) j["referee"] = referee_json(*s.referee);
+  return j;
 }
 
 json first_divergence_json(const CompareResult& r) {
