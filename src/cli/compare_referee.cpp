@@ -63,7 +63,7 @@ std::string verdict_note(const RefereeVerdict& v) {
   const double further = std::max(*v.base_max_rel, *v.new_max_rel);
   const char* far_side = *v.closer == "base" ? "NEW" : "BASE";
   if (closer == 0) return fmt::format("{} off, {} exact", far_side, *v.closer == "base" ? "BASE" : "NEW");
-  return fmt::format("{} {}x further", far_side, format_error(further / closer));
+  return fmt::format("{} {:.3g}x further", far_side, further / closer);
 }
 
 std::string closer_text(const RefereeVerdict& v) {
