@@ -13,7 +13,7 @@ import warnings
 
 from . import arrays, ops, outputs, reference
 from .random_inputs import RandomArrays
-from .values import CannotRebuild, ObjectBuilder, Unreadable, pointer_label, python_type_of, walk_call
+from .values import CannotRebuild, ObjectBuilder, Unreadable, array_file, pointer_label, python_type_of, walk_call
 
 MODES = ("exact", "reference", "random")
 
@@ -52,6 +52,7 @@ def _replay_into(result, run_dir, record, mode, seed):
             produced = _call(function, *_widened((args, kwargs)))
             _raise_if_failed(produced, "the float64 reference")
             judge = outputs.reference_judge(tally)
+            tally.judge_plain_values = False  # a dtype argument widened to float64 returns float64 dtypes
         else:
             produced = _call(function, args, kwargs)
             if isinstance(produced, BaseException) or record.get("error"):
@@ -77,11 +78,12 @@ def _file_loader(run_dir, framework):
         python_type = python_type_of(spec, framework)
         if python_type == "torch.Tensor" and device != "cpu":
             _require_device(device, pointer)
-        path = os.path.join(run_dir, spec["file"])
+        name = array_file(spec, pointer)
         try:
-            return arrays.load_array(path, spec.get("dtype"), python_type, device, spec.get("strides"))
+            return arrays.load_array(os.path.join(run_dir, name), spec.get("dtype"), python_type, device,
+                                     spec.get("strides"))
         except (OSError, ValueError, EOFError) as error:
-            raise Unreadable("%s: %s: %s" % (pointer_label(pointer), spec["file"], error))
+            raise Unreadable("%s: %s: %s" % (pointer_label(pointer), name, error))
         except (TypeError, AttributeError) as error:  # a dtype this NumPy or torch does not have
             raise CannotRebuild("%s: dtype %s: %s" % (pointer_label(pointer), spec.get("dtype"), error))
     return load

@@ -97,8 +97,8 @@ def reference_error(recorded, golden, dtype_name):
         same_special = (np.isnan(a) & np.isnan(g)) | (a == g)
         diff = np.where(same_special, 0.0, np.abs(a - g))
         diff = np.where(np.isnan(diff), np.inf, diff)
-        rel = diff / (np.abs(g) + RELATIVE_FLOOR)
-        rel = np.where(np.isnan(rel), np.inf, rel)
+        rel = np.where(same_special, 0.0, diff / (np.abs(g) + RELATIVE_FLOOR))
+        rel = np.where(np.isnan(rel), np.inf, rel)  # a number against a NaN reference
     if rel.size == 0:
         return {"passed": True, "max_abs": 0.0, "max_rel": 0.0, "mean_rel": 0.0, "threshold": threshold, "why": ""}
     max_rel, mean_rel = float(rel.max()), float(rel.mean())

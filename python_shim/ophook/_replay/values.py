@@ -156,10 +156,10 @@ class ObjectBuilder:
         self._loaded = {}
 
     def array(self, spec, pointer):
-        name = array_file(spec, pointer)
-        if name not in self._loaded:
-            self._loaded[name] = self._load(spec, pointer)
-        return self._loaded[name]
+        key = spec.get("file") or pointer
+        if key not in self._loaded:
+            self._loaded[key] = self._load(spec, pointer)
+        return self._loaded[key]
 
     def sequence(self, items, is_tuple):
         return tuple(items) if is_tuple else items
