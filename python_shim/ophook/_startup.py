@@ -79,6 +79,8 @@ def _start_recorder(settings, native):
     # children started with env=os.environ.copy() still write below it.
     os.environ.update(native.exported_environment())
     native.set_version("python", sys.version.split()[0])
+    # `ophook replay` re-runs the calls with the interpreter (and so the packages) that made them.
+    native.set_version("python_executable", sys.executable)
     return output
 
 

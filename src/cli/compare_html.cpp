@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "compare_referee.hpp"
 #include "compare_text.hpp"
 #include "html_page.hpp"
 #include "svg_chart.hpp"
@@ -206,6 +207,7 @@ std::string render_compare_html(const CompareResult& r) {
            page);
   add_processes(r, page);
   add_op_table(r, page);
+  add_referee_html(r, page);
   add_differing(r, page);
   add_unmatched(r, page);
   return page.str();

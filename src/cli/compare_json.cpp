@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "compare_referee.hpp"
 #include "compare_text.hpp"
 #include "ophook/error.hpp"
 
@@ -91,7 +92,7 @@ json pair_json(const ProcessComparison& p, std::size_t process, const PairResult
 }
 
 json op_json(const OpSummary& s) {
-  return {{"op", s.op},
+  json j = {{"op", s.op},
           {"pairs", s.pairs},
           {"differing", s.differing},
           {"origins", s.origins},
@@ -107,6 +108,8 @@ json op_json(const OpSummary& s) {
           {"unmatched_base", s.unmatched_base},
           {"unmatched_new", s.unmatched_new},
           {"uninitialized_values", s.uninitialized_values}};
+  if (s.referee) j["referee"] = referee_json(*s.referee);
+  return j;
 }
 
 /// A call of `first_divergence` / `first_origin`: its process, both records, why they differ.

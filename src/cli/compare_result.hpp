@@ -8,6 +8,7 @@
 
 #include "alignment.hpp"
 #include "array_diff.hpp"
+#include "referee_verdict.hpp"
 #include "trace_model.hpp"
 
 namespace ophook::cli {
@@ -87,6 +88,7 @@ struct OpSummary {
   std::size_t uninitialized_values = 0;  // skipped, not a mismatch
   std::size_t unmatched_base = 0, unmatched_new = 0;
   std::size_t first_seen = 0;  // order of first appearance over all processes' alignments
+  std::optional<RefereeVerdict> referee;  // compare --referee float64, on ops with differing pairs
 
   /// "shape 1, NaN/Inf 2, unmatched 0+1" or "-".
   std::string mismatch_text() const;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "compare_referee.hpp"
 #include "text_format.hpp"
 
 namespace ophook::cli {
@@ -220,6 +221,7 @@ void print_compare_text(const CompareResult& r, std::ostream& out) {
   print_runs(r, out);
   print_first_calls(r, out);
   print_op_table(r, out);
+  print_referee_text(r, out);
   print_differing(r, out);
   print_unmatched(r, out);
   out << "\nverdict: " << verdict_text(r) << '\n';

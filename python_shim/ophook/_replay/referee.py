@@ -1,0 +1,55 @@
+"""`ophook compare BASE NEW --referee float64`: for the ops whose outputs differ between two runs,
+which run is closer to the float64 answer? Each side's call is re-run in float64 on that side's own
+recorded inputs, and its recorded output's maximum relative error (MARE, reference.py) against
+that answer is taken; per op the largest over its judged pairs decides.
+
+Request (JSON, from `ophook compare`): {"base": DIR, "new": DIR, "ops": [{"op": NAME, "pairs":
+[[BASE_SEQ, NEW_SEQ], ...]}]} (`compare` chooses the pairs). Response: {"ops": [{"op", "closer": "base"|"new"|"tie"|null,
+"base_max_rel", "new_max_rel", "pairs_judged", "reason"}]}."""
+from .runner import run_tasks
+from .trace_file import InputError, read_records
+
+# Errors closer than this (relatively) are a tie.
+TIE_RATIO = 1.01
+
+
+def judge(request, jobs):
+    base_dir, new_dir = request["base"], request["new"]
+    records = {side: {r["seq"]: r for r in read_records(d)} for side, d in (("base", base_dir), ("new", new_dir))}
+    tasks, owners = [], []
+    for index, entry in enumerate(request["ops"]):
+        for base_seq, new_seq in entry["pairs"]:
+            for side, run_dir, seq in (("base", base_dir, base_seq), ("new", new_dir, new_seq)):
+                if seq not in records[side]:
+                    raise InputError("referee: no call with seq %s in %s" % (seq, run_dir))
+                tasks.append((run_dir, records[side][seq], "reference", 0))
+            owners.append(index)
+    results = run_tasks(tasks, jobs, "referee")
+    verdicts = [{"op": entry["op"], "closer": None, "base_max_rel": None, "new_max_rel": None, "pairs_judged": 0,
+                 "reason": ""} for entry in request["ops"]]
+    for pair, index in enumerate(owners):
+        _add_pair(verdicts[index], results[2 * pair], results[2 * pair + 1])
+    for verdict in verdicts:
+        _decide(verdict)
+    return {"ops": verdicts}
+
+
+def _add_pair(verdict, base, new):
+    if base["max_rel"] is None or new["max_rel"] is None:
+        skipped = base if base["max_rel"] is None else new
+        verdict["reason"] = verdict["reason"] or "seq %s: %s" % (skipped["seq"], skipped["reason"] or "no error")
+        return
+    verdict["pairs_judged"] += 1
+    for key, result in (("base_max_rel", base), ("new_max_rel", new)):
+        verdict[key] = result["max_rel"] if verdict[key] is None else max(verdict[key], result["max_rel"])
+
+
+def _decide(verdict):
+    if not verdict["pairs_judged"]:
+        return
+    b, n = verdict["base_max_rel"], verdict["new_max_rel"]
+    if max(b, n) <= min(b, n) * TIE_RATIO:
+        verdict["closer"] = "tie"
+    else:
+        verdict["closer"] = "base" if b < n else "new"
+    verdict["reason"] = ""
