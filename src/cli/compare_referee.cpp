@@ -84,12 +84,15 @@ const std::vector<std::string> kHeader{"op", "judged", "closer", "BASE max rel",
 
 json referee_request(const CompareResult& result) {
   std::unordered_map<std::string_view, json> pairs;
-  for (const PairResult& pair : result.pairs) {
-    const TraceRecord& base = result.base[pair.base];
-    const TraceRecord& other = result.other[pair.other];
-    if (!pair.differs || !replayable(base) || !replayable(other)) continue;
-    json& list = pairs[base.op];
-    if (list.size() < kRefereePairsPerOp) list.push_back({base.seq, other.seq});
+  for (const ProcessComparison& process : result.processes) {
+    const auto base_dir = fs::absolute(process.base_dir).string(), new_dir = fs::absolute(process.new_dir).string();
+    for (const PairResult& pair : process.pairs) {
+      const TraceRecord& base = process.base[pair.base];
+      const TraceRecord& other = process.other[pair.other];
+      if (!pair.differs || !replayable(base) || !replayable(other)) continue;
+      json& list = pairs[base.op];
+      if (list.size() < kRefereePairsPerOp) list.push_back({base.seq, other.seq, base_dir, new_dir});
+    }
   }
   json ops = json::array();
   for (const OpSummary& s : result.ops) {

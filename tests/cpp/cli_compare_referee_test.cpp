@@ -31,14 +31,18 @@ CompareResult comparison() {
   CompareResult r;
   r.base_dir = "/runs/base";
   r.new_dir = "/runs/new";
+  auto& root = r.processes.emplace_back();
+  root.base_name = root.new_name = "root";
+  root.base_dir = r.base_dir;
+  root.new_dir = r.new_dir;
   auto add = [&](const std::string& op, bool differs, bool new_dumped) {
-    const auto seq = static_cast<std::int64_t>(r.base.size());
-    r.base.push_back(record(seq, op, true));
-    r.other.push_back(record(seq + 1000, op, new_dumped));
+    const auto seq = static_cast<std::int64_t>(root.base.size());
+    root.base.push_back(record(seq, op, true));
+    root.other.push_back(record(seq + 1000, op, new_dumped));
     PairResult pair;
-    pair.base = pair.other = r.base.size() - 1;
+    pair.base = pair.other = root.base.size() - 1;
     pair.differs = differs;
-    r.pairs.push_back(pair);
+    root.pairs.push_back(pair);
   };
   add("numpy.tanh", false, true);
   add("numpy.exp", true, false);
@@ -60,8 +64,8 @@ TEST(CompareReferee, AsksForTheFirstDifferingPairsThatBothRunsDumped) {
   EXPECT_EQ(request["ops"][0]["op"], "numpy.matmul");
   const json& pairs = request["ops"][0]["pairs"];
   ASSERT_EQ(pairs.size(), kRefereePairsPerOp);
-  EXPECT_EQ(pairs[0], json::parse("[2, 1002]"));
-  EXPECT_EQ(pairs.back(), json::parse("[33, 1033]"));
+  EXPECT_EQ(pairs[0], json::parse(R"([2, 1002, "/runs/base", "/runs/new"])"));
+  EXPECT_EQ(pairs.back(), json::parse(R"([33, 1033, "/runs/base", "/runs/new"])"));
 }
 
 TEST(CompareReferee, TheAnswerLandsOnItsOpAndTheOthersSayWhyNot) {

@@ -4,7 +4,8 @@ recorded inputs, and its recorded output's maximum relative error (MARE, referen
 that answer is taken; per op the largest over its judged pairs decides.
 
 Request (JSON, from `ophook compare`): {"base": DIR, "new": DIR, "ops": [{"op": NAME, "pairs":
-[[BASE_SEQ, NEW_SEQ], ...]}]} (`compare` chooses the pairs). Response: {"ops": [{"op", "closer": "base"|"new"|"tie"|null,
+[[BASE_SEQ, NEW_SEQ(, BASE_PROCESS_DIR, NEW_PROCESS_DIR)], ...]}]} (`compare` chooses the pairs; a
+pair of a worker or rank names its processes' directories, else the runs' own). Response: {"ops": [{"op", "closer": "base"|"new"|"tie"|null,
 "base_max_rel", "new_max_rel", "pairs_judged", "reason"}]}."""
 from .runner import run_tasks
 from .trace_file import InputError, read_records
@@ -14,15 +15,22 @@ TIE_RATIO = 1.01
 
 
 def judge(request, jobs):
-    base_dir, new_dir = request["base"], request["new"]
-    records = {side: {r["seq"]: r for r in read_records(d)} for side, d in (("base", base_dir), ("new", new_dir))}
+    records = {}  # process directory -> {seq: record}
+
+    def record(run_dir, seq):
+        if run_dir not in records:
+            records[run_dir] = {r["seq"]: r for r in read_records(run_dir)}
+        if seq not in records[run_dir]:
+            raise InputError("referee: no call with seq %s in %s" % (seq, run_dir))
+        return records[run_dir][seq]
+
     tasks, owners = [], []
     for index, entry in enumerate(request["ops"]):
-        for base_seq, new_seq in entry["pairs"]:
-            for side, run_dir, seq in (("base", base_dir, base_seq), ("new", new_dir, new_seq)):
-                if seq not in records[side]:
-                    raise InputError("referee: no call with seq %s in %s" % (seq, run_dir))
-                tasks.append((run_dir, records[side][seq], "reference", 0))
+        for pair in entry["pairs"]:
+            base_seq, new_seq = pair[:2]
+            base_dir, new_dir = pair[2:4] if len(pair) >= 4 else (request["base"], request["new"])
+            for run_dir, seq in ((base_dir, base_seq), (new_dir, new_seq)):
+                tasks.append((run_dir, record(run_dir, seq), "reference", 0))
             owners.append(index)
     results = run_tasks(tasks, jobs, "referee")
     verdicts = [{"op": entry["op"], "closer": None, "base_max_rel": None, "new_max_rel": None, "pairs_judged": 0,
