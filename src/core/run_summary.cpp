@@ -184,11 +184,7 @@ nlohmann::ordered_json RunSummary::summary_json(std::uint64_t dropped, std::uint
 }
 
 std::string RunSummary::statistics_text() const {
-  std::string out = fmt::format("Total APIs: {}\nTotal API calls: {}\n", ops_.size(), calls_);
-  for (std::size_t i = 0; i < level_calls_.size(); ++i) {
-    if (level_calls_[i]) out += fmt::format("Level {}: {} calls\n", to_string(static_cast<Level>(i)), level_calls_[i]);
-  }
-  out += '\n';
+  std::string out = fmt::format("Total APIs: {}\nTotal API calls: {}\n\n", ops_.size(), calls_);
   for (auto id : first_seen_) {
     const auto& t = ops_.at(id);
     const double share = calls_ ? 100.0 * static_cast<double>(t.count) / static_cast<double>(calls_) : 0.0;
@@ -196,6 +192,11 @@ std::string RunSummary::statistics_text() const {
                        recorder_.op(id).name, t.count, share, static_cast<double>(t.total_ns) / 1e6,
                        static_cast<double>(t.total_ns) / 1e3 / static_cast<double>(t.count),
                        static_cast<double>(t.max_ns) / 1e3);
+  }
+  // After the seed's per-API lines, which tools parse: the calls each level gave.
+  out += "\nCalls per level:\n";
+  for (std::size_t i = 0; i < level_calls_.size(); ++i) {
+    if (level_calls_[i]) out += fmt::format("  {}: {}\n", to_string(static_cast<Level>(i)), level_calls_[i]);
   }
   return out;
 }

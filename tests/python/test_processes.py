@@ -165,3 +165,4 @@ def test_summary_and_api_files(runner):
     assert len((run.output / "api_configs.txt").read_text().splitlines()) == 2
     stats = (run.output / "api_statistics.txt").read_text()
     assert stats.startswith("Total APIs: 2\nTotal API calls: 4\n\nnumpy.add: 3 (75.00%)")
+    assert stats.endswith("\nCalls per level:\n  ufunc: 3\n  array_function: 1\n")
