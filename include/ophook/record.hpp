@@ -92,6 +92,7 @@ struct CallRecord {
   bool has_error = false;
   bool nonfinite_new = false;  // OPHOOK_NAN: outputs hold NaN/Inf, inputs did not
   bool nonfinite_scalar_input = false;  // a float argument is NaN/Inf: such outputs are not fresh
+  bool ring_trigger = false;  // not a call: a request to write OPHOOK_RING_BYTES' ring (`error` says why)
   std::uint16_t depth = 0;      // recorded calls of the same level enclosing this one
   static constexpr std::uint64_t kNoParent = ~std::uint64_t{0};
   std::uint64_t parent = kNoParent;  // seq of the innermost recorded call (any level) enclosing it
