@@ -1,0 +1,199 @@
+"""Dump mode's ring (OPHOOK_RING_BYTES, and OPHOOK_NAN's default): the latest calls' arrays are held
+in memory and written only on a trigger — the first NaN/Inf, an uncaught exception (any thread), a
+termination signal, ophook.dump_ring() — so the files are those of the calls that led to it. Every
+call keeps its trace line; one whose arrays left the ring unwritten says why; every file a line
+names exists and loads; a killed run leaves whole files only."""
+import json
+import re
+import signal
+import subprocess
+import time
+
+import numpy as np
+
+from conftest import LIBRARY, VENV_PYTHON, arrays, clean_env, load
+
+# 1 MiB arrays (float64): each call holds 2 MiB, so the 256 MiB default ring keeps about 128 calls
+# of the 300 before the late NaN.
+LATE_NAN = """
+import numpy as np
+x = np.full(131072, 0.5)
+for _ in range(150):
+    x = np.sqrt(x + 1.0)
+late = np.log(x - 10.0)       # NaN: x is about 1.618
+print(int(np.isnan(late).sum()), float(x[0]))
+"""
+
+
+def named_files(records):
+    return {v["file"] for r in records for v in arrays(r) + arrays(r, "outputs") if v["file"]}
+
+
+def check_every_name_loads(run, records):
+    on_disk = {f.name for f in run.output.glob("op_*.npy")}
+    assert named_files(records) == on_disk
+    for name in on_disk:
+        np.load(run.output / name, allow_pickle=False)
+
+
+def test_a_nan_hunt_writes_only_the_calls_that_led_to_the_culprit(runner):
+    plain = runner.run(LATE_NAN, how="plain")
+    run = runner.run(LATE_NAN, env={"OPHOOK_NAN": "warn"})
+    assert run.stdout == plain.stdout
+    assert "256 MiB ring" in run.stderr and "OPHOOK_NAN's default" in run.stderr  # the start line
+    records = run.records()
+    culprit = next(r for r in records if r["op"] == "numpy.log")
+    with_files = [r["seq"] for r in records if any(v["file"] for v in arrays(r) + arrays(r, "outputs"))]
+    # A window of consecutive calls ending at the culprit, far shorter than the run.
+    assert with_files[-1] == culprit["seq"]
+    assert with_files == list(range(with_files[0], culprit["seq"] + 1))
+    assert 100 <= len(with_files) <= 140 and with_files[0] > 150
+    before = [v for r in records if r["seq"] < with_files[0] for v in arrays(r) + arrays(r, "outputs")]
+    assert before and all(v["file"] is None and "left the OPHOOK_RING_BYTES ring" in v["reason"] for v in before)
+    after = [v for r in records if r["seq"] > culprit["seq"] for v in arrays(r) + arrays(r, "outputs")]
+    assert after and all(v["file"] is None and "without a trigger" in v["reason"] for v in after)
+    # The culprit's files hold what it computed, its predecessors' what they did.
+    x_in, produced = load(run.output, arrays(culprit)[0]), load(run.output, arrays(culprit, "outputs")[0])
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(produced, np.log(x_in))
+    assert np.isnan(produced).all()
+    check_every_name_loads(run, records)
+    summary = run.summary()
+    ring = summary["ring"]
+    assert ring["nan_hunt_default"] is True and ring["bytes"] == 256 << 20
+    (trigger,) = ring["triggers"]
+    assert trigger["why"].startswith("first NaN/Inf") and trigger["after_seq"] == culprit["seq"]
+    assert trigger["first_seq"] == with_files[0] and trigger["last_seq"] == culprit["seq"]
+    assert summary["totals"]["bytes_written"] <= 256 << 20
+
+
+TRIGGERS = """
+import threading
+import numpy as np
+try:
+    from ophook import dump_ring
+except ImportError:  # the run without the hook
+    def dump_ring(why):
+        return True
+
+a = np.arange(1024.0)
+for _ in range(20):
+    a = a + 1.0
+print("api", dump_ring("checkpoint"), flush=True)
+for _ in range(20):
+    a = a * 2.0
+
+def worker():
+    b = a - 1.0
+    raise RuntimeError("in a thread")
+
+t = threading.Thread(target=worker, name="side")
+t.start()
+t.join()
+for _ in range(20):
+    a = a / 2.0
+raise ValueError("boom")
+"""
+
+
+def test_dump_ring_and_uncaught_exceptions_write_the_ring(runner):
+    plain = runner.run(TRIGGERS, how="plain", check=False)
+    run = runner.run(TRIGGERS, env={"OPHOOK_RING_BYTES": "64K"}, check=False)
+    assert (run.proc.returncode, run.stdout) == (plain.proc.returncode, plain.stdout) == (1, "api True\n")
+    # The program's own reports of its exceptions come out as without the hook.
+    ours = [l for l in run.stderr.splitlines() if "[ophook" not in l]
+    assert [re.sub(r"prog\d+\.py", "prog.py", l) for l in ours] == [re.sub(r"prog\d+\.py", "prog.py", l)
+                                                                   for l in plain.stderr.splitlines()]
+    triggers = run.summary()["ring"]["triggers"]
+    assert [t["why"] for t in triggers] == ["checkpoint", "uncaught exception RuntimeError in thread side",
+                                            "uncaught exception ValueError"]
+    records = run.records()
+    by_seq = {r["seq"]: r for r in records}
+    computed = {"numpy.add": lambda x: x + 1.0, "numpy.multiply": lambda x: x * 2.0,
+                "numpy.subtract": lambda x: x - 1.0, "numpy.divide": lambda x: x / 2.0}
+    for trigger in triggers:
+        assert 1 <= trigger["calls"] <= 8 and trigger["files"] == 2 * trigger["calls"]
+        for seq in range(trigger["first_seq"], trigger["last_seq"] + 1):
+            r = by_seq[seq]
+            (x,), (y,) = arrays(r), arrays(r, "outputs")
+            np.testing.assert_array_equal(load(run.output, y), computed[r["op"]](load(run.output, x)))
+    assert triggers[0]["last_seq"] == max(r["seq"] for r in records if r["op"] == "numpy.add")
+    assert by_seq[triggers[1]["last_seq"]]["op"] == "numpy.subtract"
+    check_every_name_loads(run, records)
+
+
+def test_a_normal_exit_writes_nothing_more(runner):
+    run = runner.run(TRIGGERS.replace('raise ValueError("boom")', "").replace("dump_ring(\"checkpoint\")", "bool(1)")
+                     .replace("raise RuntimeError", "print"), env={"OPHOOK_RING_BYTES": "64K"})
+    assert not list(run.output.glob("*.npy"))
+    reasons = {v["reason"] for r in run.records() for v in arrays(r) + arrays(r, "outputs")}
+    assert reasons == {"left the OPHOOK_RING_BYTES ring unwritten: no trigger while it was held",
+                       "in the OPHOOK_RING_BYTES ring when the run ended without a trigger"}
+    assert run.summary()["ring"]["triggers"] == [] and run.summary()["totals"]["files"] == 0
+
+
+LOOP = """
+import numpy as np, ophook
+a = np.arange(65536.0)
+n = 0
+while True:
+    a = a + 1.0
+    n += 1
+    if n % 40 == 0:
+        ophook.dump_ring("every 40 calls")
+    if n == 200:
+        print("ready", flush=True)
+"""
+
+
+def start(tmp_path, **settings):
+    (tmp_path / "loop.py").write_text(LOOP)
+    env = clean_env(LD_PRELOAD=LIBRARY, OPHOOK_OUTPUT=tmp_path / "out",
+                    **{"OPHOOK_" + k.upper(): v for k, v in settings.items()})
+    proc = subprocess.Popen([str(VENV_PYTHON), str(tmp_path / "loop.py")], env=env, cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "ready\n", proc.stderr.read() if proc.poll() is not None else ""
+    return proc, tmp_path / "out"
+
+
+def whole_lines(out):
+    lines = (out / "trace.jsonl").read_text().split("\n")
+    records = []
+    for i, line in enumerate(lines):
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            assert i >= len(lines) - 2, line[:80]
+    return records
+
+
+def test_sigterm_writes_the_ring(tmp_path):
+    proc, out = start(tmp_path, ring_bytes="4M")
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGTERM
+    summary = json.loads((out / "summary.json").read_text())
+    last = summary["ring"]["triggers"][-1]
+    assert last["why"] == "termination signal SIGTERM" and last["calls"] >= 1
+    records = whole_lines(out)
+    assert len(records) == summary["totals"]["calls"]
+    held = [r for r in records if r["seq"] >= last["first_seq"]]
+    assert len(held) == last["calls"]
+    for r in held:  # every call held at the signal has its files, holding what it computed
+        (x,), (y,) = arrays(r), arrays(r, "outputs")
+        np.testing.assert_array_equal(np.load(out / y["file"]), np.load(out / x["file"]) + 1.0)
+
+
+def test_sigkill_leaves_whole_files_only(tmp_path):
+    proc, out = start(tmp_path, ring_bytes="8M")
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=60)
+    records = whole_lines(out)  # the lines held in the ring are lost with the process: whole lines only
+    for f in out.glob("op_*.npy"):  # each an arange shifted by a whole number: complete
+        shift = np.load(f, allow_pickle=False) - np.arange(65536.0)
+        assert (shift == shift[0]).all(), f.name
+    named = named_files(records)
+    assert named <= {f.name for f in out.glob("op_*.npy")}
+    assert not [f.name for f in out.iterdir() if f.name.startswith(".tmp.") and "reserve" not in f.name]
