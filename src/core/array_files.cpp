@@ -123,9 +123,16 @@ void ArrayFiles::plan_file(const CallRecord& record, const ArrayCapture& array, 
   Planned planned{&record, {}};
   if (links_on_) {
     planned.digest = index_.digest(parts);
-    if (const auto* first = index_.find(planned.digest); first != nullptr && *first != outcome.file) {
+    if (const auto* first = index_.find(planned.digest); first != nullptr && first->file != outcome.file) {
+      // Equal bytes have equal statistics: the first file's are taken, and computed after all
+      // should the comparison find other bytes (settle_links). A repeat then costs a digest and a
+      // comparison, a fraction of the statistics' pass.
+      if (first->stats && !outcome.stats) {
+        outcome.stats = first->stats;
+        planned.descr = &descr;
+      }
       add_stats();
-      job.same_as = *first;
+      job.same_as = first->file;
       links_.push_back(std::move(job));
       link_plans_.push_back(planned);
       return;
@@ -144,9 +151,9 @@ void ArrayFiles::plan_file(const CallRecord& record, const ArrayCapture& array, 
     return;
   }
   summary_.count_written(size);
-  if (links_on_) index_.remember(planned.digest, outcome.file);
   const auto result = write_file_with_stats(dir_, outcome.file, parts, add_stats);
-  if (!result.ok) unwritten(outcome, size, planned.digest, result.error);
+  if (!result.ok) return unwritten(outcome, size, planned.digest, result.error);
+  if (links_on_) index_.remember(planned.digest, outcome.file, outcome.stats);
 }
 
 bool ArrayFiles::plan_write(FileJob&& job, const Planned& planned) {
@@ -160,7 +167,7 @@ bool ArrayFiles::plan_write(FileJob&& job, const Planned& planned) {
   summary_.count_written(size);  // taken back by settle_writes if the file is not written
   // From now on the first file of this content, for later arrays (this batch's too: links are
   // made after the writes).
-  if (links_on_) index_.remember(planned.digest, outcome.file);
+  if (links_on_) index_.remember(planned.digest, outcome.file, outcome.stats);
   job.same_as.clear();
   writes_.push_back(std::move(job));
   write_plans_.push_back(planned);
@@ -208,6 +215,11 @@ void ArrayFiles::settle_links() noexcept {
     }
     // Other bytes under that name (a digest collision), the file gone, or the link refused: the
     // file is written, and becomes the first of its content (EMLINK: the old one has too many).
+    auto& outcome = *job.outcome;
+    const bool compared_equal = job.attempted && job.link.outcome == OutputDir::Link::Failed;
+    if (plans[i].descr != nullptr && !compared_equal) {
+      outcome.stats = compute_stats(*plans[i].descr, job.data.data(), job.data.size());
+    }
     try {
       plan_write(std::move(job), plans[i]);
     } catch (const std::exception& e) {

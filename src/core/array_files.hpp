@@ -59,6 +59,8 @@ class ArrayFiles {
   struct Planned {
     const CallRecord* record;  // for the budget's warning should a link become a write
     ContentDigest digest;
+    const std::string* descr = nullptr;  // set when the statistics are the first file's, to be
+                                         // computed after all should the bytes differ
   };
   template <typename AddStats>
   void plan_file(const CallRecord& record, const ArrayCapture& array, const std::string& descr, ArrayOutcome& outcome,

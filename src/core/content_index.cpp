@@ -22,17 +22,18 @@ std::size_t ContentIndex::cost(const std::string& file) noexcept {
   return kFixed + (file.capacity() > 15 ? file.capacity() + 1 : 0);
 }
 
-const std::string* ContentIndex::find(const ContentDigest& digest) const {
+const ContentIndex::First* ContentIndex::find(const ContentDigest& digest) const {
   const auto it = files_.find(digest);
-  return it == files_.end() ? nullptr : &it->second.file;
+  return it == files_.end() ? nullptr : &it->second.first;
 }
 
-void ContentIndex::remember(const ContentDigest& digest, const std::string& file) {
+void ContentIndex::remember(const ContentDigest& digest, const std::string& file,
+                            const std::optional<ArrayStats>& stats) {
   auto [it, fresh] = files_.try_emplace(digest);
-  if (!fresh) bytes_ -= cost(it->second.file);
-  it->second.file = file;
+  if (!fresh) bytes_ -= cost(it->second.first.file);
+  it->second.first = {file, stats};
   it->second.order = next_order_++;
-  bytes_ += cost(it->second.file);
+  bytes_ += cost(it->second.first.file);
   ages_.emplace_back(digest, it->second.order);
   if (ages_.size() > 2 * files_.size() + 64) {
     // Replaced and forgotten entries left stale elements behind: drop them, so that the queue
@@ -47,7 +48,7 @@ void ContentIndex::remember(const ContentDigest& digest, const std::string& file
     ages_.pop_front();
     const auto old = files_.find(oldest);
     if (old == files_.end() || old->second.order != order) continue;  // replaced or forgotten since
-    bytes_ -= cost(old->second.file);
+    bytes_ -= cost(old->second.first.file);
     files_.erase(old);
     ++forgotten_;
   }
@@ -55,8 +56,8 @@ void ContentIndex::remember(const ContentDigest& digest, const std::string& file
 
 void ContentIndex::forget(const ContentDigest& digest, const std::string& file) {
   const auto it = files_.find(digest);
-  if (it == files_.end() || it->second.file != file) return;
-  bytes_ -= cost(it->second.file);
+  if (it == files_.end() || it->second.first.file != file) return;
+  bytes_ -= cost(it->second.first.file);
   files_.erase(it);  // its age queue element goes stale
 }
 

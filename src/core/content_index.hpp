@@ -2,9 +2,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
+
+#include "ophook/stats.hpp"
 
 namespace ophook::core {
 
@@ -21,8 +24,9 @@ using DigestFunction = ContentDigest (*)(std::span<const std::span<const std::by
 ContentDigest xxh3_128_digest(std::span<const std::span<const std::byte>> parts) noexcept;
 
 /// The first file this process wrote with each content, by digest of the whole file (the .npy
-/// header holds dtype and shape, so equal files mean equal dtype, shape and bytes): where a later
-/// array of that content can be linked instead of written. A digest only nominates a file; the
+/// header holds dtype and shape, so equal files mean equal dtype, shape and bytes), with its
+/// statistics: where a later array of that content can be linked instead of written, and its
+/// statistics taken instead of computed once the bytes are found equal. A digest only nominates a file; the
 /// bytes are compared before a link is made (OutputDir::link_copy), so a digest collision costs a
 /// comparison, never a wrong link. The digest function is injectable for tests of that case.
 ///
@@ -30,7 +34,7 @@ ContentDigest xxh3_128_digest(std::span<const std::span<const std::byte>> parts)
 /// again, is written again and becomes the new first file. Writer thread only.
 class ContentIndex {
  public:
-  /// About 220,000 entries of a typical file name.
+  /// About 150,000 entries of a typical file name.
   static constexpr std::size_t kDefaultMaxBytes = std::size_t{32} << 20;
 
   explicit ContentIndex(DigestFunction digest = xxh3_128_digest, std::size_t max_bytes = kDefaultMaxBytes)
@@ -38,10 +42,14 @@ class ContentIndex {
 
   ContentDigest digest(std::span<const std::span<const std::byte>> parts) const noexcept { return digest_(parts); }
 
+  struct First {
+    std::string file;
+    std::optional<ArrayStats> stats;  // of the array written there
+  };
   /// The first file of this content, or nullptr.
-  const std::string* find(const ContentDigest& digest) const;
+  const First* find(const ContentDigest& digest) const;
   /// `file` is (about to be) the first file of this content, replacing any earlier entry.
-  void remember(const ContentDigest& digest, const std::string& file);
+  void remember(const ContentDigest& digest, const std::string& file, const std::optional<ArrayStats>& stats);
   /// Forgets the entry of `digest` when it is `file` (a file that was not written after all).
   void forget(const ContentDigest& digest, const std::string& file);
 
@@ -54,7 +62,7 @@ class ContentIndex {
     std::size_t operator()(const ContentDigest& d) const noexcept { return static_cast<std::size_t>(d.low); }
   };
   struct Entry {
-    std::string file;
+    First first;
     std::uint64_t order = 0;  // when it was remembered: the age queue's entries of older ones are stale
   };
   static std::size_t cost(const std::string& file) noexcept;

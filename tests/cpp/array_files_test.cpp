@@ -84,6 +84,10 @@ TEST_F(ArrayFilesTest, EqualArraysAreLinkedAndDifferentOnesWrittenDespiteEqualDi
   EXPECT_EQ(outcomes_[2][0].same_as, "a.npy");
   EXPECT_EQ(outcomes_[1][0].same_as, "");
   EXPECT_EQ(outcomes_[3][0].same_as, "");
+  // The statistics are each array's own, not the nominated file's.
+  EXPECT_EQ(outcomes_[1][0].stats->max, 2.0);
+  EXPECT_EQ(outcomes_[1][0].stats->xxh64, compute_stats("<f4", records_[1]->arrays[0].data.get(), 4000).xxh64);
+  EXPECT_EQ(outcomes_[2][0].stats->xxh64, outcomes_[0][0].stats->xxh64);
   // Every file holds its own array: header and bytes as numpy.save writes them.
   for (std::size_t i = 0; i < records_.size(); ++i) {
     const auto& array = records_[i]->arrays[0];

@@ -14,20 +14,20 @@ ContentDigest digest_of(std::uint64_t n) { return {n, ~n}; }
 TEST(ContentIndex, RemembersTheFirstFileOfEachDigest) {
   ContentIndex index;
   EXPECT_EQ(index.find(digest_of(1)), nullptr);
-  index.remember(digest_of(1), "op_numpy.add_output_000001.npy");
-  index.remember(digest_of(2), "op_numpy.add_output_000002.npy");
+  index.remember(digest_of(1), "op_numpy.add_output_000001.npy", std::nullopt);
+  index.remember(digest_of(2), "op_numpy.add_output_000002.npy", std::nullopt);
   ASSERT_NE(index.find(digest_of(1)), nullptr);
-  EXPECT_EQ(*index.find(digest_of(1)), "op_numpy.add_output_000001.npy");
-  EXPECT_EQ(*index.find(digest_of(2)), "op_numpy.add_output_000002.npy");
+  EXPECT_EQ(index.find(digest_of(1))->file, "op_numpy.add_output_000001.npy");
+  EXPECT_EQ(index.find(digest_of(2))->file, "op_numpy.add_output_000002.npy");
   EXPECT_EQ(index.find({1, 1}), nullptr);  // the same low half is not the same digest
-  index.remember(digest_of(1), "op_numpy.add_output_000009.npy");  // replaced (EMLINK, a rewrite)
-  EXPECT_EQ(*index.find(digest_of(1)), "op_numpy.add_output_000009.npy");
+  index.remember(digest_of(1), "op_numpy.add_output_000009.npy", std::nullopt);  // replaced (EMLINK, a rewrite)
+  EXPECT_EQ(index.find(digest_of(1))->file, "op_numpy.add_output_000009.npy");
   EXPECT_EQ(index.entries(), 2u);
 }
 
 TEST(ContentIndex, ForgetsOnlyTheFileItWasGiven) {
   ContentIndex index;
-  index.remember(digest_of(1), "a.npy");
+  index.remember(digest_of(1), "a.npy", std::nullopt);
   index.forget(digest_of(1), "b.npy");  // another file of that content: not the entry
   ASSERT_NE(index.find(digest_of(1)), nullptr);
   index.forget(digest_of(1), "a.npy");
@@ -38,7 +38,7 @@ TEST(ContentIndex, ForgetsOnlyTheFileItWasGiven) {
 TEST(ContentIndex, PastItsBoundTheOldestEntriesGoFirst) {
   ContentIndex index(xxh3_128_digest, 64 << 10);  // a few hundred entries
   const std::string stem = "op_torch.nn.functional.linear_input1_";
-  for (std::uint64_t i = 0; i < 10'000; ++i) index.remember(digest_of(i), stem + std::to_string(i) + ".npy");
+  for (std::uint64_t i = 0; i < 10'000; ++i) index.remember(digest_of(i), stem + std::to_string(i) + ".npy", std::nullopt);
   EXPECT_GT(index.entries(), 100u);
   EXPECT_LT(index.entries(), 1000u);
   EXPECT_EQ(index.entries() + index.forgotten(), 10'000u);
@@ -50,9 +50,9 @@ TEST(ContentIndex, PastItsBoundTheOldestEntriesGoFirst) {
 
 TEST(ContentIndex, ReplacementsDoNotGrowItsMemory) {
   ContentIndex index(xxh3_128_digest, 16 << 10);
-  for (int i = 0; i < 100'000; ++i) index.remember(digest_of(7), "file" + std::to_string(i % 3) + ".npy");
+  for (int i = 0; i < 100'000; ++i) index.remember(digest_of(7), "file" + std::to_string(i % 3) + ".npy", std::nullopt);
   EXPECT_EQ(index.entries(), 1u);
-  EXPECT_EQ(*index.find(digest_of(7)), "file0.npy");  // 99,999 % 3
+  EXPECT_EQ(index.find(digest_of(7))->file, "file0.npy");  // 99,999 % 3
 }
 
 TEST(ContentIndex, Xxh3DigestCoversEveryPartInOrder) {
