@@ -6,12 +6,12 @@ names exists and loads; a killed run leaves whole files only."""
 import json
 import re
 import signal
-import subprocess
 import time
 
 import numpy as np
 
-from conftest import LIBRARY, VENV_PYTHON, arrays, clean_env, load
+from conftest import arrays, load
+from test_faults import consistent_records, start, wait_for_line
 
 # 1 MiB arrays (float64): each call holds 2 MiB, so the 256 MiB default ring keeps about 128 calls
 # of the 300 before the late NaN.
@@ -146,37 +146,23 @@ while True:
 """
 
 
-def start(tmp_path, **settings):
-    (tmp_path / "loop.py").write_text(LOOP)
-    env = clean_env(LD_PRELOAD=LIBRARY, OPHOOK_OUTPUT=tmp_path / "out",
-                    **{"OPHOOK_" + k.upper(): v for k, v in settings.items()})
-    proc = subprocess.Popen([str(VENV_PYTHON), str(tmp_path / "loop.py")], env=env, cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stdout.readline() == "ready\n", proc.stderr.read() if proc.poll() is not None else ""
-    return proc, tmp_path / "out"
-
-
-def whole_lines(out):
-    lines = (out / "trace.jsonl").read_text().split("\n")
-    records = []
-    for i, line in enumerate(lines):
-        try:
-            records.append(json.loads(line))
-        except ValueError:
-            assert i >= len(lines) - 2, line[:80]
-    return records
+def start_loop(tmp_path, dumps=True, **settings):
+    proc, out = start(LOOP if dumps else LOOP.replace("ophook.dump_ring", "bool"), tmp_path, **settings)
+    wait_for_line(proc, "ready")
+    return proc, out
 
 
 def test_sigterm_writes_the_ring(tmp_path):
-    proc, out = start(tmp_path, ring_bytes="4M")
+    proc, out = start_loop(tmp_path, dumps=False, ring_bytes="4M")
     time.sleep(0.2)
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=60)
     assert proc.returncode == -signal.SIGTERM
     summary = json.loads((out / "summary.json").read_text())
     last = summary["ring"]["triggers"][-1]
-    assert last["why"] == "termination signal SIGTERM" and last["calls"] >= 1
-    records = whole_lines(out)
+    assert [t["why"] for t in summary["ring"]["triggers"]] == ["termination signal SIGTERM"]
+    assert last["calls"] >= 1
+    records, _ = consistent_records(out)
     assert len(records) == summary["totals"]["calls"]
     held = [r for r in records if r["seq"] >= last["first_seq"]]
     assert len(held) == last["calls"]
@@ -186,14 +172,14 @@ def test_sigterm_writes_the_ring(tmp_path):
 
 
 def test_sigkill_leaves_whole_files_only(tmp_path):
-    proc, out = start(tmp_path, ring_bytes="8M")
+    proc, out = start_loop(tmp_path, ring_bytes="8M")
     time.sleep(0.3)
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=60)
-    records = whole_lines(out)  # the lines held in the ring are lost with the process: whole lines only
-    for f in out.glob("op_*.npy"):  # each an arange shifted by a whole number: complete
-        shift = np.load(f, allow_pickle=False) - np.arange(65536.0)
-        assert (shift == shift[0]).all(), f.name
-    named = named_files(records)
-    assert named <= {f.name for f in out.glob("op_*.npy")}
+    # The lines held in the ring are lost with the process; the lines and files left are whole.
+    records, files = consistent_records(out)
+    for name, array in files.items():  # each an arange shifted by a whole number
+        shift = array - np.arange(65536.0)
+        assert (shift == shift[0]).all(), name
+    assert named_files(records) <= set(files)
     assert not [f.name for f in out.iterdir() if f.name.startswith(".tmp.") and "reserve" not in f.name]
