@@ -79,6 +79,16 @@ ArrayFiles::ArrayFiles(OutputDir& dir, const Recorder& recorder, RunSummary& sum
 
 bool ArrayFiles::open() const noexcept { return !failed_ && !summary_.budget_exhausted(); }
 
+void ArrayFiles::note_budget_spent(const CallRecord& record, std::vector<ArrayOutcome>& outcomes) const noexcept {
+  if (failed_ || !summary_.budget_exhausted()) return;
+  for (std::size_t i = 0; i < record.arrays.size(); ++i) {
+    const auto& array = record.arrays[i];
+    if (array.alias_of < 0 && array.captured && !recorder_.dtype(array.dtype_id).descr.empty()) {
+      outcomes[i].no_file = NoFileReason::Budget;
+    }
+  }
+}
+
 void ArrayFiles::add(const CallRecord& record, std::vector<ArrayOutcome>& outcomes, bool files) {
   for (std::size_t i = 0; i < record.arrays.size(); ++i) {
     const auto& array = record.arrays[i];

@@ -44,6 +44,9 @@ class ArrayFiles {
 
   /// Whether a file could still be written now (the medium has not failed, budget left).
   bool open() const noexcept;
+  /// For a call whose arrays would have had files but for the budget: each captured array says
+  /// so in no_file (no names are made for them).
+  void note_budget_spent(const CallRecord& record, std::vector<ArrayOutcome>& outcomes) const noexcept;
   /// Arrays planned after `deadline` get statistics but no file (a terminated process dies in
   /// bounded time); summary.json counts them. Any thread.
   void stop_at(std::chrono::steady_clock::time_point deadline) noexcept {

@@ -182,7 +182,9 @@ bool TraceWriter::prepare(const CallRecord& record, std::vector<ArrayOutcome>& o
     // Roles only matter for NaN statistics, names only for files: trace mode has neither, stats
     // mode no files (the names' formatting was a fifth of the writer's time per record).
     if (recorder_.config().mode == Mode::Trace) return true;  // no statistics and no files: nothing to save
-    assign_roles(record, op, outcomes, op.dumped && files_.open());
+    const bool files = op.dumped && files_.open();
+    assign_roles(record, op, outcomes, files);
+    if (op.dumped && !files) files_.note_budget_spent(record, outcomes);
     // The ring holds a call whose arrays would get files; their statistics are needed now.
     held = ring_.on() && names_a_file(outcomes);
     files_.add(record, outcomes, /*files=*/!held);
