@@ -39,6 +39,13 @@ def flush():
     _native().flush()
 
 
+def step():
+    """Marks the end of a step, for programs whose steps are not torch.optim optimizer steps (a
+    NumPy loop, a custom update): records made after it carry the next "step", and OPHOOK_STEPS
+    selects among them. Optimizer steps are counted without it."""
+    _native().step()
+
+
 def dump_ring(reason="ophook.dump_ring()"):
     """Writes the arrays that dump mode holds in its ring (OPHOOK_RING_BYTES): the files and
     trace.jsonl lines of the latest calls, as a NaN/Inf or an uncaught exception would. `reason`

@@ -10,7 +10,8 @@ import time
 
 import numpy as np
 
-from conftest import arrays, load
+from cli_fixtures import run_ophook
+from conftest import arrays, load, summary as read_summary
 from test_faults import consistent_records, start, wait_for_line
 
 # 1 MiB arrays (float64): each call holds 2 MiB, so the 256 MiB default ring keeps about 128 calls
@@ -65,6 +66,14 @@ def test_a_nan_hunt_writes_only_the_calls_that_led_to_the_culprit(runner):
     assert trigger["why"].startswith("first NaN/Inf") and trigger["after_seq"] == culprit["seq"]
     assert trigger["first_seq"] == with_files[0] and trigger["last_seq"] == culprit["seq"]
     assert summary["totals"]["bytes_written"] <= 256 << 20
+    # `ophook replay` loads every name given: the window's calls replay as recorded (NaN included),
+    # the others are skipped for the ring's reason.
+    report = run.output.parent / "replay.json"
+    done = run_ophook("replay", "--jobs", "1", "--json", report, run.output, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = {c["seq"]: c for c in json.loads(report.read_text())["calls"]}
+    assert [seq for seq, c in sorted(results.items()) if c["status"] == "match"] == with_files
+    assert all("OPHOOK_RING_BYTES ring" in c["reason"] for c in results.values() if c["status"] == "skipped")
 
 
 TRIGGERS = """
@@ -158,7 +167,7 @@ def test_sigterm_writes_the_ring(tmp_path):
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=60)
     assert proc.returncode == -signal.SIGTERM
-    summary = json.loads((out / "summary.json").read_text())
+    summary = read_summary(out)
     last = summary["ring"]["triggers"][-1]
     assert [t["why"] for t in summary["ring"]["triggers"]] == ["termination signal SIGTERM"]
     assert last["calls"] >= 1

@@ -1,12 +1,14 @@
 """Content stored once in dump mode: an array equal to a file the process wrote already is a hard
 link to it ("same_as"), every name still loads and holds what its record describes, the budget and
 summary.json count bytes written apart from bytes named; OPHOOK_DUMP_INCLUDE limits the files to
-the ops it matches; compare reads linked runs."""
+the ops it matches; compare and replay read linked runs."""
+import json
 import os
 import subprocess
 
 import numpy as np
 
+from cli_fixtures import run_ophook
 from conftest import BUILD_DIR, arrays, clean_env, load, ops
 
 # Every call reads the weight again and the previous call's output: repeats of earlier files.
@@ -88,9 +90,17 @@ def test_dump_include_gives_files_to_the_matching_ops_only(runner):
     assert run.summary()["config"]["dump_include"] == r"\.tanh$"
 
 
-def test_compare_reads_runs_of_linked_files(runner):
+def test_compare_and_replay_read_runs_of_linked_files(runner):
     base, new = runner.run(CHAIN), runner.run(CHAIN)
     assert base.summary()["totals"]["files_linked"] > 0
     done = subprocess.run([str(BUILD_DIR / "ophook"), "compare", str(base.output), str(new.output)],
                           capture_output=True, text=True, env=clean_env(), timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
+    # Replay rebuilds each call from the names its record gives, links or not: all replay as recorded.
+    report = base.output.parent / "replay.json"
+    done = run_ophook("replay", "--jobs", "1", "--json", report, base.output, timeout=300, env=clean_env())
+    assert done.returncode == 0, done.stdout + done.stderr
+    calls = json.loads(report.read_text())["calls"]
+    linked_seqs = {seq for seq, v in names(base.records()) if "same_as" in v}
+    assert {c["seq"] for c in calls if c["status"] == "match"} >= linked_seqs
+    assert not [c for c in calls if "no file" in c["reason"]]
