@@ -15,6 +15,8 @@ CALL_ROWS = [
      "64 KiB at a time, right after it: the page cache's floor)", "—"),
     ("numpy-filtered-out", "a call filtered out by `OPHOOK_INCLUDE`: added per call (baseline: plain call)",
      "≤ 30 ns added"),
+    ("numpy-step-filtered-out", "a call outside the steps `OPHOOK_STEPS` selects: added per call "
+     "(baseline: plain call)", "≤ 30 ns added"),
     ("numpy-dump16-call", "`dump`, 16 elements: time the program's thread pays per call "
      "(baseline: seed wrapper + np.save)", "≤ 2 µs"),
     ("numpy-dump16-files", "`dump`, 16 elements: files per second, until on disk (baseline: seed approach)",
@@ -45,6 +47,7 @@ def measure_calls(group, ctx):
     w0, wp0 = r["added_until_written_ns"]["ophook_trace_stack0"], r["added_until_written_ns"]["python_recorder_stack0"]
     p0, p1 = added["python_recorder_stack0"], added["python_recorder_stack1"]
     filtered, plain = added["ophook_filtered_out"], r["plain_ns"]
+    step_filtered = added["ophook_step_filtered_out"]
     page_cache, kernel_files = r["floors"]["page_cache_stack0"], r["floors"]["atomic_files"]
     dump, seed = added["ophook_dump"], added["seed_dump"]
     return {
@@ -57,6 +60,9 @@ def measure_calls(group, ctx):
                                                       micros(page_cache), times((plain + w0) / page_cache), None),
         "numpy-filtered-out": group.row("numpy-filtered-out", nanos(filtered), nanos(plain) + " per plain call",
                                         times((plain + filtered) / plain), filtered <= 30),
+        "numpy-step-filtered-out": group.row("numpy-step-filtered-out", nanos(step_filtered),
+                                             nanos(plain) + " per plain call",
+                                             times((plain + step_filtered) / plain), step_filtered <= 30),
         "numpy-dump16-call": group.row("numpy-dump16-call", micros(dump), micros(seed), times_less(dump, seed),
                                        dump <= 2000),
         "numpy-dump16-files": group.row("numpy-dump16-files", per_second(files["ophook_dump"], "files"),

@@ -141,6 +141,7 @@ CONFIGS = {
     "ophook_trace_stack0": (ophook_run(mode="trace", stack=0), 1),
     "ophook_trace_stack1": (ophook_run(mode="trace", stack=1), 1),
     "ophook_filtered_out": (ophook_run(mode="trace", include="^nothing$"), 1),
+    "ophook_step_filtered_out": (ophook_run(mode="trace", steps="1-"), 1),  # the loop stays at step 0
     "python_recorder_stack0": (python_recorder(False), 1 / 20),
     "python_recorder_stack1": (python_recorder(True), 1 / 20),
     "ophook_dump": (ophook_run(mode="dump", stack=0, max_bytes="64G"), 1 / 20),
