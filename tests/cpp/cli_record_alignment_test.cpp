@@ -1,4 +1,4 @@
-// Pairing the records of two processes thread by thread (`ophook compare`).
+// Pairing the records of two processes thread by thread and level by level (`ophook compare`).
 #include <gtest/gtest.h>
 
 #include <utility>
@@ -62,6 +62,17 @@ TEST(CliRecordAlignment, AThreadOnlyOneRunHasIsOneSided) {
   const auto b = records({{4, "add"}, {4, "sum"}});
   EXPECT_EQ(steps_of(align_records(a, b)), (Steps{{0, 0}, {1, -1}, {2, 1}}));
   EXPECT_EQ(steps_of(align_records(b, a)), (Steps{{0, 0}, {1, 2}, {-1, 1}}));
+}
+
+TEST(CliRecordAlignment, EachLevelIsAlignedOnItsOwn) {
+  // One op sequence over both levels would trade the torch call's pair for its two aten ops':
+  // level by level, every call pairs.
+  auto a = records({{1, "torch.f"}, {1, "aten.x"}, {1, "aten.y"}});
+  auto b = records({{1, "aten.x"}, {1, "aten.y"}, {1, "torch.f"}});
+  for (auto* run : {&a, &b}) {
+    for (TraceRecord& r : *run) r.level = r.op.starts_with("aten.") ? "torch_dispatch" : "torch_function";
+  }
+  EXPECT_EQ(steps_of(align_records(a, b)), (Steps{{0, 2}, {1, 0}, {2, 1}}));
 }
 
 }  // namespace
