@@ -22,6 +22,14 @@ void put(LineBuffer& key, const T& v) {
   key.append({reinterpret_cast<const char*>(&v), sizeof v});
 }
 
+/// The elements' bytes; nothing for none (an empty container's data() may be null, and memcpy
+/// from null is undefined even for zero bytes).
+template <typename Container>
+void put_all(LineBuffer& key, const Container& values) {
+  if (values.empty()) return;
+  key.append({reinterpret_cast<const char*>(values.data()), values.size() * sizeof(values[0])});
+}
+
 std::size_t entry_bytes(std::string_view key, std::string_view trace_call, std::string_view api_line) {
   constexpr std::size_t kOverhead = 160;  // the map's node and the strings' headers
   return key.size() + trace_call.size() + api_line.size() + kOverhead;
@@ -34,7 +42,7 @@ const CallTextCache::Texts* CallTextCache::find(const CallRecord& record) {
   key_.clear();
   put(key_, CallKey{record.op_id, record.kwargs_offset, record.outputs_offset,
                     static_cast<std::uint32_t>(record.values.size())});
-  key_.append({reinterpret_cast<const char*>(record.values.data()), record.values.size()});
+  put_all(key_, record.values);
   for (const auto& array : record.arrays) {
     // Strides, when kept, are as many as the dimensions: a flag in ndim's top bit says so; the
     // Python type takes the two bits below.
@@ -42,8 +50,8 @@ const CallTextCache::Texts* CallTextCache::find(const CallRecord& record) {
     const auto type_bits = static_cast<std::uint32_t>(array.python_type) << 29;
     put(key_, ArrayKey{array.dtype_id, array.device_id, array.no_data_reason_id,
                        static_cast<std::uint32_t>(array.shape.size()) | layout_flag | type_bits});
-    key_.append({reinterpret_cast<const char*>(array.shape.data()), array.shape.size() * sizeof(std::int64_t)});
-    key_.append({reinterpret_cast<const char*>(array.strides.data()), array.strides.size() * sizeof(std::int64_t)});
+    put_all(key_, array.shape);
+    put_all(key_, array.strides);
   }
   const auto key = key_.view();
   hash_ = XXH3_64bits(key.data(), key.size());
