@@ -1,6 +1,5 @@
 #include "torch_tensors.hpp"
 
-#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
@@ -12,6 +11,7 @@
 #include "thread_state.hpp"
 #include "torch_dense_view.hpp"
 #include "torch_dtypes.hpp"
+#include "torch_values.hpp"
 #include "value_capture.hpp"
 
 namespace ophook::py {
@@ -20,12 +20,8 @@ namespace {
 /// torch objects that capture compares against, held for the life of the process.
 struct TorchObjects {
   PyTypeObject* tensor_base = nullptr;  // torch._C.TensorBase: every tensor is one
-  PyTypeObject* size = nullptr;         // torch.Size
   PyObject* strided = nullptr;          // torch.strided (the layout object)
   PyObject* plain_dispatch = nullptr;   // torch._C._disabled_torch_dispatch_impl
-  PyTypeObject* untyped_storage = nullptr;  // torch.UntypedStorage
-  PyTypeObject* typed_storage = nullptr;    // torch.storage.TypedStorage
-  std::vector<PyTypeObject*> singleton_types;  // torch.dtype, torch.layout, torch.memory_format, torch.qscheme
 };
 TorchObjects torch_objects;
 
@@ -266,89 +262,12 @@ void capture_tensor(ValueCapture& capture, PyObject* tensor) {
   capture_through_attributes(capture, tensor);
 }
 
-/// torch.Size, and torch.return_types structseqs (torch.max(x, 0) → (values, indices)), are
-/// tuples to the user: encode them as lists.
-bool is_torch_tuple(PyObject* object) {
-  PyTypeObject* type = Py_TYPE(object);
-  if (type == torch_objects.size) return true;
-  return PyTuple_Check(object) && std::strncmp(type->tp_name, "torch.return_types.", 19) == 0;
-}
-
-/// Storages: their repr lists every element (and TypedStorage's warns that it is deprecated), so
-/// they are described from their size, dtype and device instead.
-bool capture_storage(ValueCapture& capture, PyObject* object) {
-  const bool typed = torch_objects.typed_storage && PyObject_TypeCheck(object, torch_objects.typed_storage);
-  if (!typed && !(torch_objects.untyped_storage && PyObject_TypeCheck(object, torch_objects.untyped_storage))) {
-    return false;
-  }
-  BusyScope busy;
-  PyRef untyped = typed ? PyRef::steal(PyObject_GetAttrString(object, "_untyped_storage")) : PyRef::borrow(object);
-  PyRef nbytes = untyped ? PyRef::steal(PyObject_CallMethod(untyped.get(), "nbytes", nullptr)) : PyRef();
-  PyErr_Clear();
-  std::string repr = typed ? "torch.TypedStorage(" : "torch.UntypedStorage(";
-  if (typed) repr += "dtype=" + attribute_str_or(object, "_dtype", "?") + ", ";
-  repr += "nbytes=" + str_or(nbytes.get(), "?");
-  repr += ", device='" + (untyped ? attribute_str_or(untyped.get(), "device", "?") : std::string("?")) + "')";
-  capture.other(typed ? "torch.TypedStorage" : "torch.UntypedStorage", repr);
-  return true;
-}
-
-/// dtypes, layouts, memory formats and qschemes are singletons: their repr ("torch.float32") is
-/// computed once per object.
-bool capture_singleton(ValueCapture& capture, PyObject* object) {
-  PyTypeObject* type = Py_TYPE(object);
-  bool known = false;
-  for (auto* t : torch_objects.singleton_types) known = known || t == type;
-  if (!known) return false;
-  static std::unordered_map<PyObject*, std::string> reprs;
-  auto it = reprs.find(object);
-  if (it == reprs.end()) {
-    BusyScope busy;
-    PyRef repr = PyRef::steal(PyObject_Repr(object));
-    const char* text = repr ? PyUnicode_AsUTF8(repr.get()) : nullptr;
-    if (text == nullptr) {
-      PyErr_Clear();
-      return false;
-    }
-    Py_INCREF(object);  // the key stays valid
-    it = reprs.emplace(object, text).first;
-  }
-  capture.other(type->tp_name, it->second);
-  return true;
-}
-
 bool capture_torch_value(ValueCapture& capture, PyObject* object) {
   if (PyObject_TypeCheck(object, torch_objects.tensor_base)) {
     capture_tensor(capture, object);
     return true;
   }
-  if (is_torch_tuple(object)) {
-    PyRef items = PyRef::steal(PyTuple_GetSlice(object, 0, PyTuple_GET_SIZE(object)));
-    if (!items) {
-      PyErr_Clear();
-      return false;
-    }
-    capture.value(items.get());
-    return true;
-  }
-  return capture_singleton(capture, object) || capture_storage(capture, object);
-}
-
-PyObject* get_path(PyObject* root, const char* dotted) {
-  PyRef current = PyRef::borrow(root);
-  std::string path(dotted);
-  std::size_t start = 0;
-  while (current && start <= path.size()) {
-    const auto end = path.find('.', start);
-    const auto part = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    current = PyRef::steal(PyObject_GetAttrString(current.get(), part.c_str()));
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  if (!current) return nullptr;
-  PyObject* out = current.get();
-  Py_INCREF(out);  // held for the life of the process
-  return out;
+  return capture_torch_non_tensor(capture, object);
 }
 
 }  // namespace
@@ -359,39 +278,17 @@ bool enable_torch_capture(PyObject* torch) {
     PyErr_Clear();
     return false;
   }
-  PyObject* base = get_path(torch, "_C.TensorBase");
-  PyObject* size = get_path(torch, "Size");
-  PyObject* strided = get_path(torch, "strided");
-  PyObject* plain = get_path(torch, "_C._disabled_torch_dispatch_impl");
-  if (!base || !size || !strided || !plain || !PyType_Check(base) || !PyType_Check(size)) {
+  PyObject* base = torch_attribute(torch, "_C.TensorBase");
+  PyObject* strided = torch_attribute(torch, "strided");
+  PyObject* plain = torch_attribute(torch, "_C._disabled_torch_dispatch_impl");
+  if (!base || !strided || !plain || !PyType_Check(base) || !enable_torch_value_capture(torch)) {
     PyErr_Clear();
-    Py_XDECREF(base), Py_XDECREF(size), Py_XDECREF(strided), Py_XDECREF(plain);
+    Py_XDECREF(base), Py_XDECREF(strided), Py_XDECREF(plain);
     return false;
   }
   torch_objects.tensor_base = reinterpret_cast<PyTypeObject*>(base);
-  torch_objects.size = reinterpret_cast<PyTypeObject*>(size);
   torch_objects.strided = strided;
   torch_objects.plain_dispatch = plain;
-  for (const char* path : {"dtype", "layout", "memory_format", "qscheme"}) {
-    PyObject* type = get_path(torch, path);
-    if (type != nullptr && PyType_Check(type)) {
-      torch_objects.singleton_types.push_back(reinterpret_cast<PyTypeObject*>(type));
-    } else {
-      Py_XDECREF(type);
-      PyErr_Clear();
-    }
-  }
-  // Storages are optional: without them, their values fall back to the generic description.
-  for (auto [path, slot] : {std::pair{"UntypedStorage", &torch_objects.untyped_storage},
-                            std::pair{"storage.TypedStorage", &torch_objects.typed_storage}}) {
-    PyObject* type = get_path(torch, path);
-    if (type != nullptr && PyType_Check(type)) {
-      *slot = reinterpret_cast<PyTypeObject*>(type);
-    } else {
-      Py_XDECREF(type);
-      PyErr_Clear();
-    }
-  }
   // Without torch's DLPack exporter (older torch), every tensor takes the attribute path.
   if (auto* recorder = core::Recorder::get()) {
     BusyScope busy;  // the dtype probe runs torch ops: not the program's calls
