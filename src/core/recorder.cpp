@@ -65,6 +65,9 @@ void Recorder::begin_run(const Config& config, WriterThread thread) {
   ops_.for_each([&](OpEntry& entry) { entry.recorded = passes_filters(entry.name); });
   seq_.store(0);
   dropped_.store(0);
+  held_.store(0);
+  copied_by_torch_.store(0);
+  not_read_.store(0), not_read_oom_.store(0);
   nonfinite_reported_.store(false);
   owner_pid_.store(::getpid());
   const char* root_pid = std::getenv(kRootPidVar);
@@ -168,7 +171,7 @@ void Recorder::finish() noexcept {
   if (finished_.exchange(true)) return;
   if (!writer_ready_.load(std::memory_order_acquire)) return;  // a child that recorded nothing
   try {
-    writer_->finish(dropped_.load(), queue_->producer_waits());
+    writer_->finish(dropped_.load() + held_.exchange(0), queue_->producer_waits());
   } catch (const std::exception& e) {
     logger().error("could not finish the output in {}: {}", output_path_, e.what());
   }
@@ -247,6 +250,9 @@ void Recorder::on_fork_child() noexcept {
   (void)writer_.release();
   seq_.store(0);
   dropped_.store(0);
+  held_.store(0);  // the parent's held records stay the parent's
+  copied_by_torch_.store(0);
+  not_read_.store(0), not_read_oom_.store(0);
   owner_pid_.store(::getpid());
   // No thread is started here: the child's writer (and its directory) comes with its first record,
   // so a fork that only execs leaves nothing behind.

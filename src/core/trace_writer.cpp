@@ -267,7 +267,12 @@ void TraceWriter::save_arrays(const CallRecord& record, std::vector<ArrayOutcome
     const auto& dtype = recorder_.dtype(array.dtype_id);
     const bool has_data = array.captured && !dtype.descr.empty();
     auto add_stats = [&] {
-      if (has_data && mode != Mode::Trace) outcome.stats = compute_stats(dtype.descr, array.data.get(), array.nbytes);
+      if (mode == Mode::Trace) return;
+      if (has_data) {
+        outcome.stats = compute_stats(dtype.descr, array.data.get(), array.nbytes);
+      } else if (array.given_stats) {
+        outcome.stats = array.given_stats;  // computed on the tensor's device
+      }
     };
     bool write = mode == Mode::Dump && has_data && !files_failed_;
     if (write && files_deadline_passed()) {
