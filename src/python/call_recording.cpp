@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "device_statistics.hpp"
 #include "ophook/log.hpp"
 #include "ophook/stats.hpp"
 
@@ -23,6 +24,7 @@ std::string describe_pending_exception() {
 }
 
 void submit_record(core::Recorder& recorder, core::RecordPtr record) {
+  if (device_statistics::awaited(*record)) return device_statistics::defer(recorder, std::move(record));
   if (recorder.try_submit(record)) return;
   Py_BEGIN_ALLOW_THREADS recorder.submit(std::move(record));
   Py_END_ALLOW_THREADS
@@ -44,6 +46,7 @@ namespace {
 bool any_nonfinite(const core::Recorder& recorder, const core::CallRecord& record, std::size_t from, std::size_t to) {
   for (std::size_t i = from; i < to; ++i) {
     const auto& array = record.arrays[i];
+    if (array.given_stats && array.given_stats->nan + array.given_stats->inf > 0) return true;
     if (!array.captured) continue;
     const auto& descr = recorder.dtype(array.dtype_id).descr;
     if (!descr.empty() && core::has_nonfinite(descr, array.data.get(), array.nbytes)) return true;
@@ -66,6 +69,7 @@ std::string describe_call(const core::Recorder& recorder, const core::CallRecord
 
 PyObject* check_nonfinite(core::Recorder& recorder, core::RecordPtr& record, std::size_t first_output,
                           PyObject* result) {
+  device_statistics::resolve(*record);  // tensors on devices: their counts, one synchronisation
   const bool fresh = !record->nonfinite_scalar_input &&
                      any_nonfinite(recorder, *record, first_output, record->arrays.size()) &&
                      !any_nonfinite(recorder, *record, 0, first_output);

@@ -6,8 +6,10 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "device_statistics.hpp"
 #include "ophook/program_pause.hpp"
 #include "python_common.hpp"
+#include "thread_state.hpp"
 
 namespace ophook::py {
 namespace {
@@ -16,8 +18,11 @@ std::mutex g_mu;
 std::condition_variable g_stopped_cv;
 bool g_stopped = false;
 
-// A pending call: the interpreter runs it on the main thread between two bytecodes.
+// A pending call: the interpreter runs it on the main thread between two bytecodes. Records
+// held for their device statistics are submitted first, unless ophook's own code is the one
+// interrupted (then they are counted as dropped).
 int stop_here(void*) {
+  if (!thread_state().busy) device_statistics::resolve_held();
   {
     std::lock_guard lock(g_mu);
     g_stopped = true;

@@ -7,15 +7,19 @@
 #include <vector>
 
 #include "capture_budget.hpp"
+#include "device_statistics.hpp"
 #include "ophook/strided_copy.hpp"
 #include "thread_state.hpp"
 #include "torch_dense_view.hpp"
+#include "torch_device_path.hpp"
 #include "torch_dtypes.hpp"
 #include "torch_values.hpp"
 #include "value_capture.hpp"
 
 namespace ophook::py {
 namespace {
+
+using core::element_count;
 
 /// torch objects that capture compares against, held for the life of the process.
 struct TorchObjects {
@@ -27,26 +31,38 @@ TorchObjects torch_objects;
 
 /// Interned attribute names, so that each lookup skips building a string.
 struct Names {
-  PyObject *dtype, *shape, *is_cpu, *layout, *device, *stride, *data_ptr, *is_neg, *is_conj, *resolve_neg,
+  PyObject *dtype, *shape, *is_cpu, *is_meta, *layout, *device, *stride, *data_ptr, *is_neg, *is_conj, *resolve_neg,
       *resolve_conj, *is_nested, *torch_dispatch;
 };
 Names names;
 
 bool intern_names() {
   auto n = [](const char* s) { return PyUnicode_InternFromString(s); };
-  names = {n("dtype"),        n("shape"),       n("is_cpu"),      n("layout"),       n("device"),
-           n("stride"),       n("data_ptr"),    n("is_neg"),      n("is_conj"),      n("resolve_neg"),
-           n("resolve_conj"), n("is_nested"),   n("__torch_dispatch__")};
+  names = {n("dtype"),       n("shape"),        n("is_cpu"),    n("is_meta"),
+           n("layout"),      n("device"),       n("stride"),    n("data_ptr"),
+           n("is_neg"),      n("is_conj"),      n("resolve_neg"), n("resolve_conj"),
+           n("is_nested"),   n("__torch_dispatch__")};
   return names.torch_dispatch != nullptr;
 }
 
 /// Whether tensors of a type keep their elements in their own memory: torch.Tensor,
-/// nn.Parameter and subclasses that do not take over dispatch. Wrapper subclasses (FakeTensor,
-/// DTensor, FunctionalTensor, NJT …) get a spec only.
+/// nn.Parameter and subclasses that do not take over dispatch. Of the wrapper subclasses, DTensor
+/// is read through its local shard; the others (FakeTensor, FunctionalTensor, NJT …) get a spec only.
 struct TypeVerdict {
   bool readable = false;
+  bool local_shard = false;  // a DTensor
   std::uint32_t reason_id = 0;
 };
+
+/// Whether `type` is torch.distributed.tensor.DTensor or a subclass (its module imported by then).
+bool is_dtensor_type(PyTypeObject* type) {
+  PyRef name = PyRef::steal(PyUnicode_FromString("torch.distributed.tensor"));
+  PyRef module = name ? PyRef::steal(PyImport_GetModule(name.get())) : PyRef();
+  PyRef dtensor = module ? PyRef::steal(PyObject_GetAttrString(module.get(), "DTensor")) : PyRef();
+  const int subclass = dtensor ? PyObject_IsSubclass(reinterpret_cast<PyObject*>(type), dtensor.get()) : 0;
+  PyErr_Clear();
+  return subclass == 1;
+}
 
 const TypeVerdict& type_verdict(core::Recorder& recorder, PyTypeObject* type) {
   static std::unordered_map<PyTypeObject*, TypeVerdict> cache;
@@ -61,6 +77,7 @@ const TypeVerdict& type_verdict(core::Recorder& recorder, PyTypeObject* type) {
   PyRef dispatch = PyRef::steal(PyObject_GetAttr(reinterpret_cast<PyObject*>(type), names.torch_dispatch));
   PyErr_Clear();
   verdict.readable = dispatch.get() == torch_objects.plain_dispatch;
+  verdict.local_shard = !verdict.readable && is_dtensor_type(type);
   if (!verdict.readable) {
     verdict.reason_id = recorder.intern(std::string("tensor subclass ") + type->tp_name + " with its own dispatch: spec only");
   }
@@ -120,12 +137,6 @@ void copy_elements(const std::byte* src, std::span<const std::int64_t> shape, st
     dtype.widen(dst, packed.get(), count);
   }
   out.captured = true;
-}
-
-std::size_t element_count(std::span<const std::int64_t> shape) {
-  std::size_t count = 1;
-  for (auto n : shape) count *= static_cast<std::size_t>(n);
-  return count;
 }
 
 /// Whether the tensor's conjugate or negative bit is set (or cannot be read): its memory then
@@ -212,8 +223,10 @@ std::uint32_t unknown_dtype(core::Recorder& recorder) {
   return id;
 }
 
-/// Everything else — sparse, nested, quantized, other devices, wrapper subclasses, torch without
-/// the DLPack exporter — described from the tensor's Python attributes.
+/// Everything else — sparse, nested, quantized, meta, other devices, wrapper subclasses, torch
+/// without the DLPack exporter, and every tensor under OPHOOK_TENSOR_COPY=torch — described from
+/// the tensor's Python attributes; dense tensors that the CPU path does not read are read
+/// through torch (torch_device_path).
 void capture_through_attributes(ValueCapture& capture, PyObject* tensor) {
   auto& recorder = capture.recorder();
   core::ArrayCapture out;
@@ -227,25 +240,33 @@ void capture_through_attributes(ValueCapture& capture, PyObject* tensor) {
     capture.add_array(tensor, std::move(out));
     return;
   }
-  if (!is_true(attr(tensor, names.is_cpu))) {
-    PyRef device = attr(tensor, names.device);
-    const auto where = str_or(device.get(), "?");
-    out.device_id = recorder.intern(where);
-    out.no_data_reason_id = recorder.intern("tensor on device " + where + ": spec only");
-  } else if (PyRef layout = attr(tensor, names.layout); layout.get() != torch_objects.strided) {
+  const bool on_cpu = is_true(attr(tensor, names.is_cpu));
+  if (!on_cpu) out.device_id = recorder.intern(str_or(attr(tensor, names.device).get(), "?"));
+  TorchRead read;
+  if (PyRef layout = attr(tensor, names.layout); layout.get() != torch_objects.strided) {
     out.no_data_reason_id = recorder.intern("layout " + str_or(layout.get(), "?") + ": spec only");
   } else if (const auto& verdict = type_verdict(recorder, Py_TYPE(tensor)); !verdict.readable) {
     out.no_data_reason_id = verdict.reason_id;
   } else if (dtype->reason_id != 0) {
     out.no_data_reason_id = dtype->reason_id;
-  } else if (capture.copy_data() && !copy_through_attributes(capture, tensor, *dtype, out)) {
-    out.data.reset();
-    out.nbytes = 0;
-    out.captured = false;
-    out.no_data_reason_id = diagnose(recorder, tensor);
+  } else if (is_true(attr(tensor, names.is_meta))) {
+    out.no_data_reason_id = recorder.intern("meta tensor: no values, never read");
+  } else if (on_cpu && recorder.config().tensor_copy == core::TensorCopy::Auto) {
+    if (capture.copy_data() && !copy_through_attributes(capture, tensor, *dtype, out)) {
+      out.data.reset();
+      out.nbytes = 0;
+      out.captured = false;
+      out.no_data_reason_id = diagnose(recorder, tensor);
+    }
+  } else if (capture.copy_data()) {
+    read = read_through_torch(capture, tensor, *dtype, out);
   }
-  capture.add_array(tensor, std::move(out));
+  const auto index = capture.add_array(tensor, std::move(out));
+  if (read.pending) device_statistics::expect(capture.record(), index, std::move(read.pending), read.nbytes);
 }
+
+/// A DTensor: this rank's local shard is captured in its place, with a note saying so.
+void capture_local_shard(ValueCapture& capture, PyObject* tensor);
 
 void capture_tensor(ValueCapture& capture, PyObject* tensor) {
   if (auto alias = capture.alias_of(tensor); alias >= 0) {
@@ -258,8 +279,21 @@ void capture_tensor(ValueCapture& capture, PyObject* tensor) {
     return;
   }
   BusyScope busy;  // attribute reads may reach torch's Python code (and its modes)
-  if (type_verdict(capture.recorder(), Py_TYPE(tensor)).readable && capture_dense(capture, tensor)) return;
+  const auto& verdict = type_verdict(capture.recorder(), Py_TYPE(tensor));
+  if (verdict.local_shard) return capture_local_shard(capture, tensor);
+  // OPHOOK_TENSOR_COPY=torch sends CPU tensors through torch too.
+  const bool direct = capture.recorder().config().tensor_copy == core::TensorCopy::Auto;
+  if (verdict.readable && direct && capture_dense(capture, tensor)) return;
   capture_through_attributes(capture, tensor);
+}
+
+void capture_local_shard(ValueCapture& capture, PyObject* tensor) {
+  std::string note;
+  PyRef local = local_shard(tensor, note);
+  if (!local || !PyObject_TypeCheck(local.get(), torch_objects.tensor_base)) return capture_through_attributes(capture, tensor);
+  capture_tensor(capture, local.get());
+  auto& array = capture.record().arrays[capture.record().arrays.size() - 1];
+  if (array.no_data_reason_id == 0) array.no_data_reason_id = capture.recorder().intern(note);
 }
 
 bool capture_torch_value(ValueCapture& capture, PyObject* object) {
@@ -294,6 +328,7 @@ bool enable_torch_capture(PyObject* torch) {
     BusyScope busy;  // the dtype probe runs torch ops: not the program's calls
     enable_dense_views(*recorder, torch);
   }
+  enable_device_path();
   register_array_like_capturer(&capture_torch_value);
   return true;
 }
