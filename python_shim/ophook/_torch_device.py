@@ -16,10 +16,9 @@ _C = torch._C
 _CHUNK = 1 << 22
 
 # Raw-bit and packed dtypes: their statistics are those of the unsigned integers the file holds.
-_RAW_BITS = {name: torch.uint16 if name == "bits16" else torch.uint8
+_RAW_BITS = {getattr(torch, name): torch.uint16 if name == "bits16" else torch.uint8
              for name in ("bits8", "bits16", "bits1x8", "bits2x4", "bits4x2", "float4_e2m1fn_x2")
              if hasattr(torch, name)}
-_RAW_BITS = {getattr(torch, name): dtype for name, dtype in _RAW_BITS.items()}
 
 # torch.OutOfMemoryError is torch's for every device; older releases raise RuntimeError.
 _OOM_TYPES = tuple(t for t in (getattr(torch, "OutOfMemoryError", None),) if t is not None) + (MemoryError,)
@@ -109,21 +108,29 @@ def _magnitudes(chunk, accumulator):
     return torch.sqrt(real * real + imag * imag)
 
 
+_INF = float("inf")
+
+
+def _one(parts, reduce):
+    """A statistic over the chunks from its per-chunk `parts` (no extra kernel for one chunk)."""
+    return parts[0] if len(parts) == 1 else reduce(torch.stack(parts))
+
+
 def _first_pass(values, floating):
-    """(nan count, finite count, min, max, sum) over the finite values of one chunk."""
+    """(finite mask, NaN count, finite count, min, max, sum) over the finite values of one chunk;
+    the mask and the counts are None for integer values, which are all finite. Few kernels: each
+    one is a launch on a device, which costs more than a small tensor's work."""
     if not floating:
-        return (torch.zeros((), dtype=torch.int64, device=values.device),
-                torch.full((), values.numel(), dtype=torch.int64, device=values.device),
-                values.amin(), values.amax(), values.sum())
-    finite = torch.isfinite(values)
-    return (torch.isnan(values).sum(), finite.sum(), torch.where(finite, values, float("inf")).amin(),
-            torch.where(finite, values, float("-inf")).amax(), torch.where(finite, values, 0.0).sum())
+        return None, None, None, values.amin(), values.amax(), values.sum()
+    finite = values.abs() < _INF  # False for NaN too; torch.isfinite takes one kernel more
+    return (finite, (values != values).sum(), finite.sum(), torch.where(finite, values, _INF).amin(),
+            torch.where(finite, values, -_INF).amax(), torch.where(finite, values, 0.0).sum())
 
 
-def _squared_deviations(values, floating, mean):
+def _squared_deviations(values, finite, mean):
     deviations = values - mean
-    if floating:
-        deviations = torch.where(torch.isfinite(values), deviations, 0.0)
+    if finite is not None:
+        deviations = torch.where(finite, deviations, 0.0)
     return deviations.square().sum()
 
 
@@ -142,39 +149,51 @@ def _fingerprint(flat):
         odd = torch.arange(2 * start + 1, 2 * (start + chunk.numel()) + 1, 2, dtype=torch.int64, device=chunk.device)
         position.append((chunk * odd).sum())  # wraps modulo 2**64, as intended
         by_value.append((chunk * chunk).sum())
-    return torch.stack(position).sum(), torch.stack(by_value).sum()
+    return _one(position, torch.sum), _one(by_value, torch.sum)
 
 
-def _statistics(tensor, counts_only):
+def _counts(flat):
+    """NaN count and finite count, for OPHOOK_NAN's check in trace mode: a complex number is
+    finite when both parts are, as the CPU path's check has it."""
+    if flat.is_floating_point() and flat.element_size() == 1:
+        flat = flat.float()  # float8 has no comparison kernels; widening is exact
+    finite = torch.isfinite(flat) if flat.is_complex() else flat.abs() < _INF
+    return torch.stack([flat != flat, finite]).sum(1)
+
+
+def _statistics(tensor):
+    """The int64 vector of 8 that statistics() describes, and the counts when they are known on
+    the host without a kernel (integer values: no NaN, all finite), else None."""
     values = _values(tensor)
     if values.dtype in _RAW_BITS:
         values = values.view(_RAW_BITS[values.dtype])
     flat = values.reshape(-1)
-    device = flat.device
-    zero = torch.zeros((), dtype=torch.int64, device=device)
     if flat.numel() == 0:
-        return torch.zeros(8, dtype=torch.int64, device=device)
-    if counts_only:  # OPHOOK_NAN in trace mode: is anything NaN or infinite?
-        return torch.stack([torch.isnan(flat).sum(), torch.isfinite(flat).sum(), zero, zero, zero, zero, zero, zero])
+        return torch.zeros(8, dtype=torch.int64, device=flat.device), (0, 0)
     floating = flat.is_floating_point() or flat.is_complex()
-    accumulator = _accumulator(device)
+    accumulator = _accumulator(flat.device)
     chunks = [flat[start:start + _CHUNK] for start in range(0, flat.numel(), _CHUNK)]
-    kept = _magnitudes(chunks[0], accumulator) if len(chunks) == 1 else None  # the common case: one pass of conversion
-    firsts = [_first_pass(kept if kept is not None else _magnitudes(c, accumulator), floating) for c in chunks]
-    nan, finite, low, high, total = (torch.stack(column) for column in zip(*firsts))
-    nan, finite, low, high = nan.sum(), finite.sum(), low.amin(), high.amax()
+    converted = [_magnitudes(chunks[0], accumulator)] if len(chunks) == 1 else None  # converted once
+    firsts = [_first_pass(converted[0] if converted else _magnitudes(c, accumulator), floating) for c in chunks]
+    _, nans, finites, lows, highs, totals = zip(*firsts)
+    low, high = _one(lows, torch.amin), _one(highs, torch.amax)
+    finite = _one(finites, torch.sum) if floating else flat.numel()
     # As the writer: the mean kept within [min, max] against rounding.
-    mean = torch.clamp(total.sum() / finite, low, high)
-    squares = torch.stack([_squared_deviations(kept if kept is not None else _magnitudes(c, accumulator), floating, mean)
-                           for c in chunks]).sum()
+    mean = torch.clamp(_one(totals, torch.sum) / finite, low, high)
+    squares = _one([_squared_deviations(converted[0] if converted else _magnitudes(c, accumulator), first[0], mean)
+                    for c, first in zip(chunks, firsts)], torch.sum)
     position, by_value = _fingerprint(flat.contiguous())
-    floats = torch.stack([low, high, mean, squares]).to(accumulator)
-    bits = floats.view(torch.int64) if accumulator == torch.float64 else floats.view(torch.int32).to(torch.int64)
-    return torch.cat([torch.stack([nan, finite]), bits, torch.stack([position, by_value])])
+    floats = [low, high, mean, squares]
+    if accumulator == torch.float64:
+        bits = [f.view(torch.int64) for f in floats]  # the floats' bits, unchanged by the copies
+    else:
+        bits = [f.view(torch.int32).to(torch.int64) for f in floats]
+    counts = [_one(nans, torch.sum), finite] if floating else [position, position]  # placeholders: host counts
+    return torch.stack([*counts, *bits, position, by_value]), None if floating else (0, flat.numel())
 
 
 def _current_stream(device):
-    """The stream the statistics were queued on, for devices that have streams."""
+    """The stream work on `device` is queued on now, for devices that have streams."""
     if device.type in ("cpu", "meta"):
         return None
     try:
@@ -183,48 +202,92 @@ def _current_stream(device):
         return None
 
 
-def statistics(tensor, counts_only):
-    """Queues the statistics of the tensor's values on its device, without waiting for them: an
-    int64 vector of 8 (nan count, finite count, min, max, mean, sum of squared deviations as the
-    bits of floats, the two fingerprint sums). `counts_only`: the two counts alone (a NaN check).
-    Returns an opaque pending object for resolve(), or an Unread."""
+class _Pending:
+    """Work queued on a device for resolve(): a tensor's bytes (uint8) or its statistics (int64),
+    the stream it was queued on, and counts the host knows already (integer values)."""
+    __slots__ = ("tensor", "stream", "counts")
+
+    def __init__(self, tensor, counts=None):
+        self.tensor, self.stream, self.counts = tensor, _current_stream(tensor.device), counts
+
+
+def snapshot(tensor):
+    """Queues a copy of the tensor's bytes, in C order and in its own dtype, on its device (one
+    kernel): its values as they are now, brought to the host later by resolve(), together with
+    other tensors' in one copy. For small tensors, whose statistics would cost more kernel
+    launches than their bytes cost to copy. Returns a pending object, or an Unread."""
     try:
         refused = _refusal(tensor.device)
         if refused is not None:
             return refused
         with _Suspended():
-            vector = _statistics(tensor, counts_only)
-        return vector, _current_stream(vector.device)
+            copy = _values(tensor).clone(memory_format=torch.contiguous_format)
+            return _Pending(copy.reshape(-1).view(torch.uint8))
     except Exception as error:
         return _failure(error)
 
 
+def statistics(tensor, counts_only):
+    """Queues the statistics of the tensor's values on its device, without waiting for them: an
+    int64 vector of 8 (NaN count, finite count, min, max, mean and sum of squared deviations as
+    the bits of floats, the two fingerprint sums). `counts_only`: the two counts alone, a vector of
+    2 (a NaN check). Returns a pending object for resolve(), or an Unread."""
+    try:
+        refused = _refusal(tensor.device)
+        if refused is not None:
+            return refused
+        with _Suspended():
+            if counts_only:
+                return _Pending(_counts(_values(tensor).reshape(-1)))
+            vector, counts = _statistics(tensor)
+            return _Pending(vector, counts)
+    except Exception as error:
+        return _failure(error)
+
+
+def _host_values(items, length):
+    """The host values of statistics vectors of one device and `length`, as resolve() gives them."""
+    host = torch.stack([item.tensor for item in items]).cpu()
+    rows = host.tolist()
+    if length == 2:
+        return [tuple(item.counts or row) for item, row in zip(items, rows)]
+    floats = host[:, 2:6].contiguous()
+    floats = (floats.view(torch.float64) if _accumulator(items[0].tensor.device) == torch.float64
+              else floats.to(torch.int32).view(torch.float32).double()).tolist()
+    return [(*(item.counts or row[:2]), *f, *row[6:]) for item, row, f in zip(items, rows, floats)]
+
+
+def _host_bytes(items):
+    """The bytes of snapshots of one device, as host uint8 tensors (views of one copy)."""
+    host = torch.cat([item.tensor for item in items]).cpu()
+    out, start = [], 0
+    for item in items:
+        out.append(host[start:start + item.tensor.numel()])
+        start += item.tensor.numel()
+    return out
+
+
 def resolve(pending):
-    """The host values of pending statistics: per item, a tuple (nan, finite, min, max, mean,
-    squares, position sum, value sum) or an Unread. One copy to the host per device, once the
-    streams that queued them have finished."""
+    """What pending objects queued, on the host: per item, for a snapshot a uint8 CPU tensor of its
+    bytes; for statistics a tuple (NaN count, finite count, min, max, mean, squares, position sum,
+    value sum), for counts alone (NaN count, finite count); or an Unread. Once the streams that
+    queued them have finished: one copy to the host per device and kind."""
     results = [None] * len(pending)
-    by_device = {}
-    for index, (vector, stream) in enumerate(pending):
-        by_device.setdefault(vector.device, []).append(index)
-    for device, indices in by_device.items():
+    groups = {}
+    for index, item in enumerate(pending):
+        kind = "bytes" if item.tensor.dtype == torch.uint8 else item.tensor.numel()
+        groups.setdefault((item.tensor.device, kind), []).append(index)
+    for (_, kind), indices in groups.items():
+        items = [pending[i] for i in indices]
         try:
             with _Suspended():
-                streams = {id(pending[i][1]): pending[i][1] for i in indices if pending[i][1] is not None}
-                for stream in streams.values():
+                for stream in {id(item.stream): item.stream for item in items if item.stream is not None}.values():
                     stream.synchronize()
-                host = torch.stack([pending[i][0] for i in indices]).cpu()
-                floats = host[:, 2:6].contiguous()
-                floats = (floats.view(torch.float64) if _accumulator(device) == torch.float64
-                          else floats.to(torch.int32).view(torch.float32).double())
-            counts, sums, floats = host[:, :2].tolist(), host[:, 6:].tolist(), floats.tolist()
+                values = _host_bytes(items) if kind == "bytes" else _host_values(items, kind)
         except Exception as error:
-            failure = _failure(error)
-            for index in indices:
-                results[index] = failure
-            continue
-        for row, index in enumerate(indices):
-            results[index] = (*counts[row], *floats[row], *sums[row])
+            values = [_failure(error)] * len(items)
+        for index, value in zip(indices, values):
+            results[index] = value
     return results
 
 

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "device_statistics.hpp"
+#include "device_readback.hpp"
 #include "ophook/log.hpp"
 #include "ophook/stats.hpp"
 
@@ -24,7 +24,7 @@ std::string describe_pending_exception() {
 }
 
 void submit_record(core::Recorder& recorder, core::RecordPtr record) {
-  if (device_statistics::awaited(*record)) return device_statistics::defer(recorder, std::move(record));
+  if (device_readback::awaited(*record)) return device_readback::defer(recorder, std::move(record));
   if (recorder.try_submit(record)) return;
   Py_BEGIN_ALLOW_THREADS recorder.submit(std::move(record));
   Py_END_ALLOW_THREADS
@@ -69,7 +69,7 @@ std::string describe_call(const core::Recorder& recorder, const core::CallRecord
 
 PyObject* check_nonfinite(core::Recorder& recorder, core::RecordPtr& record, std::size_t first_output,
                           PyObject* result) {
-  device_statistics::resolve(*record);  // tensors on devices: their counts, one synchronisation
+  device_readback::resolve(*record);  // tensors on devices: their counts, one synchronisation
   const bool fresh = !record->nonfinite_scalar_input &&
                      any_nonfinite(recorder, *record, first_output, record->arrays.size()) &&
                      !any_nonfinite(recorder, *record, 0, first_output);

@@ -3,7 +3,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "device_statistics.hpp"
+#include "device_readback.hpp"
 #include "numpy_hooks.hpp"
 #include "overrides.hpp"
 #include "program_pause.hpp"
@@ -103,13 +103,13 @@ PYBIND11_MODULE(_ophook, m) {
   m.def("set_recording", [](bool on) { g_recording_on.store(on); });
   m.def("is_recording", [] { return g_recording_on.load() && Recorder::get() && !Recorder::get()->finished(); });
   m.def("flush", [] {
-    device_statistics::resolve_held();
+    device_readback::resolve_held();
     pb::gil_scoped_release release;
     if (auto* r = Recorder::get()) r->flush();
   });
   m.def("finish", [] {
     g_recording_on.store(false);
-    device_statistics::resolve_held();
+    device_readback::resolve_held();
     pb::gil_scoped_release release;
     if (auto* r = Recorder::get()) r->finish();
   });

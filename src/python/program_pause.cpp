@@ -6,7 +6,7 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "device_statistics.hpp"
+#include "device_readback.hpp"
 #include "ophook/program_pause.hpp"
 #include "python_common.hpp"
 #include "thread_state.hpp"
@@ -22,7 +22,7 @@ bool g_stopped = false;
 // held for their device statistics are submitted first, unless ophook's own code is the one
 // interrupted (then they are counted as dropped).
 int stop_here(void*) {
-  if (!thread_state().busy) device_statistics::resolve_held();
+  if (!thread_state().busy) device_readback::resolve_held();
   {
     std::lock_guard lock(g_mu);
     g_stopped = true;

@@ -14,6 +14,7 @@ namespace {
 /// The Python half (ophook._torch_device), held for the life of the process.
 struct DeviceModule {
   PyObject* copy_into = nullptr;
+  PyObject* snapshot = nullptr;
   PyObject* statistics = nullptr;
   PyObject* resolve = nullptr;
   PyObject* local_shard = nullptr;
@@ -39,6 +40,10 @@ std::string take_python_error() {
 }
 
 namespace {
+
+// Tensors up to this size are snapshot on their device and read back in batches: their bytes cost
+// less to bring over than the twenty-odd kernel launches of their statistics would.
+constexpr std::size_t kSnapshotBytes = std::size_t{256} << 10;
 
 PyRef call(PyObject* function, PyObject* first, PyObject* second) {
   PyObject* args[] = {first, second};
@@ -112,11 +117,14 @@ bool enable_device_path() {
   if (device_module.unread_type != nullptr) return true;
   PyRef module = PyRef::steal(PyImport_ImportModule("ophook._torch_device"));
   auto get = [&](const char* name) { return module ? PyObject_GetAttrString(module.get(), name) : nullptr; };
-  DeviceModule found{get("copy_into"), get("statistics"), get("resolve"), get("local_shard"), get("Unread")};
-  if (!found.copy_into || !found.statistics || !found.resolve || !found.local_shard || !found.unread_type) {
+  DeviceModule found{get("copy_into"), get("snapshot"), get("statistics"), get("resolve"), get("local_shard"),
+                     get("Unread")};
+  if (!found.copy_into || !found.snapshot || !found.statistics || !found.resolve || !found.local_shard ||
+      !found.unread_type) {
     core::logger().warn("tensors on other devices than the CPU are described without values: {}",
                         PyErr_Occurred() ? take_python_error() : std::string("ophook._torch_device is incomplete"));
-    for (PyObject* f : {found.copy_into, found.statistics, found.resolve, found.local_shard, found.unread_type}) {
+    for (PyObject* f : {found.copy_into, found.snapshot, found.statistics, found.resolve, found.local_shard,
+                        found.unread_type}) {
       Py_XDECREF(f);
     }
     return false;
@@ -162,29 +170,45 @@ void report_unread(const core::CallRecord& record, core::ArrayCapture& out, cons
                                           {"last_op", recorder->op(record.op_id).name}});
 }
 
-TorchRead read_through_torch(ValueCapture& capture, PyObject* tensor, const TorchDtype& dtype,
-                             core::ArrayCapture& out) {
-  TorchRead read;
-  read.nbytes = core::element_count(out.shape) * dtype.item_size;
+device_readback::Readback read_through_torch(ValueCapture& capture, PyObject* tensor, const TorchDtype& dtype,
+                                             core::ArrayCapture& out) {
+  device_readback::Readback read;
+  read.count = core::element_count(out.shape);
+  read.nbytes = read.count * dtype.item_size;
   if (device_module.unread_type == nullptr) {
     report_unread(capture.record(), out, {"not readable through this torch: spec only", "", false});
     return read;
   }
   const auto mode = capture.recorder().config().mode;
-  if (mode == core::Mode::Dump) {
+  // Trace mode reads values only for OPHOOK_NAN's check, of floats alone.
+  if (mode == core::Mode::Trace && !floating(capture.recorder(), dtype)) return read;
+  if (read.nbytes > kSnapshotBytes && mode == core::Mode::Dump) {
     copy_into_record(capture, tensor, dtype, out);
     return read;
   }
-  // Trace mode reads values only for OPHOOK_NAN's check: the NaN/Inf counts, of floats alone.
-  const bool counts_only = mode == core::Mode::Trace;
-  if (counts_only && !floating(capture.recorder(), dtype)) return read;
-  PyRef result = call(device_module.statistics, tensor, counts_only ? Py_True : Py_False);
   Unread unread;
-  if (!succeeded(result, unread)) {
-    report_unread(capture.record(), out, unread);
+  if (read.nbytes > kSnapshotBytes) {
+    read.pending = call(device_module.statistics, tensor, mode == core::Mode::Trace ? Py_True : Py_False);
+  } else if (read.count > 0) {
+    auto budget = reserve_copy(capture, read.count * dtype.saved_item_size);
+    if (!budget.copy) {
+      out.no_data_reason_id = budget.reason_id;
+      return read;
+    }
+    out.reserve_data(read.count * dtype.saved_item_size, std::move(budget.spare));
+    read.pending = PyRef::steal(PyObject_CallOneArg(device_module.snapshot, tensor));
+    read.bytes = true;
+    read.widen = dtype.widen;
+  } else {
+    out.reserve_data(0);
+    out.captured = true;  // no element to read
+    capture.recorder().count_tensor_copied_by_torch();
     return read;
   }
-  read.pending = std::move(result);
+  if (!succeeded(read.pending, unread)) {
+    read.pending = PyRef();
+    report_unread(capture.record(), out, unread);
+  }
   return read;
 }
 

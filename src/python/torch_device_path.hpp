@@ -2,6 +2,7 @@
 #include <cstddef>
 #include <string_view>
 
+#include "device_readback.hpp"
 #include "ophook/record.hpp"
 #include "python_common.hpp"
 #include "torch_dtypes.hpp"
@@ -19,19 +20,17 @@ class ValueCapture;
 /// described with a reason. GIL required; idempotent.
 bool enable_device_path();
 
-/// What reading a tensor through torch left to do.
-struct TorchRead {
-  PyRef pending;           // statistics queued on the device, for device_statistics::expect()
-  std::size_t nbytes = 0;  // the tensor's bytes in its own dtype (the fingerprint covers them)
-};
-
 /// Reads `tensor` (dense, strided, of savable `dtype`; `out` has its shape, dtype and device)
-/// as the mode asks: `dump` copies its elements into `out` (one synchronous copy to the host,
-/// within OPHOOK_QUEUE_BYTES, bf16/fp8 widened as on the CPU); `stats` queues its statistics on
-/// its device; OPHOOK_NAN in `trace` queues its NaN/Inf counts (floating dtypes only). A tensor
-/// that cannot be read gets a reason instead (report_unread). GIL and a BusyScope held.
-TorchRead read_through_torch(ValueCapture& capture, PyObject* tensor, const TorchDtype& dtype,
-                             core::ArrayCapture& out);
+/// as the mode asks. A tensor of up to 256 KiB is snapshot on its device (one kernel) into a
+/// buffer reserved in `out`, within OPHOOK_QUEUE_BYTES, and brought to the host later with others
+/// (device_readback): `stats` and `dump` then treat it as a CPU array. A larger one in `dump` mode
+/// is copied into `out` at once (one synchronous copy); in `stats` mode its statistics are
+/// queued on its device. OPHOOK_NAN in `trace` mode reads floating tensors only, their NaN/Inf
+/// counts when large. bf16/fp8 are widened as on the CPU. A tensor that cannot be read gets a
+/// reason instead (report_unread). Returns what `out` waits for, once it is in the record
+/// (device_readback::expect). GIL and a BusyScope held.
+device_readback::Readback read_through_torch(ValueCapture& capture, PyObject* tensor, const TorchDtype& dtype,
+                                             core::ArrayCapture& out);
 
 /// For a DTensor: its local shard and the note its record carries; null when `tensor` has none.
 PyRef local_shard(PyObject* tensor, std::string& note);

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "capture_budget.hpp"
-#include "device_statistics.hpp"
+#include "device_readback.hpp"
 #include "ophook/strided_copy.hpp"
 #include "thread_state.hpp"
 #include "torch_dense_view.hpp"
@@ -242,7 +242,7 @@ void capture_through_attributes(ValueCapture& capture, PyObject* tensor) {
   }
   const bool on_cpu = is_true(attr(tensor, names.is_cpu));
   if (!on_cpu) out.device_id = recorder.intern(str_or(attr(tensor, names.device).get(), "?"));
-  TorchRead read;
+  device_readback::Readback read;
   if (PyRef layout = attr(tensor, names.layout); layout.get() != torch_objects.strided) {
     out.no_data_reason_id = recorder.intern("layout " + str_or(layout.get(), "?") + ": spec only");
   } else if (const auto& verdict = type_verdict(recorder, Py_TYPE(tensor)); !verdict.readable) {
@@ -262,7 +262,7 @@ void capture_through_attributes(ValueCapture& capture, PyObject* tensor) {
     read = read_through_torch(capture, tensor, *dtype, out);
   }
   const auto index = capture.add_array(tensor, std::move(out));
-  if (read.pending) device_statistics::expect(capture.record(), index, std::move(read.pending), read.nbytes);
+  if (read.pending) device_readback::expect(capture.record(), index, std::move(read));
 }
 
 /// A DTensor: this rank's local shard is captured in its place, with a note saying so.
