@@ -78,7 +78,13 @@ class OPHOOK_API Recorder {
 
   /// For an interposed _exit(): finishes the output when called by the process that owns this
   /// recorder — never in a vfork() child, which shares the parent's memory. Safe without the GIL.
+  /// The exit hook runs first.
   static void finish_before_exit() noexcept;
+
+  /// Runs in finish_before_exit() before the output is finished: the capturing side submits the
+  /// records it holds back (see set_held_records) if it can on the exiting thread. Set once.
+  using ExitHook = void (*)() noexcept;
+  static void set_exit_hook(ExitHook hook) noexcept { exit_hook_.store(hook, std::memory_order_release); }
 
   /// Arrays still queued at `deadline` get statistics and trace lines but no .npy file, so that a
   /// terminated process dies in bounded time; summary.json counts them.
@@ -133,6 +139,7 @@ class OPHOOK_API Recorder {
   std::string child_output_path() const;
 
   static std::atomic<Recorder*> instance_;
+  static std::atomic<ExitHook> exit_hook_;
 
   Config config_;
   std::string output_path_;

@@ -8,7 +8,11 @@ program's), autograd records nothing and autocast casts nothing, so the program'
 and graph never see ophook's own copies and reductions.
 
 docs/devices.md describes what is read how, and which parts were verified on which hardware."""
+import atexit
+
 import torch
+
+from . import _ophook
 
 _C = torch._C
 
@@ -299,3 +303,9 @@ def local_shard(tensor):
     placements = getattr(tensor, "placements", "?")
     return local, "DTensor: this rank's local shard (global shape %s, placements %s)" % (
         list(tensor.shape), tuple(placements))
+
+
+# Before the interpreter tears torch down: records held for their device values are read back and
+# written, also when no one finishes the run (a Tracer never stopped). Registered after the
+# start-up's own exit handler, so it runs before that one finishes the run.
+atexit.register(_ophook.torch_read_back_held)

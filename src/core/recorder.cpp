@@ -31,6 +31,7 @@ std::string absolute(const std::string& path) {
 }  // namespace
 
 std::atomic<Recorder*> Recorder::instance_{nullptr};
+std::atomic<Recorder::ExitHook> Recorder::exit_hook_{nullptr};
 
 Recorder& Recorder::start(const Config& config) { return start(config, WriterThread::Start); }
 
@@ -180,7 +181,9 @@ void Recorder::finish() noexcept {
 
 void Recorder::finish_before_exit() noexcept {
   auto* recorder = get();
-  if (recorder != nullptr && recorder->owner_pid_.load() == ::getpid()) recorder->finish();
+  if (recorder == nullptr || recorder->owner_pid_.load() != ::getpid()) return;
+  if (auto hook = exit_hook_.load(std::memory_order_acquire)) hook();
+  recorder->finish();
 }
 
 void Recorder::stop_files_at(std::chrono::steady_clock::time_point deadline) noexcept {

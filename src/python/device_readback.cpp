@@ -11,6 +11,7 @@
 #include "call_recording.hpp"
 #include "ophook/stats.hpp"
 #include "ophook/strided_copy.hpp"
+#include "program_pause.hpp"
 #include "thread_state.hpp"
 #include "torch_dense_view.hpp"
 #include "torch_device_path.hpp"
@@ -34,8 +35,10 @@ struct Expected {
   Readback readback;
 };
 
-std::vector<Expected> expected;     // of records being built or held
-std::vector<core::RecordPtr> held;  // finished records, in the order they finished
+// Never destroyed: they may hold Python references, which must not be released once Python has
+// finalised (at exit, records still held are counted as dropped by the recorder).
+auto& expected = *new std::vector<Expected>;     // of records being built or held
+auto& held = *new std::vector<core::RecordPtr>;  // finished records, in the order they finished
 Clock::time_point held_since;
 std::size_t snapshot_bytes = 0;  // of the entries in `expected`
 
@@ -183,6 +186,15 @@ void resolve_held() {
   if (recorder == nullptr) return;
   recorder->set_held_records(held.size());
   for (auto& record : records) submit_record(*recorder, std::move(record));
+}
+
+void resolve_held_before_exit() noexcept {
+  if (!interpreter_running() || !PyGILState_Check() || thread_state().busy) return;
+  try {
+    resolve_held();
+  } catch (const std::exception&) {
+    // The records stay held: the recorder counts them as dropped.
+  }
 }
 
 }  // namespace ophook::py::device_readback

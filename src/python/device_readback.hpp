@@ -39,7 +39,12 @@ void resolve(core::CallRecord& record);
 void defer(core::Recorder& recorder, core::RecordPtr record);
 
 /// Reads back what every held record waits for and submits them: at ophook.flush(), at the end
-/// of a run, before the program pauses for a termination signal.
+/// of a run and at exit, before the program pauses for a termination signal.
 void resolve_held();
+
+/// The recorder's exit hook (os._exit: forked and DataLoader workers leave that way): resolve_held()
+/// when the exiting thread holds the GIL of a running interpreter; otherwise the held records are
+/// counted as dropped. Registered by enable_device_path().
+void resolve_held_before_exit() noexcept;
 
 }  // namespace ophook::py::device_readback

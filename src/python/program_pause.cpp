@@ -32,19 +32,23 @@ int stop_here(void*) {
 }
 
 bool stop_program(int timeout_ms) noexcept {
-#if PY_VERSION_HEX >= 0x030D0000
-  const bool finalizing = Py_IsFinalizing();
-#else
-  const bool finalizing = _Py_IsFinalizing();
-#endif
   // During finalisation no bytecode may run again, and the recorder finishes at exit anyway.
-  if (!Py_IsInitialized() || finalizing) return false;
+  if (!interpreter_running()) return false;
   if (Py_AddPendingCall(&stop_here, nullptr) != 0) return false;
   std::unique_lock lock(g_mu);
   return g_stopped_cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), [] { return g_stopped; });
 }
 
 }  // namespace
+
+bool interpreter_running() noexcept {
+#if PY_VERSION_HEX >= 0x030D0000
+  const bool finalizing = Py_IsFinalizing();
+#else
+  const bool finalizing = _Py_IsFinalizing();
+#endif
+  return Py_IsInitialized() && !finalizing;
+}
 
 void install_program_pause() noexcept {
   core::set_program_pause(&stop_program);

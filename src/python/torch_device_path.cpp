@@ -130,6 +130,7 @@ bool enable_device_path() {
     return false;
   }
   device_module = found;  // held for the life of the process
+  core::Recorder::set_exit_hook(&device_readback::resolve_held_before_exit);
   return true;
 }
 
