@@ -71,18 +71,33 @@ std::vector<Expected> take_expected(Belongs&& belongs) {
   return taken;
 }
 
+/// The bytes of `host`, a uint8 CPU tensor of `nbytes` elements that resolve() made: through the
+/// dense view, else (torch without the DLPack exporter) through data_ptr(); null when it is not.
+const std::byte* host_bytes(PyObject* host, std::size_t nbytes) {
+  DenseTensorView view;
+  if (read_dense_view(host, view)) {
+    return view.ndim == 1 && static_cast<std::size_t>(view.shape[0]) == nbytes ? view.data : nullptr;
+  }
+  PyRef numel = PyRef::steal(PyObject_CallMethod(host, "numel", nullptr));
+  PyRef pointer = numel ? PyRef::steal(PyObject_CallMethod(host, "data_ptr", nullptr)) : PyRef();
+  const auto address = pointer && PyLong_AsSize_t(numel.get()) == nbytes ? PyLong_AsUnsignedLongLong(pointer.get()) : 0;
+  if (PyErr_Occurred() || address == 0) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  // data_ptr() hands the address over as a Python int: there is no pointer to derive it from.
+  return reinterpret_cast<const std::byte*>(static_cast<std::uintptr_t>(address));  // NOLINT(performance-no-int-to-ptr)
+}
+
 /// A snapshot's bytes, from the host tensor `result`, into the array's reserved buffer.
 bool fill_bytes(const Expected& entry, PyObject* result, core::ArrayCapture& array) {
-  DenseTensorView view;
   const auto& r = entry.readback;
-  if (!read_dense_view(result, view) || view.ndim != 1 || static_cast<std::size_t>(view.shape[0]) != r.nbytes ||
-      !array.data) {
-    return false;
-  }
+  const std::byte* bytes = host_bytes(result, r.nbytes);
+  if (bytes == nullptr || !array.data) return false;
   if (r.widen != nullptr) {
-    r.widen(array.data.get(), view.data, r.count);
+    r.widen(array.data.get(), bytes, r.count);
   } else {
-    std::memcpy(array.data.get(), view.data, r.nbytes);
+    std::memcpy(array.data.get(), bytes, r.nbytes);
   }
   array.captured = true;
   return true;
@@ -124,11 +139,25 @@ void fill(const Expected& entry, PyObject* result) {
   if (auto* recorder = core::Recorder::get()) recorder->count_tensor_copied_by_torch();
 }
 
+/// Keeps the exception being raised, if any, across ophook's own Python calls: a record is
+/// submitted, and held records may be read back, while the op's exception is on its way.
+class KeptException {
+ public:
+  KeptException() { PyErr_Fetch(&type_, &value_, &traceback_); }
+  ~KeptException() { PyErr_Restore(type_, value_, traceback_); }
+  KeptException(const KeptException&) = delete;
+  KeptException& operator=(const KeptException&) = delete;
+
+ private:
+  PyObject *type_, *value_, *traceback_;
+};
+
 /// Reads back what `batch` (taken out of `expected`) waits for into their records: one copy to
 /// the host per device and kind. May release the GIL.
 void read_back(std::vector<Expected>& batch) {
   if (batch.empty()) return;
   BusyScope busy;
+  KeptException kept;
   PyRef list = PyRef::steal(PyList_New(static_cast<Py_ssize_t>(batch.size())));
   for (std::size_t i = 0; list && i < batch.size(); ++i) {
     PyList_SET_ITEM(list.get(), static_cast<Py_ssize_t>(i), batch[i].readback.pending.release());  // the list owns it
