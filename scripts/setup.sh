@@ -7,9 +7,10 @@ cd "$root"
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
+# chromium: tests/python/test_html_pages.py renders the report and compare pages headless.
 apt_packages=(build-essential cmake ninja-build pkg-config libspdlog-dev libfmt-dev libgtest-dev
   libgmock-dev nlohmann-json3-dev libcli11-dev libxxhash-dev libbenchmark-dev python3-numpy
-  python3-venv clang clang-tidy libclang-rt-14-dev)
+  python3-venv clang clang-tidy libclang-rt-14-dev chromium)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -31,8 +32,10 @@ fi
 # would pull a multi-GB CUDA build.
 # apache-tvm-ffi ships DLPack's official header, which the extension is built against.
 # einops ships its own numpy/torch test suite: scripts/peer_tests.sh --torch runs it under the hook.
+# jsonschema checks the published schemas (docs/schema/); jsonschema-rs validates every record the
+# tests read at a hundredth of its cost. tqdm draws `ophook replay`'s progress bar.
 pip_packages=(numpy==2.4.6 torch==2.13.0 pybind11 pytest pytest-timeout expecttest scikit-build-core
-  hypothesis einops==0.8.2 apache-tvm-ffi==0.1.15.post2)
+  hypothesis einops==0.8.2 apache-tvm-ffi==0.1.15.post2 jsonschema jsonschema-rs tqdm)
 if ! .venv/bin/python - "${pip_packages[@]}" <<'PY' 2>/dev/null
 import sys
 from importlib.metadata import version

@@ -12,4 +12,11 @@ namespace ophook::core {
 /// runs is no regression. Pure.
 OPHOOK_API bool returns_uninitialized_memory(std::string_view op);
 
+/// True for calls that compute nothing: attribute access (torch.Tensor.grad.__get__, __set__,
+/// __delete__) and metadata queries (torch.Tensor.dim, size, numel, stride, data_ptr,
+/// torch.is_complex, aten.sym_size, prim.device, numpy.shape, numpy.can_cast, ...), and
+/// bookkeeping (the profiler's record_function ranges, grad-mode switches); the list is in
+/// docs/torch.md. Recorded only with OPHOOK_ACCESSORS=1. Pure.
+OPHOOK_API bool is_metadata_query(std::string_view op);
+
 }  // namespace ophook::core

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -21,15 +22,21 @@ OPHOOK_API std::string_view to_string(Level level);
 OPHOOK_API std::string_view framework_of(Level level);  // "numpy" or "torch"
 OPHOOK_API std::string_view to_string(Phase phase);     // "", "forward", "backward", "optimizer"
 
+/// What an array value was in Python. Replay rebuilds the same: torch.from_numpy takes an ndarray,
+/// and a NumPy scalar is saved as a 0-d array.
+enum class ArrayType : std::uint8_t { Unknown, NumpyArray, NumpyScalar, TorchTensor };
+
 /// One array or tensor argument/result. `data` holds the element bytes in C order, already in the
 /// dtype that the file will have (bf16/fp8 widened to float32 by the capturing side); it is empty
 /// in trace mode and for arrays that cannot be saved (then `no_data_reason` may say why).
 struct ArrayCapture {
   std::vector<std::int64_t> shape;
+  std::vector<std::int64_t> strides;    // in elements, only when not C-contiguous (set_strides)
   std::uint32_t dtype_id = 0;          // Recorder::intern_dtype
   std::uint32_t device_id = 0;         // interned string; 0 = "cpu"
   std::uint32_t no_data_reason_id = 0; // interned string; 0 = none
   std::int32_t alias_of = -1;          // the same object as an earlier array of this record
+  ArrayType python_type = ArrayType::Unknown;
   bool captured = false;                // `data` holds all `nbytes` element bytes (maybe 0)
   std::unique_ptr<std::byte[]> data;
   std::size_t nbytes = 0;
@@ -42,11 +49,18 @@ struct ArrayCapture {
   /// slot's own when big enough, else a fresh one; sets nbytes.
   OPHOOK_API std::byte* reserve_data(std::size_t n, SpareBuffer spare = {});
 
+  /// Keeps the array's layout (`element_strides`, one per dimension of `shape`) when it is not
+  /// C-contiguous, so that `ophook replay` can hand an op the same layout: a kernel's result may
+  /// depend on it (a sum over a transposed view, BLAS with a transposed operand). Set `shape` first.
+  OPHOOK_API void set_strides(std::span<const std::int64_t> element_strides);
+
   /// Back to an empty capture that keeps its shape and data buffers.
   void reset() noexcept {
     shape.clear();
+    strides.clear();
     dtype_id = device_id = no_data_reason_id = 0;
     alias_of = -1;
+    python_type = ArrayType::Unknown;
     captured = false;
     nbytes = 0;
     given_stats.reset();
@@ -98,6 +112,7 @@ struct CallRecord {
   bool has_error = false;
   bool nonfinite_new = false;  // OPHOOK_NAN: outputs hold NaN/Inf, inputs did not
   bool nonfinite_scalar_input = false;  // a float argument is NaN/Inf: such outputs are not fresh
+  bool nonfinite_expected = false;  // fresh NaN/Inf the program declared it expects (np.errstate)
   std::uint16_t depth = 0;      // recorded calls of the same level enclosing this one
   static constexpr std::uint64_t kNoParent = ~std::uint64_t{0};
   std::uint64_t parent = kNoParent;  // seq of the innermost recorded call (any level) enclosing it

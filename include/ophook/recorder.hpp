@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -47,6 +48,11 @@ class OPHOOK_API Recorder {
   const Config& config() const noexcept { return config_; }
   const std::string& output_path() const noexcept { return output_path_; }
   int owner_pid() const noexcept { return owner_pid_.load(std::memory_order_relaxed); }
+  /// When this process's recording began (CLOCK_MONOTONIC ns, the clock of a record's t_ns): the
+  /// start of the run, or the fork for a forked child. Orders a run's processes by start.
+  std::int64_t start_t_ns() const noexcept { return start_t_ns_; }
+  /// The pid of the run's root process (this process's own pid when it is the root).
+  int root_pid() const noexcept { return root_pid_; }
 
   /// The id of op `name` at `level`, registering it (and applying the filters) on first sight.
   std::uint32_t op_id(std::string_view name, Level level);
@@ -93,9 +99,12 @@ class OPHOOK_API Recorder {
   /// in summary.json, stop_files_at(files_deadline), finish().
   static void finish_on_termination(const char* signal, std::chrono::steady_clock::time_point files_deadline) noexcept;
 
-  /// Facts for summary.json: versions ("python", "numpy", "torch"), notes (e.g. compile regions).
+  /// Facts for summary.json: versions ("python", "numpy", "torch"), which last as long as the
+  /// process, and notes (e.g. compile regions), which belong to one run: a new start clears them.
   void set_version(std::string_view component, std::string_view version);
   void add_note(std::string_view key, nlohmann::json value);
+  /// Changes note `key` (null when the run has none yet) under the facts' lock: a note that counts.
+  void update_note(std::string_view key, const std::function<void(nlohmann::json&)>& change);
   /// Adds "versions" and "notes" to a summary being written.
   void merge_facts(nlohmann::ordered_json& summary) const;
 
@@ -155,6 +164,8 @@ class OPHOOK_API Recorder {
   std::atomic<std::uint64_t> not_read_{0}, not_read_oom_{0};
   std::atomic<bool> finished_{false};
   std::atomic<int> owner_pid_{0};
+  std::int64_t start_t_ns_ = 0;  // written by begin_run and in the fork child, before any reader
+  int root_pid_ = 0;
   std::atomic<bool> nonfinite_reported_{false};
   std::mutex writer_mu_;
   std::atomic<bool> writer_ready_{false};

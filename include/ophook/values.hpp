@@ -15,11 +15,13 @@ enum class ValueTag : std::uint8_t {
   Int,        // int64
   Float,      // double (non-finite floats become Other on the writer side)
   Str,        // u32 length + bytes
-  ListBegin,  // a list or tuple; values follow until ListEnd
+  ListBegin,  // a list; values follow until ListEnd
   ListEnd,
   Key,        // u32 length + bytes: the name of the next keyword value
   Array,      // u32 index into CallRecord::arrays
   Other,      // kind (Str payload) + repr (Str payload)
+  TupleBegin,  // a tuple (torch.Size, torch.return_types too); values follow until ListEnd.
+               // JSON has no tuples: it becomes an array, named in the record's "tuples" field
 };
 
 /// Appends encoded values to a byte vector. Not thread-safe; one per record being built.
@@ -33,6 +35,7 @@ class ValueWriter {
   void real(double v) { tag(ValueTag::Float), raw(v); }
   void str(std::string_view s) { tag(ValueTag::Str), text(s); }
   void begin_list() { tag(ValueTag::ListBegin); }
+  void begin_tuple() { tag(ValueTag::TupleBegin); }
   void end_list() { tag(ValueTag::ListEnd); }
   void key(std::string_view name) { tag(ValueTag::Key), text(name); }
   void array(std::uint32_t index) { tag(ValueTag::Array), raw(index); }

@@ -38,6 +38,13 @@ def flush():
     _native().flush()
 
 
+def step():
+    """Marks the end of a step, for programs whose steps are not torch.optim optimizer steps (a
+    NumPy loop, a custom update): records made after it carry the next "step", and OPHOOK_STEPS
+    selects among them. Optimizer steps are counted without it."""
+    _native().step()
+
+
 class Tracer:
     """Records the calls made inside a `with` block (the seed API tracer's interface):
 

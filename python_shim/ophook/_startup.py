@@ -71,11 +71,16 @@ def _check(settings, native):
 
 
 def _start_recorder(settings, native):
+    """The output directory, or None in a rank that OPHOOK_RANKS leaves out (nothing started)."""
     output = native.start(settings)
+    if output is None:
+        return None
     # The recorder exported where the root process writes; mirror it into os.environ so that
     # children started with env=os.environ.copy() still write below it.
     os.environ.update(native.exported_environment())
     native.set_version("python", sys.version.split()[0])
+    # `ophook replay` re-runs the calls with the interpreter (and so the packages) that made them.
+    native.set_version("python_executable", sys.executable)
     return output
 
 
@@ -85,7 +90,8 @@ def begin(settings, native):
     _deferred = None  # started by hand (the API): a pending start from the preload is void
     _check(settings, native)
     output = _start_recorder(settings, native)
-    _install_framework_hooks(_settings.levels(settings))
+    if output is not None:
+        _install_framework_hooks(_settings.levels(settings))
     return output
 
 
@@ -93,6 +99,18 @@ def begin(settings, native):
 # writer thread, the output directory and the summary cost a program that never imports NumPy or
 # PyTorch (a tool, a build step) for nothing.
 _deferred = None
+
+
+def started_by_preload_or_shim():
+    return _started
+
+
+def void_deferred_start():
+    """Recording started by hand takes over before any framework import (the pytest plugin, whose
+    collection imports NumPy before its first test starts recording): the put-off start of the
+    preload or the shim will not happen, and this process leaves no output of its own."""
+    global _deferred
+    _deferred = None
 
 
 def _claim_root_output(settings):
@@ -126,6 +144,8 @@ def _start_deferred():
     except Exception as error:
         _warn("cannot start recording: %s" % error)
         return False
+    if output is None:
+        return False  # a rank OPHOOK_RANKS leaves out: it runs unrecorded
     native.log("info", _start_message(settings, output))
     return True
 

@@ -107,14 +107,15 @@ def _function_mode_class(torch, ignore_compile):
     return OphookFunctionMode
 
 
-def _new_mode(mode_class, level):
-    """The one instance of a mode class made for one installation, its handler bound to it. The
+def _new_mode(mode_class, level, handler_level=None):
+    """The one instance of a mode class made for one installation, its handler bound to it
+    (`handler_level`: the C++ handler's name when it is not the level's own). The
     C++ handler (a builtin whose __self__ is the mode, as torch requires) goes into the class
     itself when the class does not define the method in Python: torch looks the method up by name
     on every op, and a builtin found in the first class's dict is returned as it is, with no
     instance dict to search and no bound method to make. No Python frame runs per op."""
     mode = mode_class()
-    handler = _ophook.torch_bound_handler(mode, level)
+    handler = _ophook.torch_bound_handler(mode, handler_level or level)
     method_name = "__%s__" % level  # __torch_function__ / __torch_dispatch__
     if method_name in mode_class.__dict__:
         mode._ophook_handler = handler  # the Python method calls it
@@ -147,7 +148,7 @@ def _dispatch_mode_class(torch, ignore_compile):
 class _Installation:
     """Everything install() changed, so that uninstall() undoes exactly that."""
 
-    def __init__(self, torch, levels, compile_policy):
+    def __init__(self, torch, levels, compile_policy, check_backward):
         self.torch = torch
         self.compile_policy = compile_policy
         ignore = compile_policy == "ignore"
@@ -155,8 +156,16 @@ class _Installation:
                               if "torch_function" in levels else None)
         self.dispatch_mode = (_new_mode(_dispatch_mode_class(torch, ignore), "torch_dispatch")
                               if "torch_dispatch" in levels else None)
+        # OPHOOK_NAN with only the torch_function level: a dispatch mode of its own class, pushed
+        # around each backward pass by the function mode's handler, checks the backward's aten
+        # ops for a NaN/Inf's birth and records only that culprit.
+        self.backward_check_mode = (_new_mode(_dispatch_mode_class(torch, ignore), "torch_dispatch",
+                                              "torch_dispatch_check")
+                                    if check_backward and self.function_mode is not None
+                                    and self.dispatch_mode is None else None)
         self.owner_thread = threading.get_ident()
         self.hook_handles = []
+        self.compile_safe_hooks = []  # Python wrappers of the hooks under OPHOOK_COMPILE=ignore
         self.jit_state = threading.local()
         self.warned_about_jit = False
         self.original_bootstrap = None
@@ -210,18 +219,63 @@ class _Installation:
             self.original_bootstrap = None
 
     def hook_modules(self):
+        """Global nn.Module forward hooks (the module stack behind `module`) and optimizer step
+        hooks (the "optimizer" phase and `step`), all C++ functions. Under OPHOOK_COMPILE=ignore
+        each is wrapped in a function that returns at once while Dynamo traces, so that compiled
+        modules compile as they would unhooked (a C function Dynamo cannot trace is a graph break)."""
         from torch.nn.modules import module as nn_module
+        from torch.optim import optimizer as optim_module
 
+        hook = self._compile_safe if self.compile_policy == "ignore" else (lambda function: function)
         self.hook_handles = [
-            nn_module.register_module_forward_pre_hook(_ophook.torch_module_enter),
-            nn_module.register_module_forward_hook(_ophook.torch_module_exit, always_call=True),
+            nn_module.register_module_forward_pre_hook(hook(_ophook.torch_module_enter)),
+            nn_module.register_module_forward_hook(hook(_ophook.torch_module_exit), always_call=True),
+            optim_module.register_optimizer_step_pre_hook(hook(_ophook.torch_optimizer_enter)),
+            optim_module.register_optimizer_step_post_hook(hook(_ophook.torch_optimizer_exit)),
         ]
+        if _settings_of_run().get("ranks") and not os.environ.get("RANK"):
+            self.hook_handles.append(optim_module.register_optimizer_step_post_hook(hook(_rank_watcher())))
         # torch.compile(module) warns whenever any global module hook exists; these are ophook's.
         warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when there are global hooks",
                                 category=UserWarning)
         traced_module = getattr(getattr(self.torch, "jit", None), "TracedModule", None)
         if self.dispatch_mode is not None and traced_module is not None:
             _ophook.torch_set_jit_guard(self.torch._C._get_tracing_state, traced_module, self._jit_guard)
+
+    def track_backward_modules(self):
+        """Backward ops get the module whose forward they differentiate, as
+        torch.utils.module_tracker finds it: the module hooks give each forward's inputs and
+        outputs to this tracker (C++ runs it unrecorded), which hooks their gradients to enter and
+        leave the module's backward. Paid per module forward, only while gradients are on, and only
+        when backward ops are recorded or checked (torch_dispatch level, OPHOOK_NAN)."""
+        torch = self.torch
+        from torch.autograd.graph import register_multi_grad_hook
+        from torch.utils._pytree import tree_leaves
+
+        tensor_type, grad_enabled, backward_hook = torch.Tensor, torch.is_grad_enabled, _ophook.torch_backward_hook
+
+        def tracker(module, values, is_output):
+            if not grad_enabled():
+                return
+            tensors = [t for t in tree_leaves(values) if isinstance(t, tensor_type) and t.requires_grad]
+            if tensors:
+                # Outputs: the first gradient to arrive starts the module's backward; inputs: the
+                # last one ends it.
+                register_multi_grad_hook(tensors, backward_hook(module, is_output), mode="any" if is_output else "all")
+
+        _ophook.torch_track_backward_modules(tracker, torch.autograd.Variable._execution_engine.queue_callback)
+
+    def _compile_safe(self, function):
+        compiling = self.torch.compiler.is_compiling
+
+        def unless_compiling(*args, _function=function, _compiling=compiling):
+            if _compiling():
+                return None
+            return _function(*args)
+
+        unless_compiling.__name__ = "ophook_" + function.__name__
+        self.compile_safe_hooks.append(unless_compiling)
+        return unless_compiling
 
     def _jit_guard(self, module, entering):
         """torch.jit.trace loses the graph of ops that reach any TorchDispatchMode ("Cannot insert a
@@ -256,6 +310,8 @@ class _Installation:
 
     def unhook_modules(self):
         _ophook.torch_set_jit_guard(None, None, None)
+        _ophook.torch_set_backward_check(None, None, None)
+        _ophook.torch_track_backward_modules(None, None)
         for handle in self.hook_handles:
             handle.remove()
         self.hook_handles = []
@@ -300,9 +356,12 @@ class _Installation:
             self.stance = dynamo.set_stance("force_eager")
         except Exception as error:  # e.g. imported inside a compiled region
             _ophook.log("warn", "OPHOOK_COMPILE=eager: could not set Dynamo's stance (%s)" % error)
+            return
+        _ophook.torch_notice_compiled_calls(_compiled_region_codes())
 
     def restore_compile_policy(self):
         _ophook.torch_set_compiled_region_markers([])
+        _ophook.torch_notice_compiled_calls([])
         if self.stance is not None:
             try:
                 from torch._dynamo.eval_frame import _set_stance
@@ -311,6 +370,29 @@ class _Installation:
             except Exception:
                 pass
             self.stance = None
+
+
+def _settings_of_run():
+    return json.loads(_ophook.config())
+
+
+def _rank_watcher():
+    """An optimizer step post-hook for runs launched without RANK: once torch.distributed is
+    initialised, the rank it gives selects or leaves out this process (OPHOOK_RANKS), then the
+    watcher retires."""
+    state = {"done": False}
+
+    def watch_rank(optimizer, args, kwargs):
+        if state["done"]:
+            return
+        distributed = sys.modules.get("torch.distributed")
+        if distributed is not None and distributed.is_available() and distributed.is_initialized():
+            state["done"] = True
+            if not _ophook.select_rank(distributed.get_rank()):
+                _ophook.log("info", "rank %d is not in OPHOOK_RANKS: no more calls are recorded in this process"
+                            % distributed.get_rank())
+
+    return watch_rank
 
 
 def _compiled_region_codes():
@@ -389,9 +471,16 @@ def install(torch):
     if not _ophook.torch_setup(torch, _function_name, _dispatch_name, _make_module_namer()):
         _ophook.log("warn", "torch %s: missing internals; torch calls are not recorded" % torch.__version__)
         return
-    installation = _Installation(torch, levels, compile_policy)
+    nan_check = config.get("nan", "off") != "off"
+    installation = _Installation(torch, levels, compile_policy, check_backward=nan_check)
     _installation = installation
     installation.hook_modules()
+    _ophook.torch_set_module_filter(config.get("modules", ""))
+    if "torch_dispatch" in levels or nan_check:
+        installation.track_backward_modules()
+    if installation.backward_check_mode is not None:
+        _ophook.torch_set_backward_check(installation.backward_check_mode, torch._C._push_on_torch_dispatch_stack,
+                                         torch._C._pop_torch_dispatch_stack)
     installation.apply_compile_policy()
     installation.push_here(owner=True)
     installation.wrap_threads()

@@ -10,6 +10,7 @@
 #include "exit_codes.hpp"
 #include "ophook/error.hpp"
 #include "preload_path_command.hpp"
+#include "replay_command.hpp"
 #include "report_command.hpp"
 #include "run_command.hpp"
 
@@ -26,6 +27,7 @@ std::vector<std::unique_ptr<Command>> make_commands() {
   commands.push_back(std::make_unique<RunCommand>());
   commands.push_back(std::make_unique<CompareCommand>());
   commands.push_back(std::make_unique<ReportCommand>());
+  commands.push_back(std::make_unique<ReplayCommand>());
   commands.push_back(std::make_unique<PreloadPathCommand>());
   return commands;
 }
@@ -49,14 +51,15 @@ int run_cli(int argc, char** argv) {
   CLI::App app{
       "ophook: record every NumPy/PyTorch operator call of a Python program, and read the\n"
       "records back. The recorder is the preload library; this tool runs programs under it\n"
-      "and compares or summarises what it wrote.",
+      "and compares, summarises or replays what it wrote.",
       "ophook"};
   app.set_version_flag("--version", std::string("ophook ") + OPHOOK_VERSION,
                        "Print the version and exit");
   app.require_subcommand(1);
   app.footer(
       "Run 'ophook SUBCOMMAND --help' for the options of each subcommand.\n"
-      "Exit status: 0 success; 1 'compare' found differences; 2 usage or input error;\n"
+      "Exit status: 0 success; 1 'compare' found differences, or calls 'replay' re-ran differ;\n"
+      "2 usage or input error;\n"
       "'run' exits with the status of the command it ran.\n");
 
   std::vector<std::unique_ptr<Command>> commands = make_commands();

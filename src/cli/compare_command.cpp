@@ -6,6 +6,7 @@
 
 #include "compare_engine.hpp"
 #include "compare_html.hpp"
+#include "compare_referee.hpp"
 #include "compare_json.hpp"
 #include "compare_text.hpp"
 #include "exit_codes.hpp"
@@ -52,20 +53,38 @@ CLI::App* CompareCommand::attach(CLI::App& app) {
   sub->add_option("--html", html_path_, "also write a self-contained HTML report to FILE")
       ->type_name("FILE");
   sub->add_option("--threads", threads_, "worker threads (default: all cores)")->type_name("N");
+  sub->add_option("--referee", referee_,
+                  "for each op whose outputs differ, re-run its calls in float64 on each run's own inputs "
+                  "and say which run is closer")
+      ->check(CLI::IsMember({"float64"}));
+  sub->add_option("--python", python_,
+                  "--referee: the Python to re-run ops with (default: the one that recorded BASE or NEW, "
+                  "else python3)")
+      ->type_name("PATH");
   sub->footer(
-      "Pairs the calls of two output directories - one to one when the op sequences are equal,\n"
-      "else aligned by op name (longest common subsequence) - and compares every array of every\n"
-      "pair, from the .npy files when both runs have them, else from the recorded statistics.\n"
-      "Prints the first divergent call, a per-op table (max abs/rel error, min cosine\n"
-      "similarity, shape/dtype/NaN-pattern mismatches), the calls it could not pair and a\n"
-      "verdict line.\n"
+      "Pairs the processes of two output directories - root with root, rank<R> with rank<R>,\n"
+      "pid<PID> directories (e.g. DataLoader workers) in the order they started - and within each\n"
+      "their calls: one to one when the op sequences are equal, else thread by thread, aligned\n"
+      "by op name (longest common subsequence). Compares every array of every pair, from\n"
+      "the .npy files when both runs have them, else from the recorded statistics.\n"
+      "Prints the verdict with how many calls had values to compare, the first divergent call\n"
+      "and the first origin (the earliest call whose array inputs match and whose results do\n"
+      "not: where a difference starts; a differing call whose inputs already differ is marked\n"
+      "propagated), a per-op table (max abs/rel error, min cosine similarity, origins,\n"
+      "shape/dtype/NaN-pattern mismatches), the calls it could not pair and the verdict again.\n"
       "Values are close when |new - base| <= atol + rtol * |base| (NaN matches NaN, Inf the\n"
       "same Inf). Arrays holding uninitialized memory in both runs (outputs of torch.empty &\n"
       "co., recognised by their digest wherever they reappear) are not compared.\n"
       "A truncated last line of a trace.jsonl is ignored with a warning.\n"
-      "Exit status: 0 all pairs within tolerance and nothing unmatched; 1 differences or\n"
-      "unmatched calls; 2 usage or input error (missing directory or trace.jsonl, malformed\n"
-      "trace line, missing or corrupt .npy file) - the message names the file.\n");
+      "--referee float64: for each op with differing pairs whose arrays both runs dumped (its first\n"
+      "32 such pairs), each side's call is re-run with its floating inputs widened to float64 and\n"
+      "the side whose recorded outputs have the smaller max relative error to that answer is the\n"
+      "closer one (a tie within 1%); 'ophook replay --help' says how the error is measured.\n"
+      "Exit status: 0 all pairs within tolerance, nothing unmatched, values compared; 1\n"
+      "differences, unmatched calls, or no values to compare (trace mode: the verdict is\n"
+      "'same calls, values not recorded'); 2 usage or input error (missing directory or\n"
+      "trace.jsonl, malformed trace line, missing or corrupt .npy file) - the message names\n"
+      "the file. docs/compare.md explains how to read the report.\n");
   return sub;
 }
 
@@ -75,7 +94,8 @@ int CompareCommand::execute() {
   options.new_dir = new_dir_;
   options.tolerance = {rtol_, atol_};
   options.threads = threads_ > 0 ? threads_ : default_thread_count();
-  const CompareResult result = run_comparison(options);
+  CompareResult result = run_comparison(options);
+  if (!referee_.empty()) referee_float64(result, python_, options.threads);
   for (const std::string& warning : result.warnings) {
     std::cerr << "ophook compare: warning: " << warning << '\n';
   }

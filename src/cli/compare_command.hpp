@@ -18,6 +18,7 @@ class CompareCommand final : public Command {
   double rtol_ = 1e-5, atol_ = 1e-8;
   std::string json_path_, html_path_;
   unsigned threads_ = 0;
+  std::string referee_, python_;
 };
 
 }  // namespace ophook::cli

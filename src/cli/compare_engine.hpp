@@ -11,10 +11,12 @@ struct CompareOptions {
   unsigned threads = 1;
 };
 
-/// Reads BASE/trace.jsonl and NEW/trace.jsonl, pairs their records (1:1 when the op sequences
-/// are equal, else along a longest common subsequence of op names), compares every pair and
-/// summarises per op. Throws ophook::Error naming the file for any input error (missing
-/// directory or trace, malformed line, missing or corrupt .npy).
+/// Compares two runs process by process: root with root, rank<R> with rank<R>, pid<PID>
+/// directories in the order their processes started (process_pairing.hpp). Within a process
+/// pair, records are paired 1:1 when the op sequences are equal, else along a longest common
+/// subsequence of op names; every pair is compared, marked origin or propagated, and summarised
+/// per op over all processes. Throws ophook::Error naming the file for any input error (missing
+/// directory or root trace, malformed line, missing or corrupt .npy).
 CompareResult run_comparison(const CompareOptions& options);
 
 }  // namespace ophook::cli

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "compare_referee.hpp"
 #include "compare_text.hpp"
 #include "ophook/error.hpp"
 
@@ -21,6 +22,20 @@ std::string compact(const json& value) {
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+/// The items of a list streamed one per line, so that memory does not grow with the run.
+class StreamedList {
+ public:
+  explicit StreamedList(std::ostream& out) : out_(out) {}
+  void add(const json& item) {
+    out_ << (first_ ? "\n  " : ",\n  ") << compact(item);
+    first_ = false;
+  }
+
+ private:
+  std::ostream& out_;
+  bool first_ = true;
+};
+
 json nullable(const std::optional<std::string>& value) { return value ? json(*value) : json(); }
 
 json record_json(const TraceRecord& r) {
@@ -29,8 +44,11 @@ json record_json(const TraceRecord& r) {
           {"source", nullable(r.source)},
           {"module", nullable(r.module)},
           {"phase", nullable(r.phase)},
+          {"step", r.step},
           {"line", r.line}};
 }
+
+json name_json(const std::string& name) { return name.empty() ? json() : json(name); }
 
 json value_json(const ValueResult& v) {
   const ArrayDiff& d = v.diff;
@@ -55,13 +73,17 @@ json value_json(const ValueResult& v) {
   return j;
 }
 
-json pair_json(const CompareResult& r, const PairResult& pair) {
+json pair_json(const ProcessComparison& p, std::size_t process, const PairResult& pair) {
   json values = json::array();
   for (const ValueResult& v : pair.values) values.push_back(value_json(v));
-  return {{"base_seq", r.base[pair.base].seq},
-          {"new_seq", r.other[pair.other].seq},
-          {"op", r.base[pair.base].op},
+  return {{"process", process},
+          {"base_seq", p.base[pair.base].seq},
+          {"new_seq", p.other[pair.other].seq},
+          {"op", p.base[pair.base].op},
           {"differs", pair.differs},
+          {"origin", pair.differs ? json(pair.origin()) : json()},
+          {"inputs", to_string(pair.inputs)},
+          {"values_compared", pair.has_values},
           {"max_abs_err", number_json(pair.max_abs)},
           {"max_rel_err", pair.rel_known() ? number_json(pair.max_rel) : json()},
           {"min_cosine", pair.cosine_known() ? number_json(pair.min_cosine) : json()},
@@ -70,9 +92,10 @@ json pair_json(const CompareResult& r, const PairResult& pair) {
 }
 
 json op_json(const OpSummary& s) {
-  return {{"op", s.op},
+  json j = {{"op", s.op},
           {"pairs", s.pairs},
           {"differing", s.differing},
+          {"origins", s.origins},
           {"max_abs_err", s.has_errors ? number_json(s.max_abs) : json()},
           {"max_rel_err", s.rel_known() ? number_json(s.max_rel) : json()},
           {"min_cosine", s.cosine_known() ? number_json(s.min_cosine) : json()},
@@ -85,18 +108,54 @@ json op_json(const OpSummary& s) {
           {"unmatched_base", s.unmatched_base},
           {"unmatched_new", s.unmatched_new},
           {"uninitialized_values", s.uninitialized_values}};
+  if (s.referee) j["referee"] = referee_json(*s.referee);
+  return j;
 }
 
-json first_divergence_json(const CompareResult& r) {
-  if (!r.first_divergent_step) return json();
-  const AlignStep& step = r.steps[*r.first_divergent_step];
-  json j = {{"base", step.base >= 0 ? record_json(r.base[step.base]) : json()},
-            {"new", step.other >= 0 ? record_json(r.other[step.other]) : json()},
+/// A call of `first_divergence` / `first_origin`: its process, both records, why they differ.
+json call_json(const CompareResult& r, const std::optional<CallRef>& call) {
+  if (!call) return json();
+  const ProcessComparison& p = r.processes[call->process];
+  const AlignStep& step = p.steps[call->step];
+  json j = {{"process",
+             {{"index", call->process}, {"base", name_json(p.base_name)}, {"new", name_json(p.new_name)}}},
+            {"base", step.base >= 0 ? record_json(p.base[step.base]) : json()},
+            {"new", step.other >= 0 ? record_json(p.other[step.other]) : json()},
+            {"origin", json()},
+            {"inputs", json()},
             {"reasons", json::array()}};
-  if (const PairResult* pair = r.pair_at_step(*r.first_divergent_step)) {
+  if (const PairResult* pair = p.pair_at_step(call->step)) {
+    j["origin"] = pair->origin();
+    j["inputs"] = to_string(pair->inputs);
     j["reasons"] = pair_reasons(*pair, 16);
   }
   return j;
+}
+
+/// The seqs of a process's first divergent call or origin, or null.
+json step_seqs(const ProcessComparison& p, const std::optional<std::size_t>& step) {
+  if (!step) return json();
+  const AlignStep& s = p.steps[*step];
+  return {{"base_seq", s.base >= 0 ? json(p.base[s.base].seq) : json()},
+          {"new_seq", s.other >= 0 ? json(p.other[s.other].seq) : json()}};
+}
+
+json process_json(const ProcessComparison& p) {
+  const CompareCounts& c = p.counts;
+  return {{"base", name_json(p.base_name)},
+          {"new", name_json(p.new_name)},
+          {"base_calls", p.base.size()},
+          {"new_calls", p.other.size()},
+          {"verdict", to_string(c.verdict())},
+          {"identical_sequences", p.identical_sequences},
+          {"pairs", c.pairs},
+          {"values_compared", c.values_compared},
+          {"differing_pairs", c.differing_pairs},
+          {"origins", c.origins},
+          {"unmatched_base", c.unmatched_base},
+          {"unmatched_new", c.unmatched_new},
+          {"first_divergence", step_seqs(p, p.first_divergent_step)},
+          {"first_origin", step_seqs(p, p.first_origin_step)}};
 }
 
 }  // namespace
@@ -108,39 +167,57 @@ json number_json(double value) {
 }
 
 void write_compare_json(const CompareResult& r, std::ostream& out) {
-  const json head = {{"base", {{"dir", r.base_dir.string()}, {"calls", r.base.size()}}},
-                     {"new", {{"dir", r.new_dir.string()}, {"calls", r.other.size()}}},
+  const CompareCounts& c = r.counts;
+  json processes = json::array();
+  bool identical = true;
+  for (const ProcessComparison& p : r.processes) {
+    processes.push_back(process_json(p));
+    identical = identical && p.matched() && p.identical_sequences;
+  }
+  const json head = {{"base", {{"dir", r.base_dir.string()}, {"calls", r.base_calls}}},
+                     {"new", {{"dir", r.new_dir.string()}, {"calls", r.new_calls}}},
                      {"rtol", r.tolerance.rtol},
                      {"atol", r.tolerance.atol},
-                     {"verdict", r.same() ? "same" : "different"},
+                     {"verdict", to_string(r.verdict())},
                      {"summary", verdict_text(r)},
-                     {"identical_sequences", r.identical_sequences},
-                     {"pairs_total", r.pairs.size()},
-                     {"differing_pairs", r.differing_pairs},
-                     {"unmatched_base", r.unmatched_base},
-                     {"unmatched_new", r.unmatched_new},
-                     {"uninitialized_values", r.uninitialized_values},
-                     {"first_divergence", first_divergence_json(r)},
+                     {"values_compared", c.values_compared},
+                     {"identical_sequences", identical},
+                     {"pairs_total", c.pairs},
+                     {"differing_pairs", c.differing_pairs},
+                     {"origins", c.origins},
+                     {"unmatched_base", c.unmatched_base},
+                     {"unmatched_new", c.unmatched_new},
+                     {"uninitialized_values", c.uninitialized_values},
+                     {"unmatched_processes", r.unmatched_processes},
+                     {"first_divergence", call_json(r, r.first_divergence)},
+                     {"first_origin", call_json(r, r.first_origin)},
+                     {"processes", std::move(processes)},
                      {"warnings", r.warnings}};
   // The head without its closing brace, then the long lists streamed item by item.
   std::string text = head.dump(1, ' ', false, json::error_handler_t::replace);
   text.resize(text.find_last_of('}'));
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   out << text << ",\n \"ops\": [";
-  for (std::size_t i = 0; i < r.ops.size(); ++i)
-    out << (i ? ",\n  " : "\n  ") << compact(op_json(r.ops[i]));
+  StreamedList ops(out);
+  for (const OpSummary& op : r.ops) ops.add(op_json(op));
   out << "\n ],\n \"unmatched\": [";
-  bool first = true;
-  for (const AlignStep& step : r.steps) {
-    if (step.paired()) continue;
-    json item = step.base >= 0 ? record_json(r.base[step.base]) : record_json(r.other[step.other]);
-    item["side"] = step.base >= 0 ? "base" : "new";
-    out << (first ? "\n  " : ",\n  ") << compact(item);
-    first = false;
+  StreamedList unmatched(out);
+  for (std::size_t index = 0; index < r.processes.size(); ++index) {
+    const ProcessComparison& p = r.processes[index];
+    for (const AlignStep& step : p.steps) {
+      if (step.paired()) continue;
+      json item = step.base >= 0 ? record_json(p.base[step.base]) : record_json(p.other[step.other]);
+      item["side"] = step.base >= 0 ? "base" : "new";
+      item["process"] = index;
+      unmatched.add(item);
+    }
   }
   out << "\n ],\n \"pairs\": [";
-  for (std::size_t i = 0; i < r.pairs.size(); ++i) {
-    out << (i ? ",\n  " : "\n  ") << compact(pair_json(r, r.pairs[i]));
+  StreamedList pairs(out);
+  for (std::size_t index = 0; index < r.processes.size(); ++index) {
+    for (const PairResult& pair : r.processes[index].pairs) {
+      pairs.add(pair_json(r.processes[index], index, pair));
+    }
   }
   out << "\n ]\n}\n";
 }

@@ -26,6 +26,30 @@ const char* to_string(ValueMethod method) {
   return "?";
 }
 
+const char* to_string(InputState state) {
+  switch (state) {
+    case InputState::Match:
+      return "match";
+    case InputState::Differ:
+      return "differ";
+    case InputState::NotRecorded:
+      return "not_recorded";
+  }
+  return "?";
+}
+
+const char* to_string(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::Same:
+      return "same";
+    case Verdict::Different:
+      return "different";
+    case Verdict::ValuesNotRecorded:
+      return "same_calls_values_not_recorded";
+  }
+  return "?";
+}
+
 namespace {
 
 std::string array_text(const ArraySpec* spec) {
@@ -110,8 +134,9 @@ std::string OpSummary::mismatch_text() const {
 
 std::string record_summary(const TraceRecord& record) {
   auto or_dash = [](const std::optional<std::string>& v) { return v ? *v : std::string("-"); };
-  return fmt::format("seq={} op={} source={} module={} phase={}", record.seq, record.op,
-                     or_dash(record.source), or_dash(record.module), or_dash(record.phase));
+  return fmt::format("seq={} op={} source={} module={} phase={} step={}", record.seq, record.op,
+                     or_dash(record.source), or_dash(record.module), or_dash(record.phase),
+                     record.step);
 }
 
 std::vector<std::string> pair_reasons(const PairResult& pair, std::size_t limit) {
@@ -130,7 +155,41 @@ std::vector<std::string> pair_reasons(const PairResult& pair, std::size_t limit)
   return reasons;
 }
 
-const PairResult* CompareResult::pair_at_step(std::size_t step) const {
+const char* PairResult::marking() const {
+  switch (inputs) {
+    case InputState::Match:
+      return "origin";
+    case InputState::Differ:
+      return "propagated";
+    case InputState::NotRecorded:
+      return "inputs not recorded";
+  }
+  return "?";
+}
+
+Verdict CompareCounts::verdict() const {
+  if (differing_pairs > 0 || unmatched_base > 0 || unmatched_new > 0) return Verdict::Different;
+  return values_compared > 0 ? Verdict::Same : Verdict::ValuesNotRecorded;
+}
+
+CompareCounts& CompareCounts::operator+=(const CompareCounts& other) {
+  pairs += other.pairs;
+  differing_pairs += other.differing_pairs;
+  origins += other.origins;
+  values_compared += other.values_compared;
+  unmatched_base += other.unmatched_base;
+  unmatched_new += other.unmatched_new;
+  uninitialized_values += other.uninitialized_values;
+  return *this;
+}
+
+std::string ProcessComparison::label() const {
+  if (base_name == new_name) return base_name;
+  return fmt::format("{} / {}", base_name.empty() ? "-" : base_name,
+                     new_name.empty() ? "-" : new_name);
+}
+
+const PairResult* ProcessComparison::pair_at_step(std::size_t step) const {
   if (step >= pair_index_of_step.size()) return nullptr;
   const std::size_t index = pair_index_of_step[step];
   return index < pairs.size() ? &pairs[index] : nullptr;

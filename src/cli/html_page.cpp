@@ -16,10 +16,13 @@ constexpr std::string_view kStyle = R"css(
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px auto;
        max-width: 1200px; padding: 0 16px; color: #1d2330; background: #fff; }
 h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 17px; margin-top: 28px; }
+h1, h2, p { overflow-wrap: anywhere; }
 table { border-collapse: collapse; margin: 8px 0; font-variant-numeric: tabular-nums; }
 th, td { padding: 3px 10px; border-bottom: 1px solid #e3e6ec; text-align: right;
          white-space: nowrap; }
 th:first-child, td:first-child { text-align: left; }
+td:last-child { white-space: normal; overflow-wrap: anywhere; }
+td:last-child > span { display: inline-block; text-align: left; }
 th { background: #f3f5f9; font-weight: 600; }
 tr.flag td { background: #fdecec; }
 table.facts td { text-align: left; } table.facts td:first-child { color: #5a6275; }
@@ -84,7 +87,13 @@ void HtmlPage::table(const std::vector<std::string>& header,
   body_ += "</tr>\n";
   for (std::size_t r = 0; r < rows.size(); ++r) {
     body_ += r < flagged.size() && flagged[r] ? "<tr class=\"flag\">" : "<tr>";
-    for (const std::string& cell : rows[r]) body_ += "<td>" + html_escape(cell) + "</td>";
+    for (std::size_t c = 0; c < rows[r].size(); ++c) {
+      // The last column (a reason, a mismatch list) takes the width left and wraps, so that a
+      // table never runs off the page; its span keeps a short value right-aligned and the lines
+      // of a long one left-aligned.
+      const bool last = c + 1 == rows[r].size();
+      body_ += (last ? "<td><span>" : "<td>") + html_escape(rows[r][c]) + (last ? "</span></td>" : "</td>");
+    }
     body_ += "</tr>\n";
   }
   body_ += "</table>\n";

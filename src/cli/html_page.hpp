@@ -20,8 +20,9 @@ class HtmlPage {
   void heading(std::string_view text, int level = 2);
   /// A paragraph of escaped text; `css_class` is one of the page's classes ("ok", "bad", "note").
   void paragraph(std::string_view text, std::string_view css_class = "");
-  /// A table of escaped cells; columns after the first are right-aligned. Rows whose entry in
-  /// `flagged` is true are highlighted.
+  /// A table of escaped cells; columns after the first are right-aligned, and the last one wraps
+  /// to the page's width (long text left-aligned). Rows whose entry in `flagged` is true are
+  /// highlighted.
   void table(const std::vector<std::string>& header,
              const std::vector<std::vector<std::string>>& rows,
              const std::vector<bool>& flagged = {});

@@ -132,9 +132,34 @@ std::string exception_type(const std::optional<std::string>& error) {
   return error->substr(0, error->find(':'));
 }
 
+bool is_array(const ValueResult& value) { return value.base_array || value.new_array; }
+
+bool is_input(const ValueResult& value) {
+  const std::string& path = value.path();
+  return path.starts_with("args") || path.starts_with("kwargs");
+}
+
+/// Whether the pair's array inputs matched. Plain arguments (a Python float, an axis) do not
+/// count: a call whose arrays came in equal but whose epsilon changed is where the difference
+/// entered. Uninitialized memory in both runs counts as matching: it is not data.
+InputState input_state(const std::vector<ValueResult>& values) {
+  InputState state = InputState::Match;
+  for (const ValueResult& value : values) {
+    if (!is_array(value) || !is_input(value)) continue;
+    if (value.differs()) return InputState::Differ;
+    if (!value.diff.compared && value.method != ValueMethod::Uninitialized) {
+      state = InputState::NotRecorded;
+    }
+  }
+  return state;
+}
+
 void summarise(PairResult& pair) {
+  pair.inputs = input_state(pair.values);
   for (const ValueResult& value : pair.values) {
     pair.differs = pair.differs || value.differs();
+    pair.has_values = pair.has_values || value.method == ValueMethod::Data ||
+                      value.method == ValueMethod::Stats;
     const ArrayDiff& d = value.diff;
     if (!d.compared) continue;
     if (!std::isnan(d.max_abs)) pair.max_abs = std::max(pair.max_abs, d.max_abs);

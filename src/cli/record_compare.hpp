@@ -17,7 +17,8 @@ struct PairContext {
 /// Compares two paired records value by value (arrays and plain leaves matched by path):
 /// from the .npy files when both have one, else from the statistics, else shape and dtype only.
 /// Arrays holding uninitialized memory in both runs are not compared. Also notes different
-/// exceptions. Throws ophook::Error naming the file for a missing or corrupt .npy. Uses up to
+/// exceptions, whether the array inputs matched (PairResult::inputs, for origin marking) and
+/// whether any array was compared by value. Throws ophook::Error naming the file for a missing or corrupt .npy. Uses up to
 /// `threads` threads per array. Thread-safe (reads files only).
 PairResult compare_records(const TraceRecord& base, const TraceRecord& other,
                            const PairContext& ctx, unsigned threads);

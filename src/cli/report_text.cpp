@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "run_composition.hpp"
 #include "text_format.hpp"
 
 namespace ophook::cli {
@@ -92,8 +93,9 @@ std::string describe_nonfinite(const RunReport& report) {
   const std::string where = report.processes[hit.process].label;
   if (hit.record != nullptr) {
     const TraceRecord& r = *hit.record;
-    std::string text = fmt::format("seq={} op={} source={}", r.seq, r.op, r.source.value_or("-"));
+    std::string text = fmt::format("seq={} op={} source={} step={}", r.seq, r.op, r.source.value_or("-"), r.step);
     if (r.module) text += " module=" + *r.module;
+    if (r.phase) text += " phase=" + *r.phase;
     if (!hit.value_path.empty()) {
       text += fmt::format(" ({}: {} NaN, {} Inf)", hit.value_path, hit.nan, hit.inf);
     }
@@ -131,6 +133,7 @@ std::vector<std::pair<std::string, std::string>> report_facts(const RunReport& r
   facts.emplace_back("files", from_summary
                                   ? fmt::format("{} .npy files, {}", files, format_bytes(bytes))
                                   : "unknown (no summary.json)");
+  for (auto& fact : composition_facts(report)) facts.push_back(std::move(fact));
   facts.emplace_back("first NaN/Inf", describe_nonfinite(report));
   for (const ProcessRun& p : report.processes) {
     if (!p.summary) continue;

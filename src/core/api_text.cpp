@@ -47,14 +47,16 @@ class ApiFormatter {
         out_ += token.s;
         out_ += '"';
         break;
+      case ValueTag::TupleBegin:
       case ValueTag::ListBegin: {
-        out_ += '[';
-        bool first = true;
-        for (auto t = reader.next(); t.tag != ValueTag::ListEnd; t = reader.next(), first = false) {
-          if (!first) out_ += ", ";
+        const bool tuple = token.tag == ValueTag::TupleBegin;
+        out_ += tuple ? '(' : '[';
+        std::size_t count = 0;
+        for (auto t = reader.next(); t.tag != ValueTag::ListEnd; t = reader.next(), ++count) {
+          if (count) out_ += ", ";
           value(reader, t);
         }
-        out_ += ']';
+        out_ += tuple ? (count == 1 ? ",)" : ")") : "]";
         break;
       }
       case ValueTag::Array: {

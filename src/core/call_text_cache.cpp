@@ -36,9 +36,14 @@ const CallTextCache::Texts* CallTextCache::find(const CallRecord& record) {
                     static_cast<std::uint32_t>(record.values.size())});
   key_.append({reinterpret_cast<const char*>(record.values.data()), record.values.size()});
   for (const auto& array : record.arrays) {
+    // Strides, when kept, are as many as the dimensions: a flag in ndim's top bit says so; the
+    // Python type takes the two bits below.
+    const auto layout_flag = array.strides.empty() ? 0u : 0x8000'0000u;
+    const auto type_bits = static_cast<std::uint32_t>(array.python_type) << 29;
     put(key_, ArrayKey{array.dtype_id, array.device_id, array.no_data_reason_id,
-                       static_cast<std::uint32_t>(array.shape.size())});
+                       static_cast<std::uint32_t>(array.shape.size()) | layout_flag | type_bits});
     key_.append({reinterpret_cast<const char*>(array.shape.data()), array.shape.size() * sizeof(std::int64_t)});
+    key_.append({reinterpret_cast<const char*>(array.strides.data()), array.strides.size() * sizeof(std::int64_t)});
   }
   const auto key = key_.view();
   hash_ = XXH3_64bits(key.data(), key.size());

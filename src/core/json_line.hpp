@@ -35,6 +35,17 @@ class JsonLine {
     char text[32];  // the longest shortest form, "-2.2250738585072014e-308", has 24
     raw({text, static_cast<std::size_t>(fmt::format_to(text, FMT_COMPILE("{}"), v) - text)});
   }
+  /// A Python float's value: real()'s text, with ".0" added when that reads as an integer
+  /// ("1.0", not "1"), so that a reader tells 1.0 from 1 (np.add(ints, 1.0) returns floats).
+  void python_float(double v) {
+    char text[34];
+    auto* end = fmt::format_to(text, FMT_COMPILE("{}"), v);
+    if (std::string_view(text, static_cast<std::size_t>(end - text)).find_first_of(".e") == std::string_view::npos) {
+      *end++ = '.';
+      *end++ = '0';
+    }
+    raw({text, static_cast<std::size_t>(end - text)});
+  }
   void string(std::string_view s);
   /// `s` escaped as string() does, without the quotes: for pieces of a string built in parts.
   void string_content(std::string_view s);

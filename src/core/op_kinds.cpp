@@ -1,6 +1,7 @@
 // What an op's name tells about its results.
 #include "ophook/op_kinds.hpp"
 
+#include <algorithm>
 #include <array>
 
 namespace ophook::core {
@@ -27,6 +28,34 @@ bool returns_uninitialized_memory(std::string_view op) {
     if (name == known) return true;
   }
   return false;
+}
+
+bool is_metadata_query(std::string_view op) {
+  // Names at each level, kept in step with docs/torch.md's list.
+  static constexpr std::array<std::string_view, 28> kTorch = {
+      "dim",         "size",        "numel",          "stride",       "data_ptr",      "is_complex",
+      "is_floating_point", "element_size", "nelement", "ndimension",  "storage_offset", "is_contiguous",
+      "is_signed",   "get_device",  "is_pinned",      "is_shared",    "is_inference",  "is_conj",
+      "is_neg",      "has_names",   "dense_dim",      "sparse_dim",   "is_coalesced",  "__len__",
+      "__hash__",    "is_set_to", "untyped_storage", "is_same_size"};
+  static constexpr std::array<std::string_view, 12> kAten = {
+      "sym_size",    "sym_stride", "sym_numel",     "sym_storage_offset", "size",       "stride",
+      "dim",         "numel",      "is_contiguous", "is_complex",         "is_floating_point", "is_same_size"};
+  static constexpr std::array<std::string_view, 9> kNumpy = {
+      "numpy.shape",     "numpy.ndim",        "numpy.size",        "numpy.iscomplexobj", "numpy.isrealobj",
+      "numpy.can_cast",  "numpy.result_type", "numpy.min_scalar_type", "numpy.may_share_memory"};
+  auto listed = [](std::string_view name, const auto& names) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  // The profiler's record_function ranges (optimizer.step, zero_grad) and grad-mode switches are
+  // bookkeeping, not operators.
+  if (op.starts_with("profiler.") || op.starts_with("torch.ops.profiler.") || op == "torch._C._set_grad_enabled") {
+    return true;
+  }
+  if (op.starts_with("aten.") || op.starts_with("prim.")) return op.starts_with("prim.") || listed(function_name(op), kAten);
+  if (op.starts_with("numpy.")) return listed(op, kNumpy);
+  const std::string_view name = function_name(op);
+  return name == "__get__" || name == "__set__" || name == "__delete__" || listed(name, kTorch);
 }
 
 }  // namespace ophook::core

@@ -37,6 +37,19 @@ constexpr std::size_t kKeptBufferBytes = 4096;
 constexpr std::size_t kKeptArraySlots = 16;
 }  // namespace
 
+void ArrayCapture::set_strides(std::span<const std::int64_t> element_strides) {
+  strides.clear();
+  if (element_strides.size() != shape.size()) return;
+  std::int64_t expected = 1;  // C order's stride of the dimension at hand
+  bool c_order = true;
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] == 0) return;  // no element, no layout
+    if (shape[i] != 1 && element_strides[i] != expected) c_order = false;
+    expected *= shape[i];
+  }
+  if (!c_order) strides.assign(element_strides.begin(), element_strides.end());
+}
+
 std::byte* ArrayCapture::reserve_data(std::size_t n, SpareBuffer spare) {
   if (spare.data) {
     data = std::move(spare.data);
@@ -77,7 +90,7 @@ std::size_t CallRecord::footprint() const {
 }
 
 void CallRecord::clear_for_reuse() noexcept {
-  seq = 0, op_id = 0, phase = Phase::None, overridden = has_error = nonfinite_new = nonfinite_scalar_input = false;
+  seq = 0, op_id = 0, phase = Phase::None, overridden = has_error = nonfinite_new = nonfinite_scalar_input = nonfinite_expected = false;
   depth = 0, parent = kNoParent, step = 0, t_ns = dur_ns = 0, tid = 0;
   source_file_id = source_func_id = 0, source_line = 0, module_id = 0;
   kwargs_offset = outputs_offset = 0;

@@ -2,7 +2,9 @@
 
 #include <fmt/compile.h>
 
+#include <array>
 #include <cmath>
+#include <string>
 
 #include "json_line.hpp"
 #include "ophook/recorder.hpp"
@@ -10,12 +12,28 @@
 
 namespace ophook::core {
 
+namespace {
+
+std::string escaped(std::string_view text, bool quoted) {
+  LineBuffer out;
+  JsonLine json(out);
+  if (quoted) {
+    json.string(text);
+  } else {
+    json.string_content(text);
+  }
+  return std::string(out.view());
+}
+
+}  // namespace
+
 /// One record's object: the values walked token by token, interned names from the caches.
 class RecordJson::Encoder {
  public:
   Encoder(RecordJson& names, LineBuffer& out, const CallRecord& record,
           const std::vector<ArrayOutcome>& outcomes)
-      : names_(names), out_(out), json_(out), record_(record), outcomes_(outcomes) {}
+      : names_(names), out_(out), json_(out), record_(record), outcomes_(outcomes),
+        torch_call_(framework_of(names.recorder_.op(record.op_id).level) == "torch") {}
 
   void head() {
     json_.raw(R"({"seq":)");
@@ -24,11 +42,16 @@ class RecordJson::Encoder {
 
   void call() {
     json_.raw(names_.op_head(record_.op_id));
-    section(0, record_.kwargs_offset, false);
+    section(0, record_.kwargs_offset, "args");
     json_.raw(R"(,"kwargs":)");
-    section(record_.kwargs_offset, record_.outputs_offset, true);
+    section(record_.kwargs_offset, record_.outputs_offset, "kwargs");
     json_.raw(R"(,"outputs":)");
-    section(record_.outputs_offset, static_cast<std::uint32_t>(record_.values.size()), false);
+    section(record_.outputs_offset, static_cast<std::uint32_t>(record_.values.size()), "outputs");
+    if (!tuples_.empty()) {
+      json_.raw(R"(,"tuples":[)");
+      json_.raw(tuples_);
+      out_.push_back(']');
+    }
   }
 
   void tail() {
@@ -83,21 +106,42 @@ class RecordJson::Encoder {
   }
 
  private:
-  /// The values in [from, to) as a JSON array, or as an object of Key/value pairs.
-  void section(std::uint32_t from, std::uint32_t to, bool keyed) {
+  /// The values in [from, to) as a JSON array, or (kwargs) as an object of Key/value pairs.
+  void section(std::uint32_t from, std::uint32_t to, std::string_view name) {
+    const bool keyed = name == "kwargs";
     const auto* base = record_.values.data();
     ValueReader reader(base + from, base + to);
     out_.push_back(keyed ? '{' : '[');
-    for (bool first = true; !reader.done(); first = false) {
-      if (!first) json_.sep();
+    path_[0] = {name, 0, true};
+    for (std::uint32_t i = 0; !reader.done(); ++i) {
+      if (i) json_.sep();
       auto token = reader.next();
+      path_[1] = {{}, i, false};
       if (keyed && token.tag == ValueTag::Key) {
         json_.key(token.s);
+        path_[1] = {token.s, 0, true};
         token = reader.next();
       }
+      depth_ = 2;
       value(reader, token);
     }
     out_.push_back(keyed ? '}' : ']');
+  }
+
+  /// Adds the JSON Pointer (RFC 6901) of the value being written to the "tuples" field.
+  void note_tuple() {
+    tuples_ += tuples_.empty() ? "\"" : ",\"";
+    for (std::size_t i = 0; i < depth_; ++i) {
+      tuples_ += '/';
+      if (!path_[i].is_key) {
+        tuples_ += fmt::format_int(path_[i].index).c_str();
+        continue;
+      }
+      std::string key;
+      for (char c : path_[i].key) key += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
+      tuples_ += escaped(key, false);
+    }
+    tuples_ += '"';
   }
 
   void quoted_text(std::uint32_t id) {
@@ -113,17 +157,23 @@ class RecordJson::Encoder {
       case ValueTag::False: return json_.boolean(false);
       case ValueTag::Int: return json_.integer(token.i);
       case ValueTag::Float:
-        if (std::isfinite(token.f)) return json_.real(token.f);
+        if (std::isfinite(token.f)) return json_.python_float(token.f);
         return json_.raw(std::isnan(token.f) ? R"({"kind":"float","repr":"nan"})"
                          : token.f > 0      ? R"({"kind":"float","repr":"inf"})"
                                             : R"({"kind":"float","repr":"-inf"})");
       case ValueTag::Str: return json_.string(token.s);
+      case ValueTag::TupleBegin:
       case ValueTag::ListBegin: {
+        // ValueCapture nests at most 8 deep, well within path_; a deeper tuple would go unnamed.
+        const bool tracked = depth_ < path_.size();
+        if (token.tag == ValueTag::TupleBegin && tracked) note_tuple();
         out_.push_back('[');
-        bool first = true;
-        for (auto t = reader.next(); t.tag != ValueTag::ListEnd; t = reader.next(), first = false) {
-          if (!first) json_.sep();
+        std::uint32_t index = 0;
+        for (auto t = reader.next(); t.tag != ValueTag::ListEnd; t = reader.next(), ++index) {
+          if (index) json_.sep();
+          if (tracked) path_[depth_++] = {{}, index, false};
           value(reader, t);
+          if (tracked) --depth_;
         }
         out_.push_back(']');
         return;
@@ -145,12 +195,12 @@ class RecordJson::Encoder {
   void array(std::uint32_t index) {
     const auto& a = record_.arrays[index];
     const auto& outcome = outcomes_[index];
-    json_.raw(R"({"kind":"array","shape":[)");
-    for (std::size_t i = 0; i < a.shape.size(); ++i) {
-      if (i) json_.sep();
-      json_.integer(a.shape[i]);
+    json_.raw(R"({"kind":"array","shape":)");
+    integers(a.shape);
+    if (!a.strides.empty()) {
+      json_.raw(R"(,"strides":)");
+      integers(a.strides);
     }
-    out_.push_back(']');
     json_.raw(names_.dtype_field(a.dtype_id));
     if (a.device_id) {
       json_.raw(R"(,"device":)");
@@ -175,7 +225,29 @@ class RecordJson::Encoder {
       json_.raw(R"(,"reason":)");
       quoted_text(a.no_data_reason_id);
     }
+    python_type(a.python_type);
     out_.push_back('}');
+  }
+
+  /// What the array was in Python, where replay cannot assume it: a NumPy array in a torch call
+  /// (torch.from_numpy), a tensor in a NumPy call, and every NumPy scalar.
+  void python_type(ArrayType type) {
+    if (type == ArrayType::NumpyScalar) {
+      json_.raw(R"(,"python_type":"numpy.generic")");
+    } else if (type == ArrayType::NumpyArray && torch_call_) {
+      json_.raw(R"(,"python_type":"numpy.ndarray")");
+    } else if (type == ArrayType::TorchTensor && !torch_call_) {
+      json_.raw(R"(,"python_type":"torch.Tensor")");
+    }
+  }
+
+  void integers(const std::vector<std::int64_t>& values) {
+    out_.push_back('[');
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (i) json_.sep();
+      json_.integer(values[i]);
+    }
+    out_.push_back(']');
   }
 
   void stats(const ArrayStats& s) {
@@ -199,27 +271,23 @@ class RecordJson::Encoder {
     fmt::format_to(std::back_inserter(out_), FMT_COMPILE(R"(,"xxh64":"{:016x}"}})"), s.xxh64);
   }
 
+  /// One step of a JSON Pointer: a keyword's (or the section's) name, or an index.
+  struct Segment {
+    std::string_view key;
+    std::uint32_t index = 0;
+    bool is_key = false;
+  };
+
   RecordJson& names_;
   LineBuffer& out_;
   JsonLine json_;
   const CallRecord& record_;
   const std::vector<ArrayOutcome>& outcomes_;
+  const bool torch_call_;  // the op is a torch one: its arrays are tensors unless said otherwise
+  std::array<Segment, 16> path_{};  // where the value being written sits: path_[0..depth_)
+  std::size_t depth_ = 0;
+  std::string tuples_;  // the "tuples" field's items, empty while the record has none
 };
-
-namespace {
-
-std::string escaped(std::string_view text, bool quoted) {
-  LineBuffer out;
-  JsonLine json(out);
-  if (quoted) {
-    json.string(text);
-  } else {
-    json.string_content(text);
-  }
-  return std::string(out.view());
-}
-
-}  // namespace
 
 void RecordJson::append(LineBuffer& out, const CallRecord& record,
                         const std::vector<ArrayOutcome>& outcomes) {

@@ -12,6 +12,7 @@
 #include "ophook/naming.hpp"
 #include "ophook/op_kinds.hpp"
 #include "ophook/record_queue.hpp"
+#include "ophook/thread_clock.hpp"
 #include "trace_writer.hpp"
 
 namespace ophook::core {
@@ -70,10 +71,16 @@ void Recorder::begin_run(const Config& config, WriterThread thread) {
   copied_by_torch_.store(0);
   not_read_.store(0), not_read_oom_.store(0);
   nonfinite_reported_.store(false);
+  {
+    std::lock_guard lock(facts_mu_);
+    notes_ = nlohmann::json::object();  // an earlier Tracer's notes are not this run's
+  }
   owner_pid_.store(::getpid());
+  start_t_ns_ = monotonic_ns();
   const char* root_pid = std::getenv(kRootPidVar);
   const char* root_output = std::getenv(kRootOutputVar);
   const bool is_root = root_pid == nullptr || root_output == nullptr || std::atol(root_pid) == ::getpid();
+  root_pid_ = is_root ? ::getpid() : static_cast<int>(std::atol(root_pid));
   if (is_root) {
     root_output_ = absolute(config.output);
     ::setenv(kRootPidVar, std::to_string(::getpid()).c_str(), 1);
@@ -87,6 +94,7 @@ void Recorder::begin_run(const Config& config, WriterThread thread) {
 }
 
 bool Recorder::passes_filters(const std::string& name) const {
+  if (!config_.accessors && is_metadata_query(name)) return false;
   if (include_ && !std::regex_search(name, *include_)) return false;
   return !(exclude_ && std::regex_search(name, *exclude_));
 }
@@ -212,6 +220,11 @@ void Recorder::add_note(std::string_view key, nlohmann::json value) {
   notes_[std::string(key)] = std::move(value);
 }
 
+void Recorder::update_note(std::string_view key, const std::function<void(nlohmann::json&)>& change) {
+  std::lock_guard lock(facts_mu_);
+  change(notes_[std::string(key)]);
+}
+
 void Recorder::merge_facts(nlohmann::ordered_json& summary) const {
   std::lock_guard lock(facts_mu_);
   summary["versions"] = nlohmann::ordered_json::parse(versions_.dump());
@@ -257,6 +270,7 @@ void Recorder::on_fork_child() noexcept {
   copied_by_torch_.store(0);
   not_read_.store(0), not_read_oom_.store(0);
   owner_pid_.store(::getpid());
+  start_t_ns_ = monotonic_ns();  // the fork, not the first record that starts the writer
   // No thread is started here: the child's writer (and its directory) comes with its first record,
   // so a fork that only execs leaves nothing behind.
   writer_mu_.unlock();  // taken by on_fork_prepare in this very thread

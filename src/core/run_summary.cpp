@@ -31,6 +31,9 @@ RunSummary::RunSummary(const Recorder& recorder) : recorder_(recorder) {}
 
 void RunSummary::observe(const CallRecord& record, const std::vector<ArrayOutcome>& outcomes) {
   ++calls_;
+  ++level_calls_[static_cast<std::size_t>(recorder_.op(record.op_id).level)];
+  ++phase_calls_[static_cast<std::size_t>(record.phase)];
+  observe_step(record.step);
   auto [it, fresh] = ops_.try_emplace(record.op_id);
   if (fresh) first_seen_.push_back(record.op_id);
   auto& totals = it->second;
@@ -44,13 +47,17 @@ void RunSummary::observe(const CallRecord& record, const std::vector<ArrayOutcom
       std::none_of(outcomes.begin(), outcomes.end(), [](const ArrayOutcome& o) { return !o.is_output && nonfinite(o); });
   const bool outputs_bad = std::any_of(outcomes.begin(), outcomes.end(),
                                        [](const ArrayOutcome& o) { return o.is_output && nonfinite(o); });
-  if (record.nonfinite_new || (inputs_clean && outputs_bad && !recorder_.op(record.op_id).uninitialized_output)) {
+  if (record.nonfinite_expected) {
+    ++totals.nonfinite_expected;
+  } else if (record.nonfinite_new ||
+             (inputs_clean && outputs_bad && !recorder_.op(record.op_id).uninitialized_output)) {
     ++totals.nonfinite;
     if (first_nonfinite_.is_null() || record.seq < first_nonfinite_["seq"].get<std::uint64_t>()) {
       using Json = nlohmann::ordered_json;
       const auto source = source_text(record, recorder_);
       first_nonfinite_ = {{"seq", record.seq},
                           {"op", recorder_.op(record.op_id).name},
+                          {"step", record.step},
                           {"source", source.empty() ? Json(nullptr) : Json(source)},
                           {"module", record.module_id ? Json(recorder_.text(record.module_id)) : Json(nullptr)},
                           {"phase", record.phase == Phase::None ? Json(nullptr) : Json(to_string(record.phase))}};
@@ -64,6 +71,35 @@ void RunSummary::observe(const CallRecord& record, const std::vector<ArrayOutcom
     std::pop_heap(slowest_.begin(), slowest_.end(), std::greater<>{});
     slowest_.pop_back();
   }
+}
+
+void RunSummary::observe_step(std::uint64_t step) {
+  // Records come in seq order, and steps only grow: a run of steps is one range.
+  if (!steps_.empty() && step >= steps_.back().first && step <= steps_.back().second + 1) {
+    steps_.back().second = std::max(steps_.back().second, step);
+  } else if (std::none_of(steps_.begin(), steps_.end(), [&](auto& r) { return step >= r.first && step <= r.second; })) {
+    steps_.emplace_back(step, step);
+  }
+}
+
+nlohmann::ordered_json RunSummary::counts_json() const {
+  using Json = nlohmann::ordered_json;
+  Json levels = Json::object(), phases = Json::object();
+  for (std::size_t i = 0; i < level_calls_.size(); ++i) {
+    if (level_calls_[i]) levels[std::string(to_string(static_cast<Level>(i)))] = level_calls_[i];
+  }
+  for (std::size_t i = 0; i < phase_calls_.size(); ++i) {
+    if (!phase_calls_[i]) continue;
+    const auto phase = static_cast<Phase>(i);
+    phases[phase == Phase::None ? "none" : std::string(to_string(phase))] = phase_calls_[i];
+  }
+  RangeSet steps;
+  steps.ranges = steps_;
+  std::sort(steps.ranges.begin(), steps.ranges.end());
+  return {{"levels", std::move(levels)},
+          {"phases", std::move(phases)},
+          {"steps", steps.to_string()},
+          {"last_step", steps_.empty() ? Json(nullptr) : Json(steps_.back().second)}};
 }
 
 void RunSummary::observe_config(const std::string& api_line) {
@@ -104,7 +140,8 @@ nlohmann::ordered_json RunSummary::summary_json(std::uint64_t dropped, std::uint
                                   {"mean_ns", t.count ? t.total_ns / static_cast<std::int64_t>(t.count) : 0},
                                   {"max_ns", t.max_ns},
                                   {"errors", t.errors},
-                                  {"nonfinite", t.nonfinite}};
+                                  {"nonfinite", t.nonfinite},
+                                  {"nonfinite_expected", t.nonfinite_expected}};
   }
   auto slowest = slowest_;
   std::sort(slowest.begin(), slowest.end(), std::greater<>{});
@@ -118,6 +155,8 @@ nlohmann::ordered_json RunSummary::summary_json(std::uint64_t dropped, std::uint
   Json out;
   out["ophook_version"] = OPHOOK_VERSION;
   out["pid"] = ::getpid();
+  out["root_pid"] = recorder_.root_pid();
+  out["start_t_ns"] = recorder_.start_t_ns();
   out["output"] = recorder_.output_path();
   out["totals"] = {{"calls", calls_},
                    {"ops", ops_.size()},
@@ -137,6 +176,7 @@ nlohmann::ordered_json RunSummary::summary_json(std::uint64_t dropped, std::uint
                          {"stopped", stopped_}};
   out["queue"] = {{"cap_bytes", config.queue_bytes}, {"producer_waits", producer_waits}};
   out["first_nonfinite"] = first_nonfinite_;
+  out["recorded"] = counts_json();
   out["ops"] = std::move(ops);
   out["slowest"] = std::move(slow);
   out["api_configs_truncated"] = configs_truncated_;
@@ -153,6 +193,11 @@ std::string RunSummary::statistics_text() const {
                        recorder_.op(id).name, t.count, share, static_cast<double>(t.total_ns) / 1e6,
                        static_cast<double>(t.total_ns) / 1e3 / static_cast<double>(t.count),
                        static_cast<double>(t.max_ns) / 1e3);
+  }
+  // After the seed's per-API lines, which tools parse: the calls each level gave.
+  out += "\nCalls per level:\n";
+  for (std::size_t i = 0; i < level_calls_.size(); ++i) {
+    if (level_calls_[i]) out += fmt::format("  {}: {}\n", to_string(static_cast<Level>(i)), level_calls_[i]);
   }
   return out;
 }

@@ -1,4 +1,5 @@
 #pragma once
+#include <array>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -45,6 +46,7 @@ class RunSummary {
  private:
   struct OpTotals {
     std::uint64_t count = 0, errors = 0, nonfinite = 0;
+    std::uint64_t nonfinite_expected = 0;  // inside np.errstate that silences the condition
     std::int64_t total_ns = 0, max_ns = 0;
   };
   struct SlowCall {
@@ -58,6 +60,9 @@ class RunSummary {
   static constexpr std::size_t kMaxConfigs = 1'000'000;
 
   nlohmann::ordered_json summary_json(std::uint64_t dropped, std::uint64_t producer_waits) const;
+  /// Calls per level and per phase, and the steps that had recorded calls.
+  nlohmann::ordered_json counts_json() const;
+  void observe_step(std::uint64_t step);
   std::string statistics_text() const;
 
   const Recorder& recorder_;
@@ -67,6 +72,9 @@ class RunSummary {
   std::unordered_set<std::string> configs_;
   bool configs_truncated_ = false;
   std::uint64_t calls_ = 0, files_ = 0, bytes_ = 0, record_errors_ = 0;
+  std::array<std::uint64_t, 5> level_calls_{};  // by Level
+  std::array<std::uint64_t, 4> phase_calls_{};  // by Phase
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> steps_;  // ranges of steps with records
   std::uint64_t write_errors_ = 0;
   std::uint64_t unwritten_at_termination_ = 0;
   std::string first_write_error_;

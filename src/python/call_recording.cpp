@@ -1,6 +1,7 @@
 #include "call_recording.hpp"
 
 #include <string>
+#include <string_view>
 
 #include "device_readback.hpp"
 #include "ophook/log.hpp"
@@ -65,17 +66,57 @@ std::string describe_call(const core::Recorder& recorder, const core::CallRecord
   return out;
 }
 
-}  // namespace
+/// Whether the calling context's np.errstate (np.geterr(): per thread and context in NumPy >= 2)
+/// silences the conditions behind the outputs' non-finite values: "invalid" for NaN, "divide" or
+/// "over" for Inf. Silenced means set to anything but NumPy's default "warn" ("raise" never gets
+/// here: NumPy raised). Called only for a fresh NaN/Inf, so the hot path pays nothing.
+bool errstate_silences(const core::Recorder& recorder, const core::CallRecord& record, std::size_t first_output) {
+  static PyObject* geterr = nullptr;  // numpy.geterr, kept for the process
+  if (geterr == nullptr) {
+    PyRef name = PyRef::steal(PyUnicode_FromString("numpy"));
+    PyRef numpy = PyRef::steal(name ? PyImport_GetModule(name.get()) : nullptr);
+    geterr = numpy ? PyObject_GetAttrString(numpy.get(), "geterr") : nullptr;
+    if (geterr == nullptr) {
+      PyErr_Clear();
+      return false;
+    }
+  }
+  BusyScope busy;
+  PyRef state = PyRef::steal(PyObject_CallNoArgs(geterr));
+  if (!state || !PyDict_Check(state.get())) {
+    PyErr_Clear();
+    return false;
+  }
+  auto silenced = [&](const char* condition) {
+    PyObject* value = PyDict_GetItemString(state.get(), condition);  // borrowed
+    const char* text = value && PyUnicode_Check(value) ? PyUnicode_AsUTF8(value) : nullptr;
+    return text != nullptr && std::string_view(text) != "warn";
+  };
+  std::uint64_t nan = 0, inf = 0;
+  for (std::size_t i = first_output; i < record.arrays.size(); ++i) {
+    const auto& array = record.arrays[i];
+    const auto& descr = recorder.dtype(array.dtype_id).descr;
+    if (!array.captured || descr.empty()) continue;
+    const auto stats = core::compute_stats(descr, array.data.get(), array.nbytes);
+    nan += stats.nan, inf += stats.inf;
+  }
+  if (nan && !silenced("invalid")) return false;
+  return !inf || silenced("divide") || silenced("over");
+}
 
-PyObject* check_nonfinite(core::Recorder& recorder, core::RecordPtr& record, std::size_t first_output,
-                          PyObject* result) {
-  device_readback::resolve(*record);  // tensors on devices: their counts, one synchronisation
-  const bool fresh = !record->nonfinite_scalar_input &&
-                     any_nonfinite(recorder, *record, first_output, record->arrays.size()) &&
-                     !any_nonfinite(recorder, *record, 0, first_output);
-  if (!fresh) {
-    submit_record(recorder, std::move(record));
-    return result;
+core::RecordPtr& spare_check_record() {
+  thread_local core::RecordPtr spare;
+  return spare;
+}
+
+/// A culprit: reported once on stderr, recorded (a CheckOnly call gets its seq and source now),
+/// and raised as FloatingPointError under `raise`, once its record and dumps are on disk.
+PyObject* report_nonfinite(core::Recorder& recorder, core::RecordPtr& record, PyObject* result, RecordUse use) {
+  if (use == RecordUse::CheckOnly) {
+    record->seq = recorder.next_seq();
+    SourceSite site;
+    if (recorder.config().stack) locate_source(site, recorder);
+    record->source_file_id = site.file_id, record->source_func_id = site.func_id, record->source_line = site.line;
   }
   record->nonfinite_new = true;
   const auto where = describe_call(recorder, *record);
@@ -86,13 +127,44 @@ PyObject* check_nonfinite(core::Recorder& recorder, core::RecordPtr& record, std
   }
   submit_record(recorder, std::move(record));
   if (!raise) return result;
-  // The record and its dumps are on disk before the program sees the exception.
   Py_BEGIN_ALLOW_THREADS recorder.flush();
   Py_END_ALLOW_THREADS
   Py_DECREF(result);
   PyErr_Format(PyExc_FloatingPointError, "ophook: %s produced NaN/Inf from finite inputs (%s)",
                op_name.c_str(), where.c_str());
   return nullptr;
+}
+
+}  // namespace
+
+core::RecordPtr take_check_record() {
+  auto& spare = spare_check_record();
+  return spare ? std::move(spare) : core::RecordPool::take();
+}
+
+void return_check_record(core::RecordPtr record) noexcept {
+  record->clear_for_reuse();
+  spare_check_record() = std::move(record);
+}
+
+PyObject* check_nonfinite(core::Recorder& recorder, core::RecordPtr& record, std::size_t first_output,
+                          PyObject* result, RecordUse use) {
+  device_readback::resolve(*record);  // tensors on devices: their counts, one synchronisation
+  const bool fresh = !record->nonfinite_scalar_input &&
+                     any_nonfinite(recorder, *record, first_output, record->arrays.size()) &&
+                     !any_nonfinite(recorder, *record, 0, first_output);
+  if (fresh && group_of(recorder.op(record->op_id).level) == LevelGroup::Numpy &&
+      errstate_silences(recorder, *record, first_output)) {
+    record->nonfinite_expected = true;  // the program said it expects this: counted, not reported
+  } else if (fresh) {
+    return report_nonfinite(recorder, record, result, use);
+  }
+  if (use == RecordUse::CheckOnly) {
+    return_check_record(std::move(record));
+  } else {
+    submit_record(recorder, std::move(record));
+  }
+  return result;
 }
 
 }  // namespace ophook::py

@@ -2,29 +2,35 @@
 #include <memory>
 #include <utility>
 
+#include "import_guard.hpp"
+
 #include "ophook/record_pool.hpp"
 #include "ophook/recorder.hpp"
 #include "overrides.hpp"
 #include "python_common.hpp"
 #include "source_location.hpp"
+#include "step_counter.hpp"
 #include "thread_state.hpp"
 #include "value_capture.hpp"
 
 namespace ophook::py {
 
-/// The recorder when a call of `op_id` on this thread should be recorded, else nullptr: recording
-/// is on, ophook is not itself running Python here, the call is outermost (or OPHOOK_NESTED=1) and
-/// the op passes the filters. The whole decision is a few loads: it runs on every hooked call.
-/// Sets `state` to this thread's state when it looked it up, for record_call: every lookup of a
-/// thread-local in the extension is a call to __tls_get_addr.
+/// The recorder when a call of `op_id` on this thread should be recorded, else nullptr: the
+/// recording gate is open (recording on, this step and rank selected), ophook is not itself
+/// running Python here, no import is in progress (OPHOOK_IMPORTS=0), the call is outermost within
+/// its level (or OPHOOK_NESTED=1) and the op passes the filters. The whole decision is a few
+/// loads: it runs on every hooked call. Sets `state` to this thread's state when it looked it up,
+/// for record_call: every lookup of a thread-local in the extension is a call to __tls_get_addr.
 inline core::Recorder* recorder_for(std::uint32_t op_id, ThreadState*& state) noexcept {
-  if (!g_recording_on.load(std::memory_order_relaxed)) return nullptr;
+  if (!RecordingGate::open()) return nullptr;
   auto* recorder = core::Recorder::get();
   // The filter verdict first: a filtered-out call then costs no thread-local lookup.
-  if (recorder == nullptr || !recorder->op(op_id).recorded) return nullptr;
+  if (recorder == nullptr) return nullptr;
+  const auto& op = recorder->op(op_id);
+  if (!op.recorded) return nullptr;
   state = &thread_state();
-  if (state->busy) return nullptr;
-  return state->depth > 0 && !recorder->config().nested ? nullptr : recorder;
+  if (state->busy || import_guard::importing(*state)) return nullptr;
+  return state->depth_of(group_of(op.level)) > 0 && !recorder->config().nested ? nullptr : recorder;
 }
 
 /// "Type: message" of the exception being raised, leaving it set exactly as it was.
@@ -37,36 +43,66 @@ void submit_record(core::Recorder& recorder, core::RecordPtr record);
 /// Encodes a call's result as outputs (a tuple result gives one output per element).
 void capture_outputs(ValueCapture& capture, PyObject* result);
 
+/// What becomes of a call's record.
+enum class RecordUse : std::uint8_t {
+  Recorded,   // written, like every recorded call
+  CheckOnly,  // OPHOOK_NAN's check of a backward op that no enabled level records: kept, and given
+              // its seq, only when the call is a NaN/Inf's culprit
+};
+
 /// OPHOOK_NAN: when the outputs hold NaN/Inf and the inputs (arrays [0, first_output)) did not,
 /// marks the record, reports the first such call on stderr and, under `raise`, flushes the record
-/// and replaces `result` by a FloatingPointError naming the op. Returns the (possibly new) result.
+/// and replaces `result` by a FloatingPointError naming the op. A NumPy call made while the
+/// program's np.errstate silences the condition (invalid for NaN, divide or over for Inf) is no
+/// culprit: it is counted as expected instead. Submits the record (a CheckOnly one only when it is
+/// a culprit). Returns the (possibly new) result.
 PyObject* check_nonfinite(core::Recorder& recorder, core::RecordPtr& record, std::size_t first_output,
-                          PyObject* result);
+                          PyObject* result, RecordUse use);
+
+/// A record for a CheckOnly call (this thread's spare, else a fresh one), and where it goes back
+/// when the call was no culprit: no seq is spent and no record reaches the writer.
+core::RecordPtr take_check_record();
+void return_check_record(core::RecordPtr record) noexcept;
 
 /// Records one call: encodes the inputs (snapshotting array bytes before the original runs — it
-/// may write into them), runs `invoke`, then encodes the result or the exception, the source line
-/// and timing. Returns what `invoke` returned, with any exception left untouched.
-/// `state` is this thread's, as recorder_for() returned it.
+/// may write into them), runs `invoke`, then encodes the result or the exception and timing. The
+/// call is this level's enclosing call and every level's parent while it runs. Returns what
+/// `invoke` returned, with any exception left untouched. `state` is this thread's, as
+/// recorder_for() returned it. A torch call that rebuilds a tensor unpickled from another process
+/// is run unrecorded (it is the transport's work, not the program's).
 template <typename CaptureInputs, typename Invoke>
 PyObject* record_call(core::Recorder& recorder, ThreadState& state, std::uint32_t op_id, core::Phase phase,
                       std::uint32_t module_id, CaptureInputs&& capture_inputs, Invoke&& invoke,
-                      bool overridden = false) {
-  auto record = core::RecordPool::take();  // recycled: no allocation per call
-  record->seq = recorder.next_seq();
+                      bool overridden = false, RecordUse use = RecordUse::Recorded) {
+  const bool check_only = use == RecordUse::CheckOnly;
+  SourceSite site;  // a CheckOnly call's is found only if it is a culprit
+  if (!check_only && recorder.config().stack && locate_source(site, recorder) == CallOrigin::TensorRebuild) {
+    return invoke();
+  }
+  auto record = check_only ? take_check_record() : core::RecordPool::take();  // recycled: no allocation per call
+  if (!check_only) record->seq = recorder.next_seq();
   record->op_id = op_id;
   record->phase = phase;
   record->module_id = module_id;
   record->overridden = overridden;
-  record->depth = static_cast<std::uint16_t>(state.depth);
+  record->source_file_id = site.file_id;
+  record->source_func_id = site.func_id;
+  record->source_line = site.line;
+  record->parent = state.innermost_seq;
+  record->step = steps::completed();
+  int& depth = state.depth_of(group_of(recorder.op(op_id).level));
+  record->depth = static_cast<std::uint16_t>(depth);
   record->tid = current_tid(state);
   ValueCapture capture(*record, recorder);
   capture_inputs(capture);
 
-  ++state.depth;
+  ++depth;
+  const auto enclosing = check_only ? state.innermost_seq : std::exchange(state.innermost_seq, record->seq);
   record->t_ns = state.clock.now_ns();
   PyObject* result = invoke();
   record->dur_ns = state.clock.now_ns() - record->t_ns;
-  --state.depth;
+  state.innermost_seq = enclosing;
+  --depth;
 
   const auto first_output = record->arrays.size();
   capture.begin_outputs();
@@ -76,17 +112,15 @@ PyObject* record_call(core::Recorder& recorder, ThreadState& state, std::uint32_
     record->has_error = true;
     record->error = describe_pending_exception();
   }
-  if (recorder.config().stack) {
-    PyObject *type, *value, *traceback;
-    PyErr_Fetch(&type, &value, &traceback);
-    locate_source(*record, recorder);
-    PyErr_Restore(type, value, traceback);
-  }
   if (result != nullptr && recorder.config().nan != core::NanPolicy::Off &&
       !recorder.op(op_id).uninitialized_output) {
-    return check_nonfinite(recorder, record, first_output, result);
+    return check_nonfinite(recorder, record, first_output, result, use);
   }
-  submit_record(recorder, std::move(record));
+  if (check_only) {
+    return_check_record(std::move(record));
+  } else {
+    submit_record(recorder, std::move(record));
+  }
   return result;
 }
 
@@ -99,7 +133,6 @@ PyObject* hooked_call(std::uint32_t op_id, CaptureInputs&& capture_inputs, Invok
   PyObject* rule = has_overrides() ? override_for(op_id) : nullptr;
   ThreadState* state = nullptr;
   auto* recorder = recorder_for(op_id, state);
-  if (recorder != nullptr && called_by_library_import(*recorder)) recorder = nullptr;
   if (rule == nullptr) {
     if (recorder == nullptr) return invoke_original();
     return record_call(*recorder, *state, op_id, core::Phase::None, 0, capture_inputs, invoke_original);

@@ -18,17 +18,21 @@ std::size_t copied_bytes(const core::CallRecord& record) {
 /// would hold more memory than the user allowed (a 4 GiB array, a second 4 GiB). The record says
 /// why, and summary.json counts such arrays under notes.arrays_not_copied.
 std::uint32_t refuse_oversized(ValueCapture& capture, std::size_t nbytes) {
-  static std::uint64_t refused = 0;
   auto& recorder = capture.recorder();
   const std::string reason = "not copied: the call's arrays exceed OPHOOK_QUEUE_BYTES=" +
                              std::to_string(recorder.config().queue_bytes) +
                              " (no file, no statistics; raise OPHOOK_QUEUE_BYTES to capture it)";
   const auto& record = capture.record();
-  recorder.add_note("arrays_not_copied", {{"count", ++refused},
-                                          {"reason", reason},
-                                          {"last_seq", record.seq},
-                                          {"last_op", recorder.op(record.op_id).name},
-                                          {"last_nbytes", nbytes}});
+  // The count lives in the note, so that each run (a Tracer, a test under the pytest plugin)
+  // counts its own arrays.
+  recorder.update_note("arrays_not_copied", [&](nlohmann::json& note) {
+    const auto count = note.is_object() ? note.value("count", std::uint64_t{0}) + 1 : 1;
+    note = {{"count", count},
+            {"reason", reason},
+            {"last_seq", record.seq},
+            {"last_op", recorder.op(record.op_id).name},
+            {"last_nbytes", nbytes}};
+  });
   return recorder.intern(reason);
 }
 

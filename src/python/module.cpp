@@ -3,7 +3,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdlib>
+
 #include "device_readback.hpp"
+#include "import_guard.hpp"
 #include "numpy_hooks.hpp"
 #include "overrides.hpp"
 #include "program_pause.hpp"
@@ -13,6 +16,7 @@
 #include "ophook/recorder.hpp"
 #include "python_common.hpp"
 #include "source_location.hpp"
+#include "step_counter.hpp"
 #include "thread_state.hpp"
 #include "torch_bindings.hpp"
 
@@ -38,16 +42,31 @@ pb::str os_text(const std::string& bytes) {
   return pb::reinterpret_steal<pb::str>(text);
 }
 
+/// This process's rank as RANK gives it, or -1.
+long rank_from_environment() {
+  const char* rank = std::getenv("RANK");
+  if (rank == nullptr || *rank == '\0') return -1;
+  char* end = nullptr;
+  const long value = std::strtol(rank, &end, 10);
+  return *end == '\0' && value >= 0 ? value : -1;
+}
+
 /// Starts (or returns) the process's recorder with `settings` (OPHOOK_* name → value) and turns
-/// recording on. Returns the output directory.
-pb::str start(const Settings& settings) {
+/// recording on. Returns the output directory, or None in a rank that OPHOOK_RANKS leaves out
+/// (nothing is started there: the rank runs unrecorded and writes nothing).
+pb::object start(const Settings& settings) {
   auto parsed = core::parse_config(settings);
   if (!parsed.errors.empty()) throw Error(parsed.errors.front().message());
   core::set_log_level(parsed.config.log_level);
+  const long rank = rank_from_environment();
+  if (rank >= 0 && !parsed.config.ranks.contains(static_cast<std::uint64_t>(rank))) return pb::none();
   auto* running = Recorder::get();
   auto& recorder = running && !running->finished() ? *running : Recorder::start(parsed.config);
   install_program_pause();
-  g_recording_on.store(true);
+  steps::reset();
+  RecordingGate::set(RecordingGate::kRankSelected, true);
+  if (!recorder.config().imports) import_guard::install(PyImport_AddModule("_frozen_importlib"));
+  RecordingGate::set(RecordingGate::kOn, true);
   return os_text(recorder.output_path());
 }
 
@@ -100,15 +119,16 @@ PYBIND11_MODULE(_ophook, m) {
       },
       "The OPHOOK_* settings table: variable, option, keyword, metavar, values, default, help.");
   m.def("start", &start, "Start recording with an OPHOOK_* mapping; returns the output directory.");
-  m.def("set_recording", [](bool on) { g_recording_on.store(on); });
-  m.def("is_recording", [] { return g_recording_on.load() && Recorder::get() && !Recorder::get()->finished(); });
+  m.def("set_recording", [](bool on) { RecordingGate::set(RecordingGate::kOn, on); });
+  m.def("is_recording", [] { return RecordingGate::on() && Recorder::get() && !Recorder::get()->finished(); });
   m.def("flush", [] {
     device_readback::resolve_held();
     pb::gil_scoped_release release;
     if (auto* r = Recorder::get()) r->flush();
   });
   m.def("finish", [] {
-    g_recording_on.store(false);
+    RecordingGate::set(RecordingGate::kOn, false);
+    import_guard::uninstall();
     device_readback::resolve_held();
     pb::gil_scoped_release release;
     if (auto* r = Recorder::get()) r->finish();
@@ -128,6 +148,18 @@ PYBIND11_MODULE(_ophook, m) {
     running_recorder().add_note(k, nlohmann::json::parse(json));
   });
   m.def("log", &log_message, pb::arg("level"), pb::arg("message"));
+  m.def("step", &steps::complete_one, "One more step is complete (ophook.step(), the optimizer's post-hook).");
+  m.def("steps_completed", &steps::completed, "Steps completed in this process so far.");
+  m.def(
+      "select_rank",
+      [](long rank) {
+        const auto* recorder = Recorder::get();
+        const bool selected = recorder == nullptr || recorder->config().ranks.contains(static_cast<std::uint64_t>(rank));
+        RecordingGate::set(RecordingGate::kRankSelected, selected);
+        return selected;
+      },
+      pb::arg("rank"),
+      "The rank torch.distributed gave this process (when RANK did not): records stop if OPHOOK_RANKS leaves it out.");
 
   m.def("enable_numpy_capture", [] { return ensure_numpy_api(); },
         "Import NumPy's C API (call once numpy is imported).");

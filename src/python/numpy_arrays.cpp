@@ -60,11 +60,25 @@ const DtypeEntry& dtype_entry(core::Recorder& recorder, PyArray_Descr* descr) {
   return kept;
 }
 
-void capture_array(ValueCapture& capture, PyObject* object, PyArrayObject* array) {
+/// The array's layout, for replay, when its byte strides are whole elements (those of a field
+/// of a structured array need not be).
+void note_layout(core::ArrayCapture& out, const npy_intp* byte_strides, int nd, npy_intp item) {
+  thread_local std::vector<std::int64_t> elements;  // reused: no allocation per array
+  elements.clear();
+  for (int i = 0; i < nd; ++i) {
+    if (item <= 0 || byte_strides[i] % item != 0) return;
+    elements.push_back(byte_strides[i] / item);
+  }
+  out.set_strides(elements);
+}
+
+void capture_array(ValueCapture& capture, PyObject* object, PyArrayObject* array, core::ArrayType type) {
   if (auto alias = capture.alias_of(object); alias >= 0) {
     auto& copy = capture.new_array(object);
     const auto& first = capture.record().arrays[static_cast<std::size_t>(alias)];
     copy.shape = first.shape;
+    copy.strides = first.strides;
+    copy.python_type = type;
     copy.dtype_id = first.dtype_id;
     copy.alias_of = alias;
     return;
@@ -80,7 +94,9 @@ void capture_array(ValueCapture& capture, PyObject* object, PyArrayObject* array
   auto budget = copy ? reserve_copy(capture, n) : CopyBudget{false, dtype.reason_id, {}};
   auto& out = capture.new_array(object);
   out.shape.assign(dims, dims + nd);
+  if (!PyArray_IS_C_CONTIGUOUS(array)) note_layout(out, PyArray_STRIDES(array), nd, PyArray_ITEMSIZE(array));
   out.dtype_id = dtype.dtype_id;
+  out.python_type = type;
   out.no_data_reason_id = budget.reason_id;
   if (budget.copy) {
     const npy_intp* strides = PyArray_STRIDES(array);
@@ -96,7 +112,7 @@ void capture_array(ValueCapture& capture, PyObject* object, PyArrayObject* array
 
 bool capture_numpy_value(ValueCapture& capture, PyObject* object) {
   if (PyArray_Check(object)) {
-    capture_array(capture, object, reinterpret_cast<PyArrayObject*>(object));
+    capture_array(capture, object, reinterpret_cast<PyArrayObject*>(object), core::ArrayType::NumpyArray);
     return true;
   }
   if (PyArray_IsScalar(object, Generic)) {
@@ -106,7 +122,7 @@ bool capture_numpy_value(ValueCapture& capture, PyObject* object) {
       PyErr_Clear();
       return false;
     }
-    capture_array(capture, object, reinterpret_cast<PyArrayObject*>(zero_d.get()));
+    capture_array(capture, object, reinterpret_cast<PyArrayObject*>(zero_d.get()), core::ArrayType::NumpyScalar);
     return true;
   }
   return false;

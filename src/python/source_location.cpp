@@ -2,21 +2,36 @@
 
 #include <frameobject.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
 #include <unordered_map>
 #include <vector>
 
+#include "ophook/log.hpp"
+
 namespace ophook::py {
 namespace {
 
 struct CodeVerdict {
   bool library = true;
-  bool import_machinery = false;  // importlib's frozen bootstrap: a module is being imported
+  // torch/multiprocessing/reductions.py: unpickling a tensor sent by another process (a
+  // DataLoader worker's batch); the torch calls that rebuild it are not the program's.
+  bool tensor_rebuild = false;
   std::uint32_t file_id = 0;
   std::uint32_t func_id = 0;
 };
+
+std::vector<PyObject*> compile_wrappers;  // strong; emptied once the notice is given
+
+void give_compile_notice() {
+  if (compile_wrappers.empty() || !running_below(compile_wrappers)) return;
+  core::logger().warn(
+      "torch.compile runs eagerly under ophook: results are eager PyTorch's; OPHOOK_COMPILE=ignore keeps it "
+      "compiled and unrecorded");
+  notice_compiled_calls({});
+}
 
 std::vector<std::string>& library_directories() {
   static std::vector<std::string> dirs;
@@ -33,14 +48,15 @@ const CodeVerdict& verdict(core::Recorder& recorder, PyCodeObject* code) {
     auto* object = reinterpret_cast<PyObject*>(code);
     const auto file = attribute_str_or(object, "co_filename", "?");
     CodeVerdict v;
-    v.import_machinery = file.rfind("<frozen importlib._bootstrap", 0) == 0;
-    v.library = v.import_machinery;
+    v.library = file.rfind("<frozen importlib._bootstrap", 0) == 0;
+    v.tensor_rebuild = file.ends_with("/torch/multiprocessing/reductions.py");
     for (const auto& dir : library_directories()) {
       if (file.compare(0, dir.size(), dir) == 0) v.library = true;
     }
     if (!v.library) {
       v.file_id = recorder.intern(file);
       v.func_id = recorder.intern(attribute_str_or(object, "co_name", "?"));
+      give_compile_notice();
     }
     Py_INCREF(object);  // the key stays valid: a freed code object's address is never reused here
     it = cache.emplace(code, v).first;
@@ -92,6 +108,29 @@ Result walk_frames(core::Recorder& recorder, Result otherwise, Visit&& visit) {
 
 }  // namespace
 
+bool running_below(const std::vector<PyObject*>& codes) {
+  if (codes.empty()) return false;
+  PyFrameObject* frame = PyEval_GetFrame();  // borrowed
+  Py_XINCREF(frame);
+  bool found = false;
+  while (frame != nullptr && !found) {
+    PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
+    found = std::find(codes.begin(), codes.end(), reinterpret_cast<PyObject*>(code)) != codes.end();
+    Py_DECREF(code);
+    PyFrameObject* back = PyFrame_GetBack(frame);  // new reference
+    Py_DECREF(frame);
+    frame = back;
+  }
+  Py_XDECREF(frame);
+  return found;
+}
+
+void notice_compiled_calls(const std::vector<PyObject*>& codes) {
+  for (auto* code : compile_wrappers) Py_DECREF(code);
+  compile_wrappers = codes;
+  for (auto* code : compile_wrappers) Py_INCREF(code);
+}
+
 void add_library_directory(const std::string& directory) {
   auto dir = directory;
   if (!dir.empty() && dir.back() != '/') dir += '/';
@@ -102,20 +141,19 @@ void add_library_directory(const std::string& directory) {
   dirs.push_back(dir);
 }
 
-void locate_source(core::CallRecord& record, core::Recorder& recorder) {
-  walk_frames(recorder, false, [&](PyFrameObject* frame, PyCodeObject* code, const CodeVerdict& v) {
-    if (v.library) return std::optional<bool>();
-    record.source_file_id = v.file_id;
-    record.source_func_id = v.func_id;
-    record.source_line = line_of(frame, code);
-    return std::optional<bool>(true);
-  });
-}
-
-bool called_by_library_import(core::Recorder& recorder) {
-  return walk_frames(recorder, false, [](PyFrameObject*, PyCodeObject*, const CodeVerdict& v) {
-    if (v.import_machinery) return std::optional<bool>(true);
-    return v.library ? std::optional<bool>() : std::optional<bool>(false);
+CallOrigin locate_source(SourceSite& site, core::Recorder& recorder) {
+  return walk_frames(recorder, CallOrigin::Program, [&](PyFrameObject* frame, PyCodeObject* code, const CodeVerdict& v) {
+    if (v.tensor_rebuild) return std::optional(CallOrigin::TensorRebuild);
+    if (v.library) {
+      // A compiled module's ops come from library frames below Dynamo's wrapper.
+      if (!compile_wrappers.empty() && std::find(compile_wrappers.begin(), compile_wrappers.end(),
+                                                 reinterpret_cast<PyObject*>(code)) != compile_wrappers.end()) {
+        give_compile_notice();
+      }
+      return std::optional<CallOrigin>();
+    }
+    site = {v.file_id, v.func_id, line_of(frame, code)};
+    return std::optional(CallOrigin::Program);
   });
 }
 

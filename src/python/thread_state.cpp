@@ -15,8 +15,6 @@ const bool reset_registered = [] {
 }();
 }  // namespace
 
-std::atomic<bool> g_recording_on{false};
-
 ThreadState& thread_state() noexcept { return state; }
 
 std::int32_t current_tid(ThreadState& thread) noexcept {

@@ -2,6 +2,10 @@
 
 #include "device_readback.hpp"
 #include "python_common.hpp"
+#include "source_location.hpp"
+#include "step_counter.hpp"
+#include "thread_state.hpp"
+#include "torch_backward_modules.hpp"
 #include "torch_handlers.hpp"
 #include "torch_module_stack.hpp"
 #include "torch_native.hpp"
@@ -29,11 +33,32 @@ PyMethodDef dispatch_handler{"__torch_dispatch__", fastcall<&torch_handlers::on_
                              "ophook's TorchDispatchMode handler: func(*args, **kwargs), recorded at "
                              "level torch_dispatch."};
 
+PyObject* optimizer_enter(PyObject*, PyObject* const*, Py_ssize_t) {
+  ++thread_state().in_optimizer;
+  Py_RETURN_NONE;
+}
+
+PyObject* optimizer_exit(PyObject*, PyObject* const*, Py_ssize_t) {
+  auto& state = thread_state();
+  if (state.in_optimizer > 0) --state.in_optimizer;
+  steps::complete_one();
+  Py_RETURN_NONE;
+}
+
+PyMethodDef dispatch_check_handler{"__torch_dispatch__", fastcall<&torch_handlers::on_torch_dispatch_check>(),
+                                   METH_FASTCALL,
+                                   "ophook's backward NaN/Inf check: func(*args, **kwargs), recorded at level "
+                                   "torch_dispatch only when it makes the first NaN/Inf from finite inputs."};
+
 PyMethodDef fast_functions[] = {
     {"torch_module_enter", fastcall<&module_stack::forward_pre_hook>(), METH_FASTCALL,
      "Global nn.Module forward pre-hook: pushes the module on this thread's module stack."},
     {"torch_module_exit", fastcall<&module_stack::forward_hook>(), METH_FASTCALL,
      "Global nn.Module forward hook (always_call=True): pops the module."},
+    {"torch_optimizer_enter", fastcall<&optimizer_enter>(), METH_FASTCALL,
+     "Global optimizer step pre-hook: the ops until the step returns have phase 'optimizer'."},
+    {"torch_optimizer_exit", fastcall<&optimizer_exit>(), METH_FASTCALL,
+     "Global optimizer step post-hook: one more step is complete."},
     {nullptr, nullptr, 0, nullptr},
 };
 
@@ -55,12 +80,13 @@ void bind_torch(pb::module_& m) {
   m.def(
       "torch_bound_handler",
       [](const pb::object& mode, const std::string& level) {
-        if (level != "torch_function" && level != "torch_dispatch") {
-          throw pb::value_error("unknown torch level " + level);
-        }
+        PyMethodDef* handler = level == "torch_function"         ? &function_handler
+                               : level == "torch_dispatch"       ? &dispatch_handler
+                               : level == "torch_dispatch_check" ? &dispatch_check_handler
+                                                                 : nullptr;
+        if (handler == nullptr) throw pb::value_error("unknown torch level " + level);
         // A builtin whose __self__ is the mode, as torch requires of a mode's handler.
-        PyObject* bound = PyCFunction_New(
-            level == "torch_function" ? &function_handler : &dispatch_handler, mode.ptr());
+        PyObject* bound = PyCFunction_New(handler, mode.ptr());
         if (bound == nullptr) throw pb::error_already_set();
         return pb::reinterpret_steal<pb::object>(bound);
       },
@@ -101,6 +127,47 @@ void bind_torch(pb::module_& m) {
       },
       "At exit: reads back what records held for their device values wait for, submits them and "
       "waits until they are written (a Tracer never stopped finishes no run).");
+  m.def(
+      "torch_track_backward_modules",
+      [](const pb::object& tracker, const pb::object& queue_callback) {
+        module_stack::set_backward_tracker(tracker.is_none() ? nullptr : tracker.ptr());
+        backward_modules::set_engine_callback_queue(queue_callback.is_none() ? nullptr : queue_callback.ptr());
+      },
+      pb::arg("tracker"), pb::arg("queue_callback"),
+      "Backward module attribution: the module hooks call tracker(module, values, is_output) (None: off); "
+      "queue_callback is the autograd engine's, to reset the backward module stack after each pass.");
+  m.def(
+      "torch_backward_hook",
+      [](const pb::object& module, bool entering) {
+        PyObject* hook = backward_modules::hook_for(module.ptr(), entering);
+        if (hook == nullptr) throw pb::error_already_set();
+        return pb::reinterpret_steal<pb::object>(hook);
+      },
+      pb::arg("module"), pb::arg("entering"),
+      "A gradient hook that enters (or leaves) the backward of `module` on ophook's backward module stack.");
+  m.def(
+      "torch_set_backward_check",
+      [](const pb::object& mode, const pb::object& push, const pb::object& pop) {
+        if (mode.is_none()) {
+          torch_handlers::set_backward_check(nullptr, nullptr, nullptr);
+        } else {
+          torch_handlers::set_backward_check(mode.ptr(), push.ptr(), pop.ptr());
+        }
+      },
+      pb::arg("mode"), pb::arg("push"), pb::arg("pop"),
+      "OPHOOK_NAN without the torch_dispatch level: `mode` is pushed (push(mode)) and popped (pop()) around "
+      "each backward entry the torch_function level sees. None: off.");
+  m.def("torch_set_module_filter", &module_stack::set_module_filter, pb::arg("pattern"),
+        "OPHOOK_MODULES: record only torch calls inside modules whose dotted path matches (\"\" = all).");
+  m.def(
+      "torch_notice_compiled_calls",
+      [](const pb::list& codes) {
+        std::vector<PyObject*> out;
+        for (const auto& code : codes) out.push_back(code.ptr());
+        notice_compiled_calls(out);
+      },
+      "OPHOOK_COMPILE=eager: say once on stderr, at the first recorded call below one of these code objects, "
+      "that compiled code runs eagerly.");
   m.def("torch_without_native", &torch_native::disable,
         "Tests, before torch_setup: capture torch values the way torch releases without the C++ "
         "functions ophook calls directly have them captured (through the exporter and Python).");

@@ -39,6 +39,13 @@ bool probe_returns_node = false;
 // OPHOOK_COMPILE=ignore: code objects of the frames that run a torch.compile'd callable
 // (Dynamo's compile_wrapper); calls made below one of them pass through unrecorded.
 std::vector<PyObject*> compiled_region_markers;
+// OPHOOK_NAN with the torch_function level on and torch_dispatch off: a dispatch mode pushed
+// around each backward entry (Tensor.backward, autograd.backward, autograd.grad) so that the
+// backward pass's aten ops are checked (RecordUse::CheckOnly), with torch's push and pop.
+PyObject* backward_check_mode = nullptr;
+PyObject* push_dispatch_mode = nullptr;
+PyObject* pop_dispatch_mode = nullptr;
+std::vector<std::int8_t> backward_entries;  // by op id: -1 unknown, 0 no, 1 starts a backward pass
 PyObject* self_name = nullptr;
 PyObject* name_name = nullptr;
 std::unordered_map<PyObject*, std::uint32_t> function_ops;  // func → op (func held)
@@ -107,42 +114,70 @@ OpTarget dispatch_op(PyObject* func) {
   return out;
 }
 
-/// "backward" while autograd runs a backward pass on this thread: its nodes, the hooks they run and
-/// the final callbacks queued on the engine (DDP's gradient synchronisation).
-core::Phase current_phase() {
-  if (torch_native::has_graph_task_id()) {
-    return torch_native::in_backward_pass() ? core::Phase::Backward : core::Phase::Forward;
-  }
-  if (backward_probe == nullptr) return core::Phase::Forward;
-  PyRef answer = PyRef::steal(PyObject_CallNoArgs(backward_probe));
+std::pair<std::uint32_t, PyObject*> resolve_dispatch(PyObject* func) {
+  const auto op = dispatch_op(func);
+  return {op.op_id, op.target};
+}
+
+/// "backward" while autograd runs a backward pass on this thread (its nodes, the hooks they run
+/// and the final callbacks queued on the engine: DDP's gradient synchronisation); "optimizer"
+/// inside optimizer.step(); else "forward".
+core::Phase current_phase(const ThreadState& state) {
   bool backward = false;
-  if (answer && probe_returns_node) {
-    backward = answer.get() != Py_None;
-  } else if (answer) {
-    backward = PyLong_AsLong(answer.get()) != -1;
+  if (torch_native::has_graph_task_id()) {
+    backward = torch_native::in_backward_pass();
+  } else if (backward_probe != nullptr) {
+    PyRef answer = PyRef::steal(PyObject_CallNoArgs(backward_probe));
+    if (answer && probe_returns_node) {
+      backward = answer.get() != Py_None;
+    } else if (answer) {
+      backward = PyLong_AsLong(answer.get()) != -1;
+    }
+    if (PyErr_Occurred()) PyErr_Clear();
   }
-  if (PyErr_Occurred()) PyErr_Clear();
-  return backward ? core::Phase::Backward : core::Phase::Forward;
+  if (backward) return core::Phase::Backward;
+  return state.in_optimizer > 0 ? core::Phase::Optimizer : core::Phase::Forward;
 }
 
 /// True while a torch.compile'd callable runs on this thread: one of the marker frames is on the
 /// stack. A walk of the stack, paid only for recorded calls and only in ignore policy.
-bool in_compiled_region() {
-  if (compiled_region_markers.empty()) return false;
-  PyFrameObject* frame = PyEval_GetFrame();  // borrowed
-  Py_XINCREF(frame);
-  bool found = false;
-  while (frame != nullptr && !found) {
-    PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
-    for (auto* marker : compiled_region_markers) found = found || marker == reinterpret_cast<PyObject*>(code);
-    Py_DECREF(code);
-    PyFrameObject* back = PyFrame_GetBack(frame);  // new reference
-    Py_DECREF(frame);
-    frame = back;
+bool in_compiled_region() { return running_below(compiled_region_markers); }
+
+bool starts_backward(std::uint32_t op_id) {
+  const auto* recorder = core::Recorder::get();
+  if (op_id == 0 || recorder == nullptr) return false;
+  if (op_id >= backward_entries.size()) backward_entries.resize(op_id + 1, -1);
+  auto& known = backward_entries[op_id];
+  if (known < 0) {
+    const auto& name = recorder->op(op_id).name;
+    known = name == "torch.Tensor.backward" || name == "torch.autograd.backward" || name == "torch.autograd.grad";
   }
-  Py_XDECREF(frame);
-  return found;
+  return known == 1;
 }
+
+/// The backward check mode on this thread's dispatch stack for as long as it lives; a pending
+/// exception survives the pop.
+class BackwardCheckScope {
+ public:
+  BackwardCheckScope() {
+    PyRef pushed = PyRef::steal(PyObject_CallOneArg(push_dispatch_mode, backward_check_mode));
+    pushed_ = static_cast<bool>(pushed);
+    if (!pushed_) PyErr_Clear();
+  }
+  ~BackwardCheckScope() {
+    if (!pushed_) return;
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyRef popped = PyRef::steal(PyObject_CallNoArgs(pop_dispatch_mode));
+    if (!popped) PyErr_Clear();
+    PyErr_Restore(type, value, traceback);
+  }
+  BackwardCheckScope(const BackwardCheckScope&) = delete;
+  BackwardCheckScope& operator=(const BackwardCheckScope&) = delete;
+
+ private:
+  bool pushed_ = false;
+};
 
 void capture_call_args(ValueCapture& capture, PyObject* args, PyObject* kwargs) {
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); ++i) capture.value(PyTuple_GET_ITEM(args, i));
@@ -158,10 +193,26 @@ void capture_call_args(ValueCapture& capture, PyObject* args, PyObject* kwargs) 
   }
 }
 
+/// A backward op under the backward check mode: recorded only when it is a NaN/Inf culprit.
+template <typename CallOriginal>
+PyObject* check_backward_op(std::uint32_t op_id, PyObject* args, PyObject* kwargs, CallOriginal&& call_original) {
+  auto* recorder = core::Recorder::get();
+  if (!RecordingGate::open() || recorder == nullptr || recorder->op(op_id).uninitialized_output) {
+    return call_original();
+  }
+  auto& state = thread_state();
+  if (state.busy || import_guard::importing(state)) return call_original();
+  const auto phase = current_phase(state);
+  const auto module = module_stack::current_module_id(phase);
+  if (phase != core::Phase::Backward || !module_stack::module_selected(module)) return call_original();
+  auto capture = [&](ValueCapture& c) { capture_call_args(c, args, kwargs); };
+  return record_call(*recorder, state, op_id, phase, module, capture, call_original, false, RecordUse::CheckOnly);
+}
+
 /// The shared body: normalizes (func, args, kwargs), then passes the call through or records it.
 /// `argv` is what torch passes to the mode's bound handler: (func, types[, args[, kwargs]]).
 template <typename Resolve>
-PyObject* handle(PyObject* const* argv, Py_ssize_t nargs, Resolve&& resolve) {
+PyObject* handle(PyObject* const* argv, Py_ssize_t nargs, Resolve&& resolve, RecordUse use = RecordUse::Recorded) {
   if (nargs < 2) {
     PyErr_SetString(PyExc_TypeError, "ophook torch handler: expected (func, types, args, kwargs)");
     return nullptr;
@@ -186,6 +237,7 @@ PyObject* handle(PyObject* const* argv, Py_ssize_t nargs, Resolve&& resolve) {
   PyObject* const target = resolved.second;
   auto call_original = [&] { return PyObject_Call(target, args, kwargs); };
   if (op_id == 0) return call_original();
+  if (use == RecordUse::CheckOnly) return check_backward_op(op_id, args, kwargs, call_original);
   PyObject* rule = has_overrides() ? override_for(op_id) : nullptr;
   ThreadState* state = nullptr;
   auto* recorder = recorder_for(op_id, state);
@@ -194,9 +246,14 @@ PyObject* handle(PyObject* const* argv, Py_ssize_t nargs, Resolve&& resolve) {
   // An @ophook.override rule gets the op itself as `original`: inside this handler the mode is
   // off, so calling it runs the real op.
   auto run_rule = [&] { return run_override(rule, target, op_id, args, kwargs); };
-  if (recorder == nullptr) return run_rule();
-  const auto phase = current_phase();
-  const auto module = module_stack::current_module_id();
+  core::Phase phase = core::Phase::None;
+  std::uint32_t module = 0;
+  if (recorder != nullptr) {
+    phase = current_phase(*state);
+    module = module_stack::current_module_id(phase);
+    if (!module_stack::module_selected(module)) recorder = nullptr;  // OPHOOK_MODULES
+  }
+  if (recorder == nullptr) return rule == nullptr ? call_original() : run_rule();
   if (rule == nullptr) return record_call(*recorder, *state, op_id, phase, module, capture, call_original);
   return record_call(*recorder, *state, op_id, phase, module, capture, run_rule, true);
 }
@@ -238,15 +295,29 @@ void clear_caches() {
   accessor_ops.clear();
 }
 
+void set_backward_check(PyObject* mode, PyObject* push, PyObject* pop) {
+  for (auto* held : {backward_check_mode, push_dispatch_mode, pop_dispatch_mode}) Py_XDECREF(held);
+  backward_check_mode = push_dispatch_mode = pop_dispatch_mode = nullptr;
+  if (mode == nullptr || push == nullptr || pop == nullptr) return;
+  Py_INCREF(mode), Py_INCREF(push), Py_INCREF(pop);
+  backward_check_mode = mode, push_dispatch_mode = push, pop_dispatch_mode = pop;
+}
+
 PyObject* on_torch_function(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  return handle(args, nargs, [](PyObject* func) { return std::pair{function_op(func), func}; });
+  auto resolve = [](PyObject* func) { return std::pair{function_op(func), func}; };
+  if (backward_check_mode == nullptr || nargs < 1 || !starts_backward(function_op(args[0]))) {
+    return handle(args, nargs, resolve);
+  }
+  BackwardCheckScope check;
+  return handle(args, nargs, resolve);
 }
 
 PyObject* on_torch_dispatch(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  return handle(args, nargs, [](PyObject* func) {
-    const auto op = dispatch_op(func);
-    return std::pair{op.op_id, op.target};
-  });
+  return handle(args, nargs, resolve_dispatch);
+}
+
+PyObject* on_torch_dispatch_check(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  return handle(args, nargs, resolve_dispatch, RecordUse::CheckOnly);
 }
 
 }  // namespace ophook::py::torch_handlers

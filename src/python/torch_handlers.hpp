@@ -29,8 +29,16 @@ void set_compiled_region_markers(const std::vector<PyObject*>& codes);
 /// Drops the per-func caches (their op ids stay valid: ops are never unregistered).
 void clear_caches();
 
+/// OPHOOK_NAN without the torch_dispatch level: `mode` (a dispatch mode whose handler is
+/// on_torch_dispatch_check) is pushed with push(mode) and popped with pop() around each backward
+/// entry the torch_function level sees (Tensor.backward, autograd.backward, autograd.grad), so that
+/// a NaN born in the backward pass is found at its aten op. nullptrs: off.
+void set_backward_check(PyObject* mode, PyObject* push, PyObject* pop);
+
 PyObject* on_torch_function(PyObject* mode, PyObject* const* args, Py_ssize_t nargs);
 PyObject* on_torch_dispatch(PyObject* mode, PyObject* const* args, Py_ssize_t nargs);
+/// The backward check mode's handler: runs the op, records it only as a NaN/Inf culprit.
+PyObject* on_torch_dispatch_check(PyObject* mode, PyObject* const* args, Py_ssize_t nargs);
 
 }  // namespace torch_handlers
 }  // namespace ophook::py

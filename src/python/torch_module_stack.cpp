@@ -1,10 +1,13 @@
 #include "torch_module_stack.hpp"
 
+#include <memory>
+#include <regex>
 #include <unordered_map>
 #include <vector>
 
 #include "ophook/recorder.hpp"
 #include "thread_state.hpp"
+#include "torch_backward_modules.hpp"
 
 namespace ophook::py::module_stack {
 namespace {
@@ -63,7 +66,23 @@ PyObject* forget_callback() {
   return callback;
 }
 
-std::uint32_t name_of(PyObject* module) {
+// Registers the backward hooks of a module forward: tracker(module, tensors_or_structure, is_output).
+PyObject* backward_tracker = nullptr;
+
+void track_backward(PyObject* module, PyObject* values, bool outputs) {
+  if (backward_tracker == nullptr) return;
+  BusyScope busy;  // the tracker's tensor hooks are not the program's calls
+  PyRef done = PyRef::steal(
+      PyObject_CallFunctionObjArgs(backward_tracker, module, values, outputs ? Py_True : Py_False, nullptr));
+  if (!done) PyErr_Clear();
+}
+
+std::unique_ptr<std::regex> module_filter;
+std::vector<std::int8_t> module_verdicts;  // by name id: -1 unknown, 0 left out, 1 selected
+
+}  // namespace
+
+std::uint32_t name_id(PyObject* module) {
   if (auto it = names.find(module); it != names.end()) return it->second.name_id;
   auto* recorder = core::Recorder::get();
   if (namer == nullptr || recorder == nullptr) return 0;
@@ -88,7 +107,28 @@ std::uint32_t name_of(PyObject* module) {
   return id;
 }
 
-}  // namespace
+void set_backward_tracker(PyObject* tracker) {
+  Py_XINCREF(tracker);
+  Py_XDECREF(backward_tracker);
+  backward_tracker = tracker;
+}
+
+void set_module_filter(const std::string& pattern) {
+  module_verdicts.clear();
+  module_filter = pattern.empty() ? nullptr : std::make_unique<std::regex>(pattern, std::regex::ECMAScript);
+}
+
+bool module_selected(std::uint32_t id) {
+  if (!module_filter) return true;
+  if (id == 0) return false;
+  if (id >= module_verdicts.size()) module_verdicts.resize(id + 1, -1);
+  auto& verdict = module_verdicts[id];
+  if (verdict < 0) {
+    const auto* recorder = core::Recorder::get();
+    verdict = recorder != nullptr && std::regex_search(recorder->text(id), *module_filter) ? 1 : 0;
+  }
+  return verdict == 1;
+}
 
 void set_module_namer(PyObject* callable) {
   Py_XINCREF(callable);
@@ -96,7 +136,10 @@ void set_module_namer(PyObject* callable) {
   namer = callable;
 }
 
-std::uint32_t current_module_id() noexcept { return frames.empty() ? 0 : frames.back().name_id; }
+std::uint32_t current_module_id(core::Phase phase) noexcept {
+  if (phase == core::Phase::Backward) return backward_modules::current();
+  return frames.empty() ? 0 : frames.back().name_id;
+}
 
 void set_jit_guard(PyObject* probe, PyObject* traced_type, PyObject* guard) {
   Py_XINCREF(probe);
@@ -117,9 +160,12 @@ void clear_names() {
 }
 
 PyObject* forward_pre_hook(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  // An optimizer step that raised never ran its post-hook: a new forward pass ends its phase.
+  if (frames.empty()) thread_state().in_optimizer = 0;
   if (nargs >= 1) {
-    frames.push_back({args[0], name_of(args[0])});
+    frames.push_back({args[0], name_id(args[0])});
     consult_jit_guard(args[0], /*entering=*/true);
+    if (nargs >= 2) track_backward(args[0], args[1], /*outputs=*/false);
   }
   Py_RETURN_NONE;
 }
@@ -135,6 +181,7 @@ PyObject* forward_hook(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     }
   }
   consult_jit_guard(args[0], /*entering=*/false);
+  if (nargs >= 3) track_backward(args[0], args[nargs - 1], /*outputs=*/true);
   Py_RETURN_NONE;
 }
 

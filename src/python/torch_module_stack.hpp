@@ -1,6 +1,8 @@
 #pragma once
 #include <cstdint>
+#include <string>
 
+#include "ophook/record.hpp"
 #include "python_common.hpp"
 
 namespace ophook::py {
@@ -15,8 +17,24 @@ namespace module_stack {
 /// Python callable namer(module) -> str, called on a module's first forward.
 void set_module_namer(PyObject* callable);
 
-/// Interned name id of the innermost running module on this thread, 0 when none.
-std::uint32_t current_module_id() noexcept;
+/// Interned name id of the innermost running module on this thread, 0 when none: in a backward
+/// pass the module whose forward the running op differentiates (backward_modules), else the
+/// module whose forward runs.
+std::uint32_t current_module_id(core::Phase phase) noexcept;
+
+/// The interned name id of `module` (named on first sight), 0 when it cannot be named.
+std::uint32_t name_id(PyObject* module);
+
+/// Backward module attribution (torch_backward_modules.hpp): at each forward's start and end the
+/// hooks call tracker(module, args_or_output, is_output) under a BusyScope, and the tracker
+/// registers the gradient hooks that enter and leave the module's backward. nullptr: off.
+void set_backward_tracker(PyObject* tracker);
+
+/// OPHOOK_MODULES: only calls made inside a module whose dotted path matches `pattern`
+/// (searched) are recorded; "" records every call. The verdict is cached per module name.
+void set_module_filter(const std::string& pattern);
+/// Whether a call made inside module `id` (0: outside any module) may be recorded.
+bool module_selected(std::uint32_t id);
 
 /// Forgets cached names (e.g. at uninstall); stacks of running forwards are kept.
 void clear_names();

@@ -174,6 +174,7 @@ bool capture_dense(ValueCapture& capture, PyObject* tensor) {
   }
   auto& out = capture.new_array(tensor);
   out.shape.assign(shape.begin(), shape.end());
+  out.set_strides({view.strides, view.ndim});
   out.dtype_id = dtype->dtype_id;
   out.no_data_reason_id = copy ? budget.reason_id : dtype->reason_id;
   if (budget.copy) {
@@ -197,6 +198,7 @@ bool copy_through_attributes(ValueCapture& capture, PyObject* tensor, const Torc
   std::vector<std::int64_t> strides;
   PyRef stride_tuple = call(source.get(), names.stride);
   if (!read_ints(stride_tuple.get(), strides) || strides.size() != out.shape.size()) return false;
+  out.set_strides(strides);
   PyRef pointer = call(source.get(), names.data_ptr);
   if (!pointer) return false;
   const auto address = PyLong_AsUnsignedLongLong(pointer.get());
@@ -273,6 +275,7 @@ void capture_tensor(ValueCapture& capture, PyObject* tensor) {
     auto& copy = capture.new_array(tensor);
     const auto& first = capture.record().arrays[static_cast<std::size_t>(alias)];
     copy.shape = first.shape;
+    copy.strides = first.strides;
     copy.dtype_id = first.dtype_id;
     copy.device_id = first.device_id;
     copy.alias_of = alias;
@@ -298,7 +301,9 @@ void capture_local_shard(ValueCapture& capture, PyObject* tensor) {
 
 bool capture_torch_value(ValueCapture& capture, PyObject* object) {
   if (PyObject_TypeCheck(object, torch_objects.tensor_base)) {
+    const auto index = capture.record().arrays.size();
     capture_tensor(capture, object);
+    if (capture.record().arrays.size() > index) capture.record().arrays[index].python_type = core::ArrayType::TorchTensor;
     return true;
   }
   return capture_torch_non_tensor(capture, object);

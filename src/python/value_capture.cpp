@@ -105,7 +105,11 @@ void ValueCapture::value_at_depth(PyObject* object, int depth) {
 void ValueCapture::list(PyObject* sequence, int depth) {
   const Py_ssize_t n = PySequence_Fast_GET_SIZE(sequence);
   PyObject** items = PySequence_Fast_ITEMS(sequence);
-  writer_.begin_list();
+  if (PyTuple_CheckExact(sequence)) {
+    writer_.begin_tuple();  // replay rebuilds a tuple: numpy's axis=(0, 1) refuses a list
+  } else {
+    writer_.begin_list();
+  }
   for (Py_ssize_t i = 0; i < std::min(n, kMaxItems); ++i) value_at_depth(items[i], depth + 1);
   if (n > kMaxItems) writer_.other("truncated", std::to_string(n - kMaxItems) + " more items");
   writer_.end_list();

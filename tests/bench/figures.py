@@ -3,7 +3,8 @@ import figures_compare
 import figures_cpp
 import figures_numpy
 import figures_process
+import figures_replay
 import figures_torch
 
 FIGURE_GROUPS = (figures_numpy.GROUPS + figures_torch.GROUPS + figures_process.GROUPS + figures_compare.GROUPS
-                 + figures_cpp.GROUPS)
+                 + figures_replay.GROUPS + figures_cpp.GROUPS)

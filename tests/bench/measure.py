@@ -48,6 +48,19 @@ class Context:
         return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def markdown_row_of(ctx, script, reps):
+    """Runs tests/bench/<script> --ophook <build>/ophook --reps <reps> [--smoke], a script that ends
+    its output with one markdown table row, and returns that row's cells."""
+    argv = [ctx.python, os.path.join(ctx.root, "tests", "bench", script), "--ophook",
+            os.path.join(ctx.build, "ophook"), "--reps", str(reps)]
+    if ctx.smoke:
+        argv.append("--smoke")
+    done = subprocess.run(argv, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError("%s exited with %d: %s" % (script, done.returncode, done.stderr.strip()[-300:]))
+    return [c.strip() for c in done.stdout.strip().splitlines()[-1].strip("|").split("|")]
+
+
 @dataclasses.dataclass
 class Process:
     wall_s: float

@@ -33,6 +33,7 @@ struct CallShape {
   std::string text;
   std::string keyword;
   std::uint32_t no_data_reason = 0;
+  std::vector<std::int64_t> strides = {};
 };
 
 RecordPtr make_record(std::uint64_t seq, const CallShape& call) {
@@ -48,6 +49,7 @@ RecordPtr make_record(std::uint64_t seq, const CallShape& call) {
     array.dtype_id = call.dtype;
     array.device_id = call.device;
     array.no_data_reason_id = call.no_data_reason;
+    array.set_strides(call.strides);
   }
   ValueWriter values(record->values);
   values.array(0);
@@ -84,7 +86,7 @@ TEST(CallTextCache, EveryLineIsTheOneFormattedAfresh) {
   const auto meta = recorder.intern("meta");
 
   const CallShape base{add, {4, 3}, f32, 0, 7, 0.5, "same", "out", 0};
-  std::vector<CallShape> calls(11, base);
+  std::vector<CallShape> calls(13, base);
   calls[1].scalar = 8;
   calls[2].real = 0.25;
   calls[3].text = "sam";  // with the shorter string, the key's bytes could shift into the next part
@@ -95,6 +97,8 @@ TEST(CallTextCache, EveryLineIsTheOneFormattedAfresh) {
   calls[8].dtype = f64;
   calls[9].op = mul;
   calls[10].no_data_reason = recorder.intern("a test's reason");
+  calls[11].strides = {1, 4};  // the transposed layout of the same shape
+  calls[12].strides = {3, 1};  // C order: not kept, the same line as the base call's
 
   RecordJson fresh_json(recorder);
   std::vector<std::string> expected_lines, expected_api;
@@ -118,7 +122,8 @@ TEST(CallTextCache, EveryLineIsTheOneFormattedAfresh) {
   EXPECT_EQ(lines_of(dir / "api_trace.txt"), expected_api);
   // Each distinct call once in api_configs.txt (sorted), though most were never formatted again.
   const std::set<std::string> distinct_api(expected_api.begin(), expected_api.end());
-  EXPECT_EQ(distinct_api.size(), calls.size() - 2);  // the device and the reason are not in the API line
+  // The device, the reason and the layout are not in the API line.
+  EXPECT_EQ(distinct_api.size(), calls.size() - 4);
   EXPECT_EQ(lines_of(dir / "api_configs.txt"), std::vector<std::string>(distinct_api.begin(), distinct_api.end()));
   fs::remove_all(dir);
 }

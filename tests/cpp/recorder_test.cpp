@@ -4,6 +4,7 @@
 // under ThreadSanitizer by `scripts/test.sh --sanitize` (CMakePresets.json, preset "tsan"). And
 // its end after a termination signal, when files stop at a deadline but nothing else does. And a
 // run written inline (no thread), as the root of a run that imported no framework writes its own.
+// And runs one after another, each with its own notes.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -171,6 +172,38 @@ TEST(RecorderInline, StartsNoThreadAndWritesWhatWasSubmittedAtFinish) {
   std::ifstream summary_file(dir / "summary.json");
   EXPECT_EQ(nlohmann::json::parse(summary_file).at("totals").at("calls").get<int>(), 3);
   fs::remove_all(dir);
+}
+
+
+nlohmann::json summary_in(const fs::path& dir) {
+  std::ifstream file(dir / "summary.json");
+  return nlohmann::json::parse(file);
+}
+
+// One Tracer after another in one process (the pytest plugin's way): a note counts within its run
+// and a later run starts without the earlier run's notes.
+TEST(RecorderRuns, EachRunHasItsOwnNotes) {
+  const fs::path first = make_temp_dir(), second = make_temp_dir();
+  Config config;
+  config.output = first.string();
+  config.mode = Mode::Trace;
+  Recorder& recorder = Recorder::start(config, WriterThread::Inline);
+  const auto count = [&] {
+    recorder.update_note("counted", [](nlohmann::json& note) { note = note.is_null() ? 1 : note.get<int>() + 1; });
+  };
+  count();
+  count();
+  recorder.add_note("set", "first run");
+  recorder.finish();
+  EXPECT_EQ(summary_in(first).at("notes"), (nlohmann::json{{"counted", 2}, {"set", "first run"}}));
+
+  config.output = second.string();
+  EXPECT_EQ(&Recorder::start(config, WriterThread::Inline), &recorder);
+  count();
+  recorder.finish();
+  EXPECT_EQ(summary_in(second).at("notes"), (nlohmann::json{{"counted", 1}}));
+  fs::remove_all(first);
+  fs::remove_all(second);
 }
 
 }  // namespace

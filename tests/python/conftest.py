@@ -1,12 +1,16 @@
 """Shared fixtures and helpers of the end-to-end tests: run a real Python program in a subprocess
 with or without ophook, then read back what it recorded (`runner` fixture, or run()/run_script()
-with trace()/summary()/load() on the output directory)."""
+with trace()/summary()/load() on the output directory). Every record and summary read through
+these helpers is checked against the published JSON Schemas (docs/schema/), so the schemas cannot
+drift from what the recorder writes."""
+import functools
 import json
 import os
 import subprocess
 import textwrap
 from pathlib import Path
 
+import jsonschema_rs
 import numpy as np
 import pytest
 
@@ -16,6 +20,7 @@ LIBRARY = BUILD_DIR / "libophook.so"
 SHIM_DIR = BUILD_DIR / "python_shim"
 VENV_PYTHON = SOURCE_DIR / ".venv" / "bin" / "python"
 EXAMPLES = SOURCE_DIR / "examples"
+SCHEMA_DIR = SOURCE_DIR / "docs" / "schema"
 
 
 # OPHOOK_TEST_TENSOR_COPY=torch (ctest's `.tensor_copy_torch` entries) runs a test file's programs
@@ -33,14 +38,49 @@ def clean_env(**overrides):
     return env
 
 
+@functools.cache
+def schema(name):
+    """docs/schema/<name>.schema.json, parsed."""
+    return json.loads((SCHEMA_DIR / ("%s.schema.json" % name)).read_text())
+
+
+@functools.cache
+def _fast_validator(name):
+    # jsonschema-rs: ~10 us per record, where the reference implementation takes ~1 ms (the suite
+    # reads hundreds of thousands of records).
+    return jsonschema_rs.Draft202012Validator(schema(name))
+
+
+def check_schema(name, document, where):
+    """Asserts that `document` matches docs/schema/<name>.schema.json ("trace-record" or
+    "summary"); the message names `where` and the most relevant error."""
+    fast_error = next(_fast_validator(name).iter_errors(document), None)
+    if fast_error is None:
+        return document
+    # Only on failure: the reference implementation picks the most relevant error of an anyOf.
+    import jsonschema
+
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema(name)).iter_errors(document))
+    path, message = (error.absolute_path, error.message) if error else (fast_error.instance_path, fast_error.message)
+    raise AssertionError("%s does not match docs/schema/%s.schema.json at /%s: %s"
+                         % (where, name, "/".join(map(str, path)), message))
+
+
+def check_record(record, where="a trace.jsonl record"):
+    return check_schema("trace-record", record, where)
+
+
 def trace(directory):
-    """The records of <directory>/trace.jsonl."""
+    """The records of <directory>/trace.jsonl, each checked against the record schema."""
     path = Path(directory) / "trace.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [check_record(json.loads(line), "%s line %d" % (path, number))
+            for number, line in enumerate(path.read_text().splitlines(), 1) if line.strip()]
 
 
 def summary(directory):
-    return json.loads((Path(directory) / "summary.json").read_text())
+    """<directory>/summary.json, checked against the summary schema."""
+    path = Path(directory) / "summary.json"
+    return check_schema("summary", json.loads(path.read_text()), str(path))
 
 
 class Run:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+from conftest import summary, trace
+
 SOURCE_DIR = Path(os.environ.get("OPHOOK_SOURCE_DIR", Path(__file__).resolve().parents[2]))
 BUILD_DIR = Path(os.environ.get("OPHOOK_BUILD_DIR", SOURCE_DIR / "build"))
 SCRIPT = SOURCE_DIR / "examples" / "ci_regression.sh"
@@ -47,8 +49,10 @@ def test_unchanged_run_passes_and_perturbed_run_names_the_op(tmp_path):
     assert (work / "changed.html").stat().st_size > 0
 
     # The recorded call is the epsilon add: output = input + that run's epsilon.
+    for run in ("reference", "unchanged", "changed"):
+        assert summary(work / run)["totals"]["calls"] == len(trace(work / run))  # and both match the schemas
     for run, epsilon in (("reference", 1e-5), ("changed", 1e-2)):
-        records = [json.loads(line) for line in (work / run / "trace.jsonl").read_text().splitlines()]
+        records = trace(work / run)
         call = next(r for r in records if r["seq"] == first["seq"])
         assert call["op"] == "numpy.add" and call["args"][1] == epsilon
         var = np.load(work / run / call["args"][0]["file"])

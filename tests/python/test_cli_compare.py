@@ -29,7 +29,7 @@ def test_identical_runs_exit_0(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "first divergent call: none" in proc.stdout
     assert proc.stdout.strip().splitlines()[-1].startswith("verdict: SAME")
-    assert table_row(proc.stdout, "numpy.matmul")[1:4] == ["1", "0", "0"]
+    assert table_row(proc.stdout, "numpy.matmul")[1:5] == ["1", "0", "0", "0"]
 
 
 def test_differences_exit_1_with_first_divergent_call_and_numpy_numbers(tmp_path):
@@ -41,10 +41,13 @@ def test_differences_exit_1_with_first_divergent_call_and_numpy_numbers(tmp_path
     at = lines.index("first divergent call:")
     assert lines[at + 1].split() == ["BASE", "seq=2", "op=numpy.matmul",
                                      "source=model.py:33:forward", "module=encoder.0",
-                                     "phase=forward"]
+                                     "phase=forward", "step=0"]
     assert lines[at + 2].startswith("  NEW   seq=2 op=numpy.matmul")
     assert "outputs[0]" in lines[at + 3]
+    # Its inputs are equal in both runs, so the difference starts here.
+    assert "first origin: the first divergent call" in proc.stdout
     assert lines[-1].startswith("verdict: DIFFERENT")
+    assert lines[0] == lines[-1][len("verdict: "):]
 
     a = np.load(base / "op_numpy.matmul_output_000002.npy").astype(np.float64)
     b = np.load(new / "op_numpy.matmul_output_000002.npy").astype(np.float64)
@@ -55,8 +58,15 @@ def test_differences_exit_1_with_first_divergent_call_and_numpy_numbers(tmp_path
     result = json.loads((tmp_path / "out.json").read_text())
     assert result["verdict"] == "different"
     assert result["first_divergence"]["base"]["seq"] == 2
+    assert result["first_origin"] == result["first_divergence"]
+    assert result["first_origin"]["origin"] is True
+    # matmul made the difference; the reduction and tanh of its output only pass it on.
+    assert [(p["op"], p["origin"]) for p in result["pairs"] if p["differs"]] == [
+        ("numpy.matmul", True), ("numpy.add.reduce", False), ("numpy.tanh", False)]
+    assert result["origins"] == 1 and result["values_compared"] == 5
     ops = {o["op"]: o for o in result["ops"]}
-    assert ops["numpy.matmul"]["differing"] == 1
+    assert ops["numpy.matmul"]["differing"] == 1 and ops["numpy.matmul"]["origins"] == 1
+    assert ops["numpy.tanh"]["differing"] == 1 and ops["numpy.tanh"]["origins"] == 0
     assert ops["numpy.matmul"]["max_abs_err"] == pytest.approx(max_abs, rel=1e-12)
     assert ops["numpy.matmul"]["max_rel_err"] == pytest.approx(max_rel, rel=1e-12)
     assert ops["numpy.matmul"]["min_cosine"] == pytest.approx(cosine, abs=1e-12)
@@ -64,9 +74,10 @@ def test_differences_exit_1_with_first_divergent_call_and_numpy_numbers(tmp_path
     assert not np.allclose(b, a, rtol=1e-5, atol=1e-8)
 
     row = table_row(proc.stdout, "numpy.matmul")
-    assert row[1:3] == ["1", "1"]
-    assert float(row[3]) == pytest.approx(max_abs, rel=1e-3)
-    assert float(row[4]) == pytest.approx(max_rel, rel=1e-3)
+    assert row[1:4] == ["1", "1", "1"]  # pairs, differing, origins
+    assert float(row[4]) == pytest.approx(max_abs, rel=1e-3)
+    assert float(row[5]) == pytest.approx(max_rel, rel=1e-3)
+    assert table_row(proc.stdout, "numpy.tanh")[1:4] == ["1", "1", "0"]
 
 
 def test_tolerance_options_follow_numpy_allclose(tmp_path):
@@ -106,7 +117,7 @@ def test_nan_pattern_shape_and_dtype_mismatches(tmp_path):
     assert proc.returncode == 1
     ops = {o["op"]: o for o in json.loads((tmp_path / "out.json").read_text())["ops"]}
     assert ops["numpy.matmul"]["nonfinite_mismatches"] == 1
-    assert "NaN/Inf" in table_row(proc.stdout, "numpy.matmul")[6]
+    assert "NaN/Inf" in table_row(proc.stdout, "numpy.matmul")[7]
 
     x = np.arange(6, dtype=np.float32)
     a = RunDir(tmp_path / "s1")
@@ -175,10 +186,15 @@ def test_stats_only_runs(tmp_path):
     mm_a = np.load(simple_program(RunDir(tmp_path / "d")).write() / "op_numpy.matmul_output_000002.npy")
     # The largest statistic difference is a lower bound of the true max abs error.
     assert value["max_abs_err"] <= np.max(np.abs(mm_a * 1.01 - mm_a)) * 1.01
-    # Trace mode: shapes and dtypes only, nothing to disagree on.
+    # Trace mode: shapes and dtypes only. The calls match, but no value was compared: not SAME.
     t1 = simple_program(RunDir(tmp_path / "t1", mode="trace")).write()
     t2 = simple_program(RunDir(tmp_path / "t2", mode="trace"), scale=3.0).write()
-    assert compare(t1, t2).returncode == 0
+    proc = compare(t1, t2, "--json", tmp_path / "trace.json")
+    assert proc.returncode == 1, proc.stdout
+    assert proc.stdout.startswith("SAME CALLS, VALUES NOT RECORDED: 5 paired calls match, 0 of them")
+    result = json.loads((tmp_path / "trace.json").read_text())
+    assert result["verdict"] == "same_calls_values_not_recorded"
+    assert result["values_compared"] == 0 and result["differing_pairs"] == 0
 
 
 def test_corrupt_and_truncated_npy_exit_2_naming_the_file(tmp_path):

@@ -1,19 +1,20 @@
 """scripts/demo.sh, the README's first command, end to end: it exits 0, prints a summary of each
 recorded example, and its dumps hold the examples' real values (recomputed here from the recorded
 inputs), so the main job keeps working at every commit."""
-import json
 import os
 import subprocess
 from pathlib import Path
 
 import numpy as np
 
+from conftest import summary, trace
+
 SOURCE_DIR = Path(os.environ.get("OPHOOK_SOURCE_DIR", Path(__file__).resolve().parents[2]))
 OUTPUT = SOURCE_DIR / "demo_output"
 
 
 def records(run):
-    return [json.loads(line) for line in (OUTPUT / run / "trace.jsonl").read_text().splitlines()]
+    return trace(OUTPUT / run)  # each record checked against docs/schema/trace-record.schema.json
 
 
 def load(run, value):
@@ -32,8 +33,8 @@ def test_demo_records_both_examples_with_their_values():
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     for run in ("numpy_ops", "torch_mlp"):
         assert f"== summary of {OUTPUT / run} ==" in proc.stdout, proc.stdout[-3000:]
-        summary = json.loads((OUTPUT / run / "summary.json").read_text())
-        assert summary["totals"]["calls"] > 0 and summary["totals"]["write_errors"] == 0, summary
+        written = summary(OUTPUT / run)
+        assert written["totals"]["calls"] == len(records(run)) > 0 and written["totals"]["write_errors"] == 0, written
 
     # numpy_ops.py: `c = a + b` with b = ones((4, 3)): the dumped output is the dumped a + 1.
     numpy_adds = [r for r in records("numpy_ops")

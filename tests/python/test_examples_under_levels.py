@@ -1,7 +1,7 @@
 """The project's own examples under level combinations: each runs without the hook and under
 LD_PRELOAD with OPHOOK_LEVELS and OPHOOK_MODE set; stdout and exit status must be identical, every
-trace.jsonl line must parse, every .npy must load, and only calls of the enabled levels' frameworks
-may be recorded.
+trace.jsonl line and summary.json must match the schemas in docs/schema/, every .npy must load, and
+only calls of the enabled levels' frameworks may be recorded.
 
 Matrix (kept under ~2 minutes of CI): the NumPy examples start in a fraction of a second, so they
 run every one of the 7 level combinations in both modes. The PyTorch examples pay a torch import per
@@ -13,13 +13,12 @@ api_tracer.py (chooses its levels in code) and hijack_mm.py (needs OPHOOK_OVERRI
 by test_torch_capture.py and test_torch_nan_and_overrides.py.
 """
 import itertools
-import json
 import subprocess
 
 import numpy as np
 import pytest
 
-from conftest import EXAMPLES, LIBRARY, VENV_PYTHON, clean_env
+from conftest import EXAMPLES, LIBRARY, VENV_PYTHON, clean_env, summary, trace
 
 LEVELS = ("numpy", "torch_function", "torch_dispatch")
 COMBINATIONS = [",".join(c) for n in (1, 2, 3) for c in itertools.combinations(LEVELS, n)]
@@ -71,10 +70,10 @@ def test_example_unchanged_and_output_readable(name, levels, mode, tmp_path, pla
     assert hooked == plain_outcomes(name)
     assert hooked[0] == 0
 
-    summary = json.loads((output / "summary.json").read_text())
-    records = [json.loads(line) for path in sorted(output.rglob("trace.jsonl"))
-               for line in path.read_text().splitlines()]
-    assert len(records) == summary["totals"]["calls"]
+    # Every process's records and summary, each checked against docs/schema/.
+    directories = sorted(path.parent for path in output.rglob("summary.json"))
+    records = [record for directory in directories for record in trace(directory)]
+    assert len(records) == sum(summary(directory)["totals"]["calls"] for directory in directories)
     allowed = {FRAMEWORK[level] for level in levels.split(",")}
     assert {r["framework"] for r in records} <= allowed
     if name.startswith("torch_") and "torch" in allowed:

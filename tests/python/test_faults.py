@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import LIBRARY, VENV_PYTHON, clean_env
+from conftest import LIBRARY, VENV_PYTHON, check_record, clean_env, summary
 
 
 def consistent_records(directory):
@@ -23,7 +23,7 @@ def consistent_records(directory):
     records = []
     for i, line in enumerate(lines):
         try:
-            records.append(json.loads(line))
+            records.append(check_record(json.loads(line), "line %d of %s" % (i + 1, directory / "trace.jsonl")))
         except ValueError:
             assert i >= len(lines) - 2, "line %d of %d does not parse: %r" % (i, len(lines), line[:80])
     seqs = [r["seq"] for r in records]
@@ -120,21 +120,21 @@ def terminate(proc, out, sig):
     assert proc.returncode == -sig, stderr  # dies of the signal, as without the hook
     assert time.monotonic() - started < 10, stderr
     records, arrays = consistent_records(out)
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["totals"]["calls"] == len(records) >= 50
-    assert summary["totals"]["files"] == len(arrays)
-    assert summary["notes"]["termination"] == {"signal": sig.name}
+    written = summary(out)
+    assert written["totals"]["calls"] == len(records) >= 50
+    assert written["totals"]["files"] == len(arrays)
+    assert written["notes"]["termination"] == {"signal": sig.name}
     check_dumps_hold_their_values(records, arrays)
-    return summary
+    return written
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_termination_signal_writes_the_summary_then_kills(tmp_path, sig):
     proc, out = start(DUMP_LOOP, tmp_path)
     wait_for_line(proc, "ready")
-    summary = terminate(proc, out, sig)
+    written = terminate(proc, out, sig)
     # The default 256 MiB queue drains well within the 8 s allowed for files.
-    assert summary["totals"]["files_not_written_at_termination"] == 0
+    assert written["totals"]["files_not_written_at_termination"] == 0
 
 
 def test_termination_signal_at_any_moment_of_a_call(tmp_path):
@@ -158,7 +158,7 @@ def test_a_handler_the_program_installs_wins(tmp_path):
     stdout, _ = proc.communicate(timeout=60)
     assert proc.returncode == 3 and stdout == "handled\n"
     records, _ = consistent_records(out)
-    assert json.loads((out / "summary.json").read_text())["totals"]["calls"] == len(records)
+    assert summary(out)["totals"]["calls"] == len(records)
 
 
 def test_keyboard_interrupt_caught_and_uncaught(tmp_path):
@@ -171,7 +171,7 @@ def test_keyboard_interrupt_caught_and_uncaught(tmp_path):
     records, _ = consistent_records(out)
     # Every call made before the interrupt is recorded: a[0] counts the calls that completed.
     assert float(first) in (int(n), int(n) + 1) and len(records) == int(float(first))
-    assert json.loads((out / "summary.json").read_text())["totals"]["calls"] == len(records)
+    assert summary(out)["totals"]["calls"] == len(records)
 
     proc, out = start(DUMP_LOOP.replace("except KeyboardInterrupt", "except ZeroDivisionError"), tmp_path)
     wait_for_line(proc, "ready")
@@ -179,7 +179,7 @@ def test_keyboard_interrupt_caught_and_uncaught(tmp_path):
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == -signal.SIGINT and "KeyboardInterrupt" in stderr
     records, _ = consistent_records(out)
-    assert json.loads((out / "summary.json").read_text())["totals"]["calls"] == len(records)
+    assert summary(out)["totals"]["calls"] == len(records)
 
 
 # ---- failures to write -------------------------------------------------------------------------
@@ -222,9 +222,9 @@ def test_disk_full(tmp_path, small_disk):
     assert "no more .npy files" in errors[0] and len(errors) <= 2, errors  # .npy, maybe trace.jsonl
     records, arrays = consistent_records(out)
     assert len(records) == 41 and 0 < len(arrays) < 80
-    summary = json.loads((out / "summary.json").read_text())  # the reserve kept room for it
-    assert "No space left on device" in summary["write_errors"]["stopped"][".npy files"]
-    assert summary["totals"]["files"] == len(arrays) and summary["totals"]["calls"] == 41
+    written = summary(out)  # the reserve kept room for it
+    assert "No space left on device" in written["write_errors"]["stopped"][".npy files"]
+    assert written["totals"]["files"] == len(arrays) and written["totals"]["calls"] == 41
 
 
 def start_with_fsize_limit(code, tmp_path, limit):
@@ -241,8 +241,8 @@ def test_file_size_limit_never_kills_the_program(tmp_path):
     assert len(errors) == 1 and "File too large" in errors[0] and "no more .npy files" in errors[0]
     records, arrays = consistent_records(out)
     assert len(records) == 41 and not arrays
-    summary = json.loads((out / "summary.json").read_text())
-    assert "File too large" in summary["write_errors"]["stopped"][".npy files"]
+    written = summary(out)
+    assert "File too large" in written["write_errors"]["stopped"][".npy files"]
 
     # 1 KiB: even summary.json is over the limit, and it is written when the program exits.
     (tmp_path / "out").rename(tmp_path / "first")
@@ -304,7 +304,7 @@ def test_end_of_run_file_that_cannot_be_written_is_counted_in_the_summary(runner
     assert run.stdout == plain.stdout and run.proc.returncode == 0
     (error,) = [line for line in run.stderr.splitlines() if " error: " in line]
     assert error.endswith("api_configs.txt: Is a directory")
-    errors = json.loads((out / "summary.json").read_text())["write_errors"]
+    errors = summary(out)["write_errors"]
     assert errors["count"] == 1 and errors["first"] == "api_configs.txt: Is a directory"
     assert (out / "api_apis.txt").read_text().splitlines() == sorted({r["op"] for r in consistent_records(out)[0]})
 

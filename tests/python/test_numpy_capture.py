@@ -3,7 +3,7 @@ exceptions and identity — checked against values recomputed from the recorded 
 import numpy as np
 import pytest
 
-from conftest import arrays_in
+from conftest import arrays_in, run, trace
 
 CALL_PATHS = """
 import numpy as np
@@ -256,10 +256,11 @@ def test_program_output_is_unchanged_for_the_example(runner):
         assert len(run.records()) > 20
 
 
-def test_calls_made_by_a_library_import_are_not_the_programs(runner, tmp_path):
+def test_calls_made_while_a_module_is_imported_are_set_up_not_the_programs(runner, tmp_path):
     # numpy.random sets itself up with ufunc calls (some seeded from entropy) the first time the
-    # program touches np.random: those are not the program's calls and would make two identical
-    # runs differ. A module of the program's own that computes at import time is still recorded.
+    # program touches np.random, and a module computes its constants while it is imported: set-up,
+    # not the program's work (OPHOOK_IMPORTS=0). Such calls from entropy would also make two
+    # identical runs differ. OPHOOK_IMPORTS=1 records them.
     (tmp_path / "own_constants.py").write_text("import numpy as np\nSCALE = np.sqrt(np.float64(4.0))\n")
     code = ("import numpy as np\nimport own_constants\nnp.random.seed(0)\n"
             "x = np.random.rand(3)\nprint(np.multiply(x, own_constants.SCALE).tolist())\n")
@@ -267,6 +268,22 @@ def test_calls_made_by_a_library_import_are_not_the_programs(runner, tmp_path):
     assert first.stdout == second.stdout == runner.run(code, how="plain").stdout
     for run in (first, second):
         records = run.records()
-        assert [r["op"] for r in records] == ["numpy.sqrt", "numpy.multiply"]
-        assert records[0]["source"].endswith("own_constants.py:2:<module>")
-        assert records[1]["source"].endswith(".py:5:<module>")
+        assert [r["op"] for r in records] == ["numpy.multiply"]
+        assert records[0]["source"].endswith(".py:5:<module>")
+    with_imports = runner.run(code, env={"OPHOOK_MODE": "trace", "OPHOOK_IMPORTS": "1"})
+    assert with_imports.stdout == first.stdout
+    at_import = [r["op"] for r in with_imports.records() if (r["source"] or "").endswith("own_constants.py:2:<module>")]
+    assert at_import == ["numpy.sqrt"]
+    assert with_imports.records()[-1]["op"] == "numpy.multiply"
+
+
+def test_the_main_module_is_not_an_import(tmp_path):
+    # python -m runs the main module's code through runpy, not through an import.
+    (tmp_path / "mainmod.py").write_text("import numpy as np\nprint(np.sqrt(np.arange(3.0)).tolist())\n")
+    ways = (["-m", "mainmod"], ["mainmod.py"], ["-c", "import runpy; runpy.run_module('mainmod', run_name='__main__')"])
+    for number, args in enumerate(ways):
+        out = tmp_path / ("out%d" % number)
+        proc = run(args, cwd=tmp_path, mode="trace", env={"OPHOOK_OUTPUT": str(out)})
+        assert proc.stdout == "[0.0, 1.0, 1.4142135623730951]\n", args
+        ops = [r["op"] for r in trace(out)]
+        assert "numpy.sqrt" in ops, (args, ops)

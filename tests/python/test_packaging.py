@@ -1,11 +1,11 @@
 """`pip install .` into a fresh venv: the console command, `python -m ophook`, the packaged
-library and extension, and a NumPy program recorded by `ophook run` from there.
+library and extension, a NumPy program recorded by `ophook run` from there, and the pytest plugin
+found through its entry point.
 
 The venv sees the base interpreter's site-packages (--system-site-packages) for NumPy and the
 build tools (scikit-build-core, pybind11), so nothing is downloaded when they are there. The CMake
 build directory lives in the test build tree (OPHOOK_BUILD_DIR/wheel-build) so a second run only
 rebuilds what changed; the first one compiles the wheel's parts (no tests) with two jobs."""
-import json
 import os
 import subprocess
 import sys
@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from conftest import trace
 
 SOURCE_DIR = Path(os.environ.get("OPHOOK_SOURCE_DIR", Path(__file__).resolve().parents[2]))
 BUILD_DIR = Path(os.environ.get("OPHOOK_BUILD_DIR", SOURCE_DIR / "build"))
@@ -117,7 +119,7 @@ def test_ophook_run_records_a_numpy_program(venv, tmp_path):
     proc = run([venv.ophook, "run", "--output", out, "--", venv.python, "script.py"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == plain.stdout
-    records = [json.loads(line) for line in (out / "trace.jsonl").read_text().splitlines()]
+    records = trace(out)  # an installed package's records match docs/schema/ too
     by_op = {r["op"]: r for r in records}
     assert {"numpy.multiply", "numpy.exp"} <= by_op.keys(), sorted(by_op)
 
@@ -131,3 +133,18 @@ def test_ophook_run_records_a_numpy_program(venv, tmp_path):
     assert exp["outputs"][0]["shape"] == [3, 4] and exp["outputs"][0]["dtype"] == "float64"
     assert exp["source"] == f"{os.path.realpath(tmp_path / 'script.py')}:5:<module>"
     assert float(proc.stdout) == float(np.exp(c).sum())
+
+
+def test_pytest_loads_the_plugin_by_its_entry_point(venv, tmp_path):
+    """Installed, the plugin needs no -p: pytest finds it through the pytest11 entry point and it
+    records each test in-process (no LD_PRELOAD, no shim), then compares against that baseline."""
+    (tmp_path / "test_numbers.py").write_text("import numpy as np\n\n\ndef test_exp():\n    np.exp(np.arange(3.0))\n")
+    pytest_run = [venv.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_numbers.py"]
+    proc = run([*pytest_run, "--ophook-record=ref"], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    recording = tmp_path / "ref" / "test_numbers.py" / "test_exp"
+    records = trace(recording)
+    assert [r["op"] for r in records] == ["numpy.exp"]
+    np.testing.assert_array_equal(np.load(recording / records[0]["outputs"][0]["file"]), np.exp(np.arange(3.0)))
+    proc = run([*pytest_run, "--ophook-compare=ref"], tmp_path)
+    assert proc.returncode == 0 and "1 unchanged, 0 moved" in proc.stdout, proc.stdout + proc.stderr

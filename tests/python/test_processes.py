@@ -1,10 +1,9 @@
 """Per-process output directories (root, pid<PID>/, rank<R>/), fork, and the Python API."""
-import json
 import os
 
 import numpy as np
 
-from conftest import SHIM_DIR
+from conftest import SHIM_DIR, arrays_in, summary, trace
 
 # The package importable without being started: what `pip install` gives, or the shim directory
 # on sys.path (not PYTHONPATH, whose sitecustomize would start recording at once).
@@ -102,13 +101,35 @@ print("done")
 """ % (str(tmp_path / "first"), str(tmp_path / "second"))
     run = runner.run(code, how="plain")
     assert run.stdout == "done\n"
-    first = [json.loads(l) for l in (tmp_path / "first" / "trace.jsonl").read_text().splitlines()]
+    first = trace(tmp_path / "first")
     assert [r["op"] for r in first] == ["numpy.multiply", "numpy.add.reduce"]
     assert first[0]["args"][0]["stats"]["max"] == 1.0 and first[0]["args"][0]["file"] is None
-    summary = json.loads((tmp_path / "first" / "summary.json").read_text())
-    assert summary["totals"]["calls"] == 2 and summary["config"]["mode"] == "stats"
-    second = [json.loads(l) for l in (tmp_path / "second" / "trace.jsonl").read_text().splitlines()]
+    written = summary(tmp_path / "first")
+    assert written["totals"]["calls"] == 2 and written["config"]["mode"] == "stats"
+    second = trace(tmp_path / "second")
     assert [r["op"] for r in second] == ["numpy.subtract"] and second[0]["seq"] == 0
+
+
+def test_each_tracer_run_has_its_own_notes_and_counts(runner, tmp_path):
+    """One Tracer after another in one process (the pytest plugin's way: one per test): a run's
+    summary notes what happened in that run only — here arrays over OPHOOK_QUEUE_BYTES."""
+    code = IMPORTABLE + """
+import numpy as np, ophook
+big = np.ones(100_000)
+for name, queue in (("over", "64K"), ("within", "256M"), ("over_again", "64K")):
+    with ophook.Tracer(output=%r + "/" + name, levels=["numpy"], mode="dump", queue_bytes=queue):
+        big + 1.0
+""" % str(tmp_path)
+    runner.run(code, how="plain")
+    for name in ("over", "over_again"):
+        records, notes = trace(tmp_path / name), summary(tmp_path / name)["notes"]
+        refused = [a for r in records for a in arrays_in(r["args"] + r["outputs"]) if a.get("reason")]
+        assert [r["seq"] for r in records] == [0] and len(refused) == 2  # big, and the sum
+        assert notes["arrays_not_copied"]["count"] == len(refused)
+        assert "OPHOOK_QUEUE_BYTES=65536" in notes["arrays_not_copied"]["reason"]
+    within = trace(tmp_path / "within")
+    assert all(a["file"] for a in arrays_in(within[0]["args"] + within[0]["outputs"]))
+    assert summary(tmp_path / "within")["notes"] == {}
 
 
 def test_install_flush_uninstall(runner, tmp_path):
@@ -125,18 +146,18 @@ np.arange(4.0) * 3
     run = runner.run(code, how="plain")
     assert run.stdout.split()[0] in ("1", "2")
     assert "numpy.multiply" in run.stdout or "numpy.arange" in run.stdout
-    records = [json.loads(l) for l in (tmp_path / "api" / "trace.jsonl").read_text().splitlines()]
+    records = trace(tmp_path / "api")
     assert [r["op"] for r in records] == ["numpy.multiply"]
 
 
 def test_summary_and_api_files(runner):
     code = "import numpy as np\na = np.arange(6.0).reshape(2, 3)\nfor _ in range(3):\n    a = a + a\nnp.concatenate([a, a])\n"
     run = runner.run(code)
-    summary = run.summary()
-    assert summary["totals"]["calls"] == 4 and summary["totals"]["ops"] == 2
-    assert summary["ops"]["numpy.add"]["count"] == 3
-    assert summary["versions"]["numpy"] == np.__version__
-    assert summary["totals"]["files"] == len(list(run.output.glob("*.npy")))
+    written = run.summary()
+    assert written["totals"]["calls"] == 4 and written["totals"]["ops"] == 2
+    assert written["ops"]["numpy.add"]["count"] == 3
+    assert written["versions"]["numpy"] == np.__version__
+    assert written["totals"]["files"] == len(list(run.output.glob("*.npy")))
     api_trace = (run.output / "api_trace.txt").read_text().splitlines()
     assert api_trace[0] == 'numpy.add(Array([2, 3], "float64"), Array([2, 3], "float64"))'
     assert api_trace[3] == 'numpy.concatenate([Array([2, 3], "float64"), Array([2, 3], "float64")])'
@@ -144,3 +165,4 @@ def test_summary_and_api_files(runner):
     assert len((run.output / "api_configs.txt").read_text().splitlines()) == 2
     stats = (run.output / "api_statistics.txt").read_text()
     assert stats.startswith("Total APIs: 2\nTotal API calls: 4\n\nnumpy.add: 3 (75.00%)")
+    assert stats.endswith("\nCalls per level:\n  ufunc: 3\n  array_function: 1\n")

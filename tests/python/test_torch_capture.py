@@ -239,7 +239,14 @@ def test_numpy_and_torch_share_one_sequence(training_run):
     levels = {r["level"] for r in records}
     assert {"torch_function", "torch_dispatch", "ufunc"} <= levels
     assert all(r["phase"] is None for r in records if r["framework"] == "numpy")
-    assert all(r["phase"] in ("forward", "backward") for r in records if r["framework"] == "torch")
+    assert all(r["phase"] in ("forward", "backward", "optimizer") for r in records if r["framework"] == "torch")
+    # opt.step()'s parameter updates, at both levels, and nothing else in that phase
+    update = [r for r in records if r["phase"] == "optimizer"]
+    assert {r["op"] for r in update} == {"torch.Tensor.add_", "aten.add_.Tensor"}
+    assert len(update) == 2 * 4  # 4 parameters
+    assert all(r["step"] == 0 for r in update)
+    after = [r for r in records if r["seq"] > update[-1]["seq"]]
+    assert after and all(r["step"] == 1 and r["phase"] != "optimizer" for r in after)
 
 
 def test_module_paths(training_run):
@@ -255,11 +262,16 @@ def test_module_paths(training_run):
 def test_backward_ops_are_recorded_with_phase_backward(training_run):
     out, records, _ = training_run
     (backward,) = ops(records, "torch.Tensor.backward")
-    inside = [r for r in records if r["seq"] > backward["seq"] and r["depth"] > backward["depth"]
-              and r["t_ns"] < backward["t_ns"] + backward["dur_ns"]]
-    phases = {r["op"]: r["phase"] for r in inside if r["level"] == "torch_dispatch"}
+    # Every aten op of the backward pass, recorded at its own level under the torch_function
+    # record that ran it, with the module whose forward it differentiates.
+    inside = [r for r in records if r["parent"] == backward["seq"]]
+    assert inside and all(r["level"] == "torch_dispatch" and r["depth"] == 0 for r in inside)
+    phases = {r["op"]: r["phase"] for r in inside}
     assert phases.get("aten.threshold_backward.default") == "backward"
     assert phases.get("aten.mm.default") == "backward"
+    modules = {r["module"] for r in inside if r["op"] == "aten.threshold_backward.default"}
+    assert modules == {"Net.body.1"}
+    assert {r["module"] for r in inside if r["op"] == "aten.mm.default"} == {"Net.head", "Net.body.0"}
     mm = next(r for r in inside if r["op"] == "aten.mm.default")
     a, b = (torch.from_numpy(load(out, v)) for v in arrays(mm))
     # recomputed with the op itself: NumPy's matmul may round differently (another BLAS kernel)
@@ -335,12 +347,12 @@ def test_in_place_ops_record_pre_op_values(training_run):
         assert np.array_equal(post, (torch.from_numpy(pre).add_(torch.from_numpy(load(out, grad)), alpha=-0.5)).numpy())
 
 
-def test_numpy_inside_a_torch_op_is_nested(training_run):
+def test_numpy_inside_a_torch_op_is_recorded_at_its_own_level(training_run):
     out, records, _ = training_run
     (outer,) = [r for r in records if r["op"].endswith("numpy_sqrt")]
     assert outer["level"] == "torch_function" and outer["depth"] == 0
     inner = [r for r in ops(records, "numpy.sqrt") if r["seq"] > outer["seq"]]
-    assert inner and inner[0]["depth"] >= 1
+    assert inner and inner[0]["depth"] == 0 and inner[0]["parent"] == outer["seq"]
     assert np.array_equal(load(out, arrays(inner[0], "outputs")[0]), np.full(3, 2.0, np.float32))
 
 
@@ -361,7 +373,7 @@ def test_non_tensor_values(training_run):
     assert key[0] == {"kind": "slice", "repr": "slice(1, 3, None)"} and key[1] is None
 
 
-def test_nested_off_records_only_outermost_calls(tmp_path):
+def test_nested_off_hides_a_call_only_under_a_recorded_call_of_its_own_level(tmp_path):
     run_script(tmp_path, """
         import numpy as np, torch
         from torch.overrides import handle_torch_function, has_torch_function
@@ -370,12 +382,26 @@ def test_nested_off_records_only_outermost_calls(tmp_path):
                 return handle_torch_function(numpy_sqrt, (t,), t)
             return torch.from_numpy(np.sqrt(t.numpy()))
         numpy_sqrt(torch.full((3,), 4.0))
-        np.sqrt(np.ones(2))
+        np.mean(np.ones(2))
+        torch.nn.functional.linear(torch.ones(2, 3), torch.ones(4, 3))
     """, levels="numpy,torch_function,torch_dispatch", mode="trace")
     records = trace(tmp_path / "out")
+    by_seq = {r["seq"]: r for r in records}
     assert all(r["depth"] == 0 for r in records)
-    assert [r["op"] for r in ops(records, "numpy.sqrt")] == ["numpy.sqrt"]  # only the outer one
-    assert not ops(records, "aten.sqrt.default")
+    (outer,) = [r for r in records if r["op"].endswith("numpy_sqrt")]
+    # inside the torch_function call: its torch_function calls are hidden, its NumPy call and the
+    # aten ops below it are not
+    under = [r for r in records if r["parent"] == outer["seq"]]
+    assert [r["op"] for r in under if r["level"] != "torch_dispatch"] == ["numpy.sqrt"]
+    assert any(r["level"] == "torch_dispatch" for r in under)
+    # numpy.mean hides the add.reduce it makes (NumPy's levels nest as one)
+    assert "numpy.mean" in [r["op"] for r in records] and not ops(records, "numpy.add.reduce")
+    # every aten op runs under a torch_function record, never hidden by one
+    (linear,) = ops(records, "torch.nn.functional.linear")
+    assert [r["op"] for r in records if r["parent"] == linear["seq"]] == ["aten.t.default", "aten.mm.default"]  # no bias: mm
+    for r in records:
+        if r["level"] == "torch_dispatch":
+            assert r["parent"] is not None and by_seq[r["parent"]]["level"] == "torch_function", r
 
 
 # ---- the seed's API tracer example and the Tracer API -------------------------------------------

@@ -1,0 +1,142 @@
+"""Replaying one recorded call, in one of three modes:
+
+- "exact": the op on the recorded inputs, its result compared bit for bit with the recorded outputs;
+- "reference": the op on the inputs widened to float64, the recorded outputs judged against that
+  result by the per-dtype thresholds (reference.py);
+- "random": the op on inputs made from the recorded shapes, dtypes and ranges, the result judged
+  against the same op on those inputs widened to float64 (config replay).
+
+Each returns a result dict: seq, op, status ("match", "mismatch", "skipped"), reason, max_abs,
+max_rel, and for the last two modes mean_rel and threshold."""
+import os
+import warnings
+
+from . import arrays, ops, outputs, reference
+from .random_inputs import RandomArrays
+from .values import CannotRebuild, ObjectBuilder, Unreadable, array_file, pointer_label, python_type_of, walk_call
+
+MODES = ("exact", "reference", "random")
+
+
+def replay(run_dir, record, mode, seed=0):
+    result = {"seq": record.get("seq"), "op": record.get("op"), "status": "skipped", "reason": "",
+              "max_abs": None, "max_rel": None, "source": record.get("source")}
+    try:
+        _replay_into(result, run_dir, record, mode, seed)
+    except CannotRebuild as why:
+        result.update(status="skipped", reason=str(why))
+    except Unreadable as why:
+        result.update(status="mismatch", reason="recorded data unreadable: %s" % why)
+    return result
+
+
+def _replay_into(result, run_dir, record, mode, seed):
+    skip = ops.skip_reason(record)
+    if skip:
+        raise CannotRebuild(skip)
+    if record.get("error") and mode != "exact":
+        raise CannotRebuild("the recorded call raised: no output to judge")
+    function = ops.resolve(record["op"])
+    tally = outputs.Tally()
+    if mode == "random":
+        default = _call(function, *_arguments(record, RandomArrays(record, seed)))
+        golden = _call(function, *_widened(_arguments(record, RandomArrays(record, seed))))
+        _raise_if_failed(golden, "the float64 reference")
+        if isinstance(default, BaseException):
+            raise CannotRebuild("the op refused the generated inputs: %s" % error_text(default))
+        outputs.compare_produced(outputs.as_outputs(default), outputs.as_outputs(golden), tally)
+    else:
+        load = _file_loader(run_dir, record.get("framework"))
+        args, kwargs = _arguments(record, load)
+        if mode == "reference":
+            produced = _call(function, *_widened((args, kwargs)))
+            _raise_if_failed(produced, "the float64 reference")
+            judge = outputs.reference_judge(tally)
+            tally.judge_plain_values = False  # a dtype argument widened to float64 returns float64 dtypes
+        else:
+            produced = _call(function, args, kwargs)
+            if isinstance(produced, BaseException) or record.get("error"):
+                return _judge_error(result, record, produced)
+            judge = outputs.exact_judge(tally)
+        outputs.compare_recorded(record.get("outputs") or [], outputs.as_outputs(produced), run_dir, tally, judge)
+    _conclude(result, tally, mode)
+
+
+def _arguments(record, load):
+    return walk_call(record, ObjectBuilder(load))
+
+
+def _widened(call):
+    args, kwargs = call
+    return reference.widen(args), reference.widen(kwargs)
+
+
+def _file_loader(run_dir, framework):
+    """Loads an input from the file its own record names (never one that same_as points to)."""
+    def load(spec, pointer):
+        device = spec.get("device") or "cpu"
+        python_type = python_type_of(spec, framework)
+        if python_type == "torch.Tensor" and device != "cpu":
+            _require_device(device, pointer)
+        name = array_file(spec, pointer)
+        try:
+            return arrays.load_array(os.path.join(run_dir, name), spec.get("dtype"), python_type, device,
+                                     spec.get("strides"))
+        except (OSError, ValueError, EOFError) as error:
+            raise Unreadable("%s: %s: %s" % (pointer_label(pointer), name, error))
+        except (TypeError, AttributeError) as error:  # a dtype this NumPy or torch does not have
+            raise CannotRebuild("%s: dtype %s: %s" % (pointer_label(pointer), spec.get("dtype"), error))
+    return load
+
+
+def _require_device(device, pointer):
+    import torch
+
+    try:
+        torch.empty(0, device=device)
+    except (RuntimeError, AssertionError) as error:
+        raise CannotRebuild("%s: device %s is not available here (%s)" % (pointer_label(pointer), device, error))
+
+
+def _call(function, args, kwargs):
+    """The op's result, or the exception it raised."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return function(*args, **kwargs)
+    except Exception as error:  # the op's own exception is a result to compare
+        return error
+
+
+def _raise_if_failed(produced, what):
+    if isinstance(produced, BaseException):
+        raise CannotRebuild("%s failed: %s" % (what, error_text(produced)))
+
+
+def error_text(error):
+    return ("%s: %s" % (type(error).__name__, error)).splitlines()[0][:300]
+
+
+def _judge_error(result, record, produced):
+    """A call that raised, or should have: the same exception type is a match."""
+    recorded = record.get("error")
+    if not isinstance(produced, BaseException):
+        return result.update(status="mismatch", reason="returned a value; recorded: %s" % recorded[:300])
+    if not recorded:
+        return result.update(status="mismatch", reason="raised %s" % error_text(produced))
+    recorded_type = recorded.split(":", 1)[0].rsplit(".", 1)[-1]
+    if type(produced).__name__ == recorded_type:
+        return result.update(status="match", reason="raised as recorded: %s" % error_text(produced))
+    return result.update(status="mismatch", reason="raised %s; recorded: %s" % (error_text(produced), recorded[:300]))
+
+
+def _conclude(result, tally, mode):
+    result.update(max_abs=tally.max_abs, max_rel=tally.max_rel)
+    if mode != "exact":
+        result.update(mean_rel=tally.mean_rel, threshold=tally.threshold)
+    if tally.differences:
+        result.update(status="mismatch", reason="; ".join(tally.differences[:3]))
+    elif tally.unavailable and not tally.arrays:
+        result.update(status="skipped", reason="; ".join(tally.unavailable[:3]))
+    else:
+        result.update(status="match", reason="" if tally.arrays else "no array output")
