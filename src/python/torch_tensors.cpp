@@ -198,7 +198,6 @@ bool copy_through_attributes(ValueCapture& capture, PyObject* tensor, const Torc
   std::vector<std::int64_t> strides;
   PyRef stride_tuple = call(source.get(), names.stride);
   if (!read_ints(stride_tuple.get(), strides) || strides.size() != out.shape.size()) return false;
-  out.set_strides(strides);
   PyRef pointer = call(source.get(), names.data_ptr);
   if (!pointer) return false;
   const auto address = PyLong_AsUnsignedLongLong(pointer.get());
@@ -218,6 +217,14 @@ bool copy_through_attributes(ValueCapture& capture, PyObject* tensor, const Torc
   const auto* src = reinterpret_cast<const std::byte*>(static_cast<std::uintptr_t>(address));  // NOLINT(performance-no-int-to-ptr)
   copy_elements(src, out.shape, strides, dtype, count, budget, out);
   return true;
+}
+
+/// The tensor's own strides into the record (not those of a copy that resolved a lazy bit): the
+/// view as the program has it, whichever way its values are read.
+void record_strides(PyObject* tensor, core::ArrayCapture& out) {
+  std::vector<std::int64_t> strides;
+  PyRef stride_tuple = call(tensor, names.stride);
+  if (read_ints(stride_tuple.get(), strides) && strides.size() == out.shape.size()) out.set_strides(strides);
 }
 
 std::uint32_t unknown_dtype(core::Recorder& recorder) {
@@ -253,15 +260,18 @@ void capture_through_attributes(ValueCapture& capture, PyObject* tensor) {
     out.no_data_reason_id = dtype->reason_id;
   } else if (is_true(attr(tensor, names.is_meta))) {
     out.no_data_reason_id = recorder.intern("meta tensor: no values, never read");
-  } else if (on_cpu && recorder.config().tensor_copy == core::TensorCopy::Auto) {
-    if (capture.copy_data() && !copy_through_attributes(capture, tensor, *dtype, out)) {
-      out.data.reset();
-      out.nbytes = 0;
-      out.captured = false;
-      out.no_data_reason_id = diagnose(recorder, tensor);
+  } else {
+    record_strides(tensor, out);
+    if (on_cpu && recorder.config().tensor_copy == core::TensorCopy::Auto) {
+      if (capture.copy_data() && !copy_through_attributes(capture, tensor, *dtype, out)) {
+        out.data.reset();
+        out.nbytes = 0;
+        out.captured = false;
+        out.no_data_reason_id = diagnose(recorder, tensor);
+      }
+    } else if (capture.copy_data()) {
+      read = read_through_torch(capture, tensor, *dtype, out);
     }
-  } else if (capture.copy_data()) {
-    read = read_through_torch(capture, tensor, *dtype, out);
   }
   const auto index = capture.add_array(tensor, std::move(out));
   if (read.pending) device_readback::expect(capture.record(), index, std::move(read));
