@@ -143,6 +143,7 @@ core::RecordPtr take_check_record() {
 }
 
 void return_check_record(core::RecordPtr record) noexcept {
+  device_readback::forget(*record);
   record->clear_for_reuse();
   spare_check_record() = std::move(record);
 }

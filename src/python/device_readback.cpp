@@ -189,10 +189,18 @@ void resolve(core::CallRecord& record) {
   read_back(batch);
 }
 
+void forget(const core::CallRecord& record) noexcept {
+  std::erase_if(expected, [&](const Expected& entry) {
+    if (entry.record != &record) return false;
+    if (entry.readback.bytes) snapshot_bytes -= entry.readback.nbytes;
+    return true;
+  });
+}
+
 void defer(core::Recorder& recorder, core::RecordPtr record) {
   if (recorder.config().mode == core::Mode::Trace) {
     // Trace mode reads values for OPHOOK_NAN's check alone; a call that raised is not checked.
-    take_expected([&](const core::CallRecord* r) { return r == record.get(); });
+    forget(*record);
     return submit_record(recorder, std::move(record));
   }
   if (held.empty()) held_since = Clock::now();

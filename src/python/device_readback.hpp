@@ -33,6 +33,10 @@ bool awaited(const core::CallRecord& record) noexcept;
 /// checks the call before the program goes on.
 void resolve(core::CallRecord& record);
 
+/// Drops what `record`'s arrays wait for, unread: a record going back unwritten (a CheckOnly call
+/// that was no culprit or raised) must leave no entry that its next use would take for its own.
+void forget(const core::CallRecord& record) noexcept;
+
 /// Holds a finished `record` whose arrays wait for a read-back; reads back every held record's
 /// and submits them all once 64 are held, the oldest was held for 0.1 s or the held snapshots
 /// reach 16 MiB. In `trace` mode (read only for OPHOOK_NAN's check) the record goes at once.
