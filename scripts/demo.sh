@@ -17,10 +17,10 @@ OPHOOK_OUTPUT="$out/numpy_ops" LD_PRELOAD="$root/build/libophook.so" "$python" e
 
 if [[ -f examples/torch_mlp.py ]]; then
   echo
-  # Both torch levels with nested calls recorded: each torch call and the aten ops under it,
-  # backward included (with nesting off, the aten ops inside a recorded torch call are hidden).
-  echo "== recording examples/torch_mlp.py (both torch levels, OPHOOK_NESTED=1) =="
-  OPHOOK_OUTPUT="$out/torch_mlp" OPHOOK_LEVELS=numpy,torch_function,torch_dispatch OPHOOK_NESTED=1 \
+  # Both torch levels: each torch call and the aten ops under it (their "parent"), backward
+  # included; every enabled level is recorded, nesting only concerns calls of the same level.
+  echo "== recording examples/torch_mlp.py (both torch levels) =="
+  OPHOOK_OUTPUT="$out/torch_mlp" OPHOOK_LEVELS=numpy,torch_function,torch_dispatch \
     LD_PRELOAD="$root/build/libophook.so" "$python" examples/torch_mlp.py
 fi
 

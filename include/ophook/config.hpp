@@ -57,6 +57,7 @@ struct Config {
   bool accessors = false;
   bool imports = false;
   std::uint64_t ring_bytes = 0;  // 0 = no ring: dump mode writes every file at once
+  bool ring_for_nan_hunt = false;  // ring_bytes is OPHOOK_NAN's default, not a setting
   std::string dump_include;      // ECMAScript regex; empty = every recorded op gets files
   TensorCopy tensor_copy = TensorCopy::Auto;
   std::uint64_t max_bytes = std::uint64_t{1} << 30;
@@ -139,6 +140,12 @@ OPHOOK_API std::string_view to_string(CompilePolicy policy);
 OPHOOK_API std::string_view to_string(TensorCopy copy);
 /// "numpy,torch_function" in canonical order.
 OPHOOK_API std::string levels_to_string(const Levels& levels);
+
+/// Whether dump mode keeps its arrays in a ring (OPHOOK_RING_BYTES, or a NaN hunt's default).
+OPHOOK_API bool uses_ring(const Config& config);
+/// The start line's words for the ring ("" without one): its size, the triggers, and whether it is
+/// a NaN hunt's default.
+OPHOOK_API std::string ring_description(const Config& config);
 
 /// The effective configuration as written into summary.json.
 OPHOOK_API nlohmann::json config_to_json(const Config& config);

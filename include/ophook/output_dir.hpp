@@ -1,6 +1,7 @@
 #pragma once
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -53,6 +54,20 @@ class OutputDir {
   IoResult write_file(std::string_view name, std::span<const std::span<const std::byte>> parts);
   IoResult write_file(std::string_view name, std::string_view text);
 
+  /// What link_copy did: made the link; found other content (or no regular file) at `existing`;
+  /// or failed to link (`error`: EPERM, EMLINK, EOPNOTSUPP, ... where hard links are refused).
+  enum class Link : std::uint8_t { Made, Differs, Failed };
+  struct LinkResult {
+    Link outcome = Link::Made;
+    int error = 0;  // errno when Failed
+  };
+  /// Gives `name` to the file `existing` of this directory (a hard link) when it holds exactly the
+  /// bytes of `parts` back to back, compared byte for byte. `existing` is opened without following
+  /// a symlink and linked by that descriptor, so `name` is the very file compared; a file or
+  /// symlink already at `name` is replaced as write_file replaces it. Thread-safe.
+  LinkResult link_copy(std::string_view existing, std::string_view name,
+                       std::span<const std::span<const std::byte>> parts);
+
   /// Opens `name` for appending from scratch (an earlier file of that name is replaced), returns
   /// an fd owned by the caller, or -1 with errno set.
   int open_fresh_for_append(std::string_view name);
@@ -70,7 +85,10 @@ class OutputDir {
  private:
   struct FileNames;  // one write_file's final and temporary names (per thread, kept between calls)
   IoResult write_unnamed_then_link(int fd, std::span<const std::span<const std::byte>> parts, FileNames& names);
-  int link_unnamed(int fd, const std::string& name);  // 0 or errno; may step creation_ down
+  /// Links the open file `fd` as names.final_name, replacing what is there; 0 or errno.
+  /// `step_down`: a refused way of linking is not tried again for later files (see Creation).
+  int link_into_place(int fd, FileNames& names, bool step_down);
+  int link_descriptor(int fd, const std::string& name, bool step_down);  // 0 or errno
   IoResult write_via_temp_name(std::span<const std::span<const std::byte>> parts, FileNames& names);
   const std::string& next_temp_name(FileNames& names);       // for names.final_name
   IoResult rename_temp_into_place(const FileNames& names);  // temp_name → final_name

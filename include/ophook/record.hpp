@@ -112,6 +112,7 @@ struct CallRecord {
   bool has_error = false;
   bool nonfinite_new = false;  // OPHOOK_NAN: outputs hold NaN/Inf, inputs did not
   bool nonfinite_scalar_input = false;  // a float argument is NaN/Inf: such outputs are not fresh
+  bool ring_trigger = false;  // not a call: a request to write OPHOOK_RING_BYTES' ring (`error` says why)
   bool nonfinite_expected = false;  // fresh NaN/Inf the program declared it expects (np.errstate)
   std::uint16_t depth = 0;      // recorded calls of the same level enclosing this one
   static constexpr std::uint64_t kNoParent = ~std::uint64_t{0};

@@ -27,6 +27,7 @@ struct OpEntry {
   std::string file_stem;  // sanitized for file names
   Level level = Level::Ufunc;
   bool recorded = false;  // passes OPHOOK_INCLUDE/OPHOOK_EXCLUDE
+  bool dumped = false;    // dump mode gives its arrays files (OPHOOK_DUMP_INCLUDE)
   bool uninitialized_output = false;  // returns_uninitialized_memory(name): no NaN finding
 };
 
@@ -75,8 +76,12 @@ class OPHOOK_API Recorder {
   bool has_room(std::size_t bytes) const noexcept;
   void wait_for_room(std::size_t bytes) noexcept;
 
-  /// Waits until everything submitted so far is on disk.
+  /// Waits until everything submitted so far is on disk (but the calls held in dump mode's ring).
   void flush() noexcept;
+  /// Writes OPHOOK_RING_BYTES' ring after every record submitted so far: the held calls' files
+  /// and trace lines; `why` goes into summary.json. Waits until that is done (call without the
+  /// GIL). False when there is no ring to write (not dump mode, no ring, recording finished).
+  bool dump_ring(std::string_view why) noexcept;
   /// Flushes, writes summary.json and the api_* files, stops the writer. Idempotent; later
   /// records are dropped (and counted).
   void finish() noexcept;
@@ -139,6 +144,7 @@ class OPHOOK_API Recorder {
   Recorder();
   void begin_run(const Config& config, WriterThread thread);
   bool passes_filters(const std::string& name) const;
+  bool dumps(const std::string& name) const;
   void start_writer(std::string output_path, WriterThread thread);
   bool ensure_writer() noexcept;
   void unlock_tables() noexcept;
@@ -153,7 +159,7 @@ class OPHOOK_API Recorder {
   Config config_;
   std::string output_path_;
   std::string root_output_;  // the root process's directory; children write below it
-  std::unique_ptr<std::regex> include_, exclude_;
+  std::unique_ptr<std::regex> include_, exclude_, dump_include_;
   InternTable<std::string, OpEntry> ops_;
   InternTable<std::string, std::string> strings_;
   InternTable<std::string, DtypeInfo> dtypes_;

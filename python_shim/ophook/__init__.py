@@ -11,12 +11,13 @@ Keyword options are the OPHOOK_* variable names in lower case without the prefix
 """
 from . import _startup
 
-__all__ = ["Tracer", "install", "uninstall", "flush", "step", "override"]
+__all__ = ["Tracer", "install", "uninstall", "flush", "step", "dump_ring", "override"]
 __version__ = "0.1.0"
 
 # The public names load on first use: every hooked interpreter imports this package at start-up,
 # and most never call the API.
-_HOMES = {"Tracer": "_api", "install": "_api", "uninstall": "_api", "flush": "_api", "step": "_api", "override": "_overrides"}
+_HOMES = {"Tracer": "_api", "install": "_api", "uninstall": "_api", "flush": "_api", "step": "_api",
+          "dump_ring": "_api", "override": "_overrides"}
 
 
 def __getattr__(name):

@@ -34,7 +34,8 @@ def uninstall():
 
 
 def flush():
-    """Waits until every call recorded so far is on disk."""
+    """Waits until every call recorded so far is on disk (but those held in the ring, see
+    dump_ring)."""
     _native().flush()
 
 
@@ -43,6 +44,13 @@ def step():
     NumPy loop, a custom update): records made after it carry the next "step", and OPHOOK_STEPS
     selects among them. Optimizer steps are counted without it."""
     _native().step()
+
+
+def dump_ring(reason="ophook.dump_ring()"):
+    """Writes the arrays that dump mode holds in its ring (OPHOOK_RING_BYTES): the files and
+    trace.jsonl lines of the latest calls, as a NaN/Inf or an uncaught exception would. `reason`
+    goes into summary.json. Returns when they are on disk: True, or False when there is no ring."""
+    return _native().dump_ring(str(reason))
 
 
 class Tracer:

@@ -81,6 +81,10 @@ def _start_recorder(settings, native):
     native.set_version("python", sys.version.split()[0])
     # `ophook replay` re-runs the calls with the interpreter (and so the packages) that made them.
     native.set_version("python_executable", sys.executable)
+    if native.uses_ring():
+        from . import _ring_triggers
+
+        _ring_triggers.install(native)
     return output
 
 
@@ -146,14 +150,15 @@ def _start_deferred():
         return False
     if output is None:
         return False  # a rank OPHOOK_RANKS leaves out: it runs unrecorded
-    native.log("info", _start_message(settings, output))
+    native.log("info", _start_message(settings, output, native.ring_description(settings)))
     return True
 
 
-def _start_message(settings, output):
-    """The log line of a start, as bytes (the path may not be UTF-8)."""
-    return os.fsencode("recording %s (%s mode) into %s" % (
-        ",".join(sorted(_settings.levels(settings))), settings.get("OPHOOK_MODE", "dump"), output))
+def _start_message(settings, output, ring=""):
+    """The log line of a start, as bytes (the path may not be UTF-8); `ring`: the ring's
+    description, when dump mode keeps one."""
+    mode = settings.get("OPHOOK_MODE", "dump") + " mode" + ("; " + ring if ring else "")
+    return os.fsencode("recording %s (%s) into %s" % (",".join(sorted(_settings.levels(settings))), mode, output))
 
 
 # Set by the preload's bootstrap: writes the output of a run that imported no framework from the

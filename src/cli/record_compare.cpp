@@ -29,16 +29,19 @@ BufferView c_order_view(const MappedNpy& npy, std::vector<std::byte>& copy) {
 
 ArrayDiff compare_files(const ArraySpec& a, const ArraySpec& b, const PairContext& ctx,
                         unsigned threads) {
-  const MappedNpy npy_a(ctx.base_dir / a.file);
-  const MappedNpy npy_b(ctx.new_dir / b.file);
-  if (npy_a.header().shape != npy_b.header().shape) {
-    ArrayDiff diff;
-    diff.shape_mismatch = true;
-    return diff;
-  }
-  std::vector<std::byte> copy_a, copy_b;
-  return compare_buffers(c_order_view(npy_a, copy_a), c_order_view(npy_b, copy_b), ctx.tolerance,
-                         threads);
+  const auto path_a = ctx.base_dir / a.file, path_b = ctx.new_dir / b.file;
+  return ctx.file_pairs->compare(path_a, path_b, [&] {
+    const MappedNpy npy_a(path_a);
+    const MappedNpy npy_b(path_b);
+    if (npy_a.header().shape != npy_b.header().shape) {
+      ArrayDiff diff;
+      diff.shape_mismatch = true;
+      return diff;
+    }
+    std::vector<std::byte> copy_a, copy_b;
+    return compare_buffers(c_order_view(npy_a, copy_a), c_order_view(npy_b, copy_b), ctx.tolerance,
+                           threads);
+  });
 }
 
 void attach(ValueResult& result, const ArraySpec* base, const ArraySpec* other) {

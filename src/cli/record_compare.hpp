@@ -1,7 +1,9 @@
 #pragma once
 #include <filesystem>
+#include <memory>
 
 #include "compare_result.hpp"
+#include "file_pair_memo.hpp"
 #include "trace_model.hpp"
 #include "uninitialized_memory.hpp"
 
@@ -12,6 +14,7 @@ struct PairContext {
   std::filesystem::path base_dir, new_dir;  // the records' "file" names are relative to these
   Tolerance tolerance;
   UninitializedMemory base_uninitialized, new_uninitialized;
+  std::shared_ptr<FilePairMemo> file_pairs = std::make_shared<FilePairMemo>();  // linked files compared once
 };
 
 /// Compares two paired records value by value (arrays and plain leaves matched by path):

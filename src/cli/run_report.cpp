@@ -110,6 +110,9 @@ void total_ops(RunReport& report) {
 std::optional<NonfiniteCall> find_first_nonfinite(const ProcessRun& process, std::size_t index) {
   if (process.summary) {
     auto it = process.summary->find("first_nonfinite");
+    // null is the recorder's answer (it knew which NaNs were the program's own: scalar -inf
+    // arguments, np.errstate): only a run without it (killed before its summary) is scanned.
+    if (it != process.summary->end() && it->is_null()) return std::nullopt;
     if (it != process.summary->end() && it->is_object()) {
       NonfiniteCall hit;
       hit.process = index;

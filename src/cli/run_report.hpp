@@ -50,9 +50,9 @@ struct RunReport {
 /// anywhere, malformed trace line, unreadable summary.json).
 RunReport load_run_report(const std::filesystem::path& dir);
 
-/// The first NaN/Inf of one process: summary.json's "first_nonfinite" when present and not
-/// null, else the first record whose outputs hold NaN/Inf while its inputs do not, else the first
-/// whose outputs hold any. Pure.
+/// The first NaN/Inf of one process: summary.json's "first_nonfinite" when present (none when it
+/// is null); without it, the first record whose outputs hold NaN/Inf while its inputs do not,
+/// else the first whose outputs hold any. Pure.
 std::optional<NonfiniteCall> find_first_nonfinite(const ProcessRun& process, std::size_t index);
 
 }  // namespace ophook::cli

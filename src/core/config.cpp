@@ -199,6 +199,7 @@ ConfigResult parse_config(const SettingLookup& lookup) {
   // A NaN hunt keeps its arrays in memory until the culprit shows up (CONTRACT.md section 3).
   if (c.nan != NanPolicy::Off && !p.given("OPHOOK_MODE") && !p.given("OPHOOK_RING_BYTES")) {
     c.ring_bytes = kNanHuntRingBytes;
+    c.ring_for_nan_hunt = true;
   }
   return std::move(p.result());
 }
@@ -225,6 +226,23 @@ std::string setting_problem(const SettingInfo& setting, std::string_view value) 
     return std::nullopt;
   });
   return result.errors.empty() ? "" : result.errors.front().message();
+}
+
+bool uses_ring(const Config& config) { return config.mode == Mode::Dump && config.ring_bytes > 0; }
+
+std::string ring_description(const Config& config) {
+  if (!uses_ring(config)) return "";
+  const auto bytes = config.ring_bytes;
+  const auto size = bytes % (1 << 20) == 0 ? std::to_string(bytes >> 20) + " MiB"
+                    : bytes % (1 << 10) == 0 ? std::to_string(bytes >> 10) + " KiB"
+                                             : std::to_string(bytes) + " bytes";
+  std::string text = "arrays of the latest calls held in a " + size +
+                     " ring, written on the first NaN/Inf, an uncaught exception, a termination signal or "
+                     "ophook.dump_ring()";
+  if (config.ring_for_nan_hunt) {
+    text += " (OPHOOK_NAN's default: OPHOOK_RING_BYTES sets another size, OPHOOK_MODE=dump writes every array)";
+  }
+  return text;
 }
 
 std::string_view to_string(Mode mode) {

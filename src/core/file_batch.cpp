@@ -61,8 +61,12 @@ void FileBatchWriter::take_jobs() noexcept {
     auto& job = jobs_[i];
     const std::span<const std::byte> parts[] = {
         {reinterpret_cast<const std::byte*>(job.header.data()), job.header.size()}, job.data};
-    job.result = dir_.write_file(job.outcome->file, parts);
     job.attempted = true;
+    if (!job.same_as.empty()) {
+      job.link = dir_.link_copy(job.same_as, job.outcome->file, parts);
+      continue;  // not linked: the caller writes the file instead
+    }
+    job.result = dir_.write_file(job.outcome->file, parts);
     if (!job.result.ok && !error_concerns_one_file(job.result.error)) {
       medium_failed_.store(true, std::memory_order_relaxed);
     }

@@ -18,13 +18,17 @@ namespace ophook::core {
 /// medium (disk full, size limit, read-only, permission).
 bool error_concerns_one_file(int error) noexcept;
 
-/// One .npy file of a batch: named by its outcome, written from `header` and the record's bytes.
+/// One .npy file of a batch: named by its outcome, made of `header` and the record's bytes. With
+/// `same_as` set, the file is not written: that earlier file is linked under the name if it holds
+/// the same bytes (OutputDir::link_copy), and `link` says how that went.
 struct FileJob {
   ArrayOutcome* outcome = nullptr;
   std::string header;
   std::span<const std::byte> data;
   IoResult result;
   bool attempted = false;  // false: the batch stopped at a failure of the medium before this file
+  std::string same_as;
+  OutputDir::LinkResult link;
 };
 
 /// Writes a batch of small files on the calling thread and one helper thread at once. A small

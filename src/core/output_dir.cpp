@@ -1,7 +1,8 @@
 // The per-process output directory: every file is created relative to one directory fd, written
 // in full before it gets its name (CONTRACT.md section 7): an unnamed O_TMPFILE file linked under
 // its name (by the fd itself, or by its /proc/self/fd path), or where the file system has no
-// O_TMPFILE a temporary name made with O_EXCL|O_NOFOLLOW, renamed into place.
+// O_TMPFILE a temporary name made with O_EXCL|O_NOFOLLOW, renamed into place. A file may also get
+// its name as a hard link to an earlier file of the same bytes (link_copy).
 #include "ophook/output_dir.hpp"
 
 #include <dirent.h>
@@ -10,9 +11,12 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
+#include <memory>
 #include <system_error>
 #include <utility>
 
@@ -68,6 +72,30 @@ bool write_all(int fd, std::span<const std::span<const std::byte>> parts) noexce
       return false;
     }
     skip_written(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+// Whether the regular file `fd` holds exactly `parts` back to back. Read in pieces that stay in
+// the cache for the comparison; the file's pages are usually still in the page cache, as it was
+// written moments ago.
+bool holds_exactly(int fd, std::span<const std::span<const std::byte>> parts) {
+  constexpr std::size_t kPiece = std::size_t{256} << 10;
+  struct stat st{};
+  std::size_t total = 0;
+  for (const auto& part : parts) total += part.size();
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::size_t>(st.st_size) != total) return false;
+  thread_local const auto buffer = std::make_unique_for_overwrite<std::byte[]>(kPiece);
+  off_t offset = 0;
+  for (const auto& part : parts) {
+    for (std::size_t done = 0; done < part.size();) {
+      const auto want = std::min(kPiece, part.size() - done);
+      const ssize_t n = ::pread(fd, buffer.get(), want, offset);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0 || std::memcmp(buffer.get(), part.data() + done, static_cast<std::size_t>(n)) != 0) return false;
+      done += static_cast<std::size_t>(n);
+      offset += n;
+    }
   }
   return true;
 }
@@ -206,16 +234,7 @@ IoResult OutputDir::write_unnamed_then_link(int fd, std::span<const std::span<co
     ::close(fd);  // the unnamed file goes with it
     return failure(error);
   }
-  // linkat never replaces what is there (EEXIST), so a file of that name is replaced the way the
-  // temporary-name path does it.
-  int error = link_unnamed(fd, names.final_name);
-  if (error == EEXIST) {
-    error = link_unnamed(fd, next_temp_name(names));
-    if (error == 0) {
-      ::close(fd);
-      return rename_temp_into_place(names);
-    }
-  }
+  const int error = link_into_place(fd, names, /*step_down=*/true);
   ::close(fd);
   if (error == ENOENT || error == EPERM || error == EACCES || error == EXDEV ||
       error == EOPNOTSUPP) {
@@ -226,13 +245,23 @@ IoResult OutputDir::write_unnamed_then_link(int fd, std::span<const std::span<co
   return error == 0 ? IoResult{} : failure(error);
 }
 
-int OutputDir::link_unnamed(int fd, const std::string& name) {
+int OutputDir::link_into_place(int fd, FileNames& names, bool step_down) {
+  // linkat never replaces what is there (EEXIST), so a file of that name is replaced the way the
+  // temporary-name path does it.
+  const int error = link_descriptor(fd, names.final_name, step_down);
+  if (error != EEXIST) return error;
+  if (const int temp_error = link_descriptor(fd, next_temp_name(names), step_down); temp_error != 0) return temp_error;
+  const auto renamed = rename_temp_into_place(names);
+  return renamed.ok ? 0 : renamed.error;
+}
+
+int OutputDir::link_descriptor(int fd, const std::string& name, bool step_down) {
   if (creation_.load(std::memory_order_relaxed) == Creation::Unnamed) {
     if (::linkat(fd, "", dir_fd_, name.c_str(), AT_EMPTY_PATH) == 0) return 0;
     // ENOENT: a kernel before 6.10 without CAP_DAC_READ_SEARCH; EPERM, EACCES: a sandbox.
     if (errno != ENOENT && errno != EPERM && errno != EACCES) return errno;
     auto unnamed = Creation::Unnamed;  // only ever a step down, whichever thread comes first
-    creation_.compare_exchange_strong(unnamed, Creation::UnnamedViaProc, std::memory_order_relaxed);
+    if (step_down) creation_.compare_exchange_strong(unnamed, Creation::UnnamedViaProc, std::memory_order_relaxed);
   }
   // /proc/self/fd/N names the open file: the way open(2) documents to give an O_TMPFILE file a
   // name to any process.
@@ -267,6 +296,21 @@ IoResult OutputDir::write_file(std::string_view name, std::string_view text) {
   const std::span<const std::byte> part(reinterpret_cast<const std::byte*>(text.data()),
                                         text.size());
   return write_file(name, std::span<const std::span<const std::byte>>(&part, 1));
+}
+
+OutputDir::LinkResult OutputDir::link_copy(std::string_view existing, std::string_view name,
+                                           std::span<const std::span<const std::byte>> parts) {
+  if (!valid_name(existing) || !valid_name(name)) return {Link::Failed, EINVAL};
+  thread_local FileNames names;
+  names.final_name.assign(existing);
+  const int fd = ::openat(dir_fd_, names.final_name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return {Link::Differs, errno};  // gone, or a symlink planted there (ELOOP)
+  const bool same = holds_exactly(fd, parts);
+  names.final_name.assign(name);
+  const int error = same ? link_into_place(fd, names, /*step_down=*/false) : 0;
+  ::close(fd);
+  if (!same) return {Link::Differs, 0};
+  return error == 0 ? LinkResult{} : LinkResult{Link::Failed, error};
 }
 
 int OutputDir::open_fresh_for_append(std::string_view name) {

@@ -213,6 +213,10 @@ class RecordJson::Encoder {
     } else {
       json_.raw(R"(,"file":)");
       json_.string(outcome.file);
+      if (!outcome.same_as.empty()) {
+        json_.raw(R"(,"same_as":)");
+        json_.string(outcome.same_as);
+      }
     }
     if (outcome.stats) {
       json_.raw(R"(,"stats":)");
@@ -224,6 +228,9 @@ class RecordJson::Encoder {
     if (a.no_data_reason_id) {
       json_.raw(R"(,"reason":)");
       quoted_text(a.no_data_reason_id);
+    } else if (outcome.no_file != NoFileReason::None) {
+      json_.raw(R"(,"reason":)");
+      json_.string(to_string(outcome.no_file));
     }
     python_type(a.python_type);
     out_.push_back('}');

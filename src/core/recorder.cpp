@@ -11,6 +11,7 @@
 #include "ophook/log.hpp"
 #include "ophook/naming.hpp"
 #include "ophook/op_kinds.hpp"
+#include "ophook/record_pool.hpp"
 #include "ophook/record_queue.hpp"
 #include "ophook/thread_clock.hpp"
 #include "trace_writer.hpp"
@@ -64,7 +65,14 @@ void Recorder::begin_run(const Config& config, WriterThread thread) {
   exclude_.reset();
   if (!config_.include.empty()) include_ = std::make_unique<std::regex>(config_.include, std::regex::ECMAScript);
   if (!config_.exclude.empty()) exclude_ = std::make_unique<std::regex>(config_.exclude, std::regex::ECMAScript);
-  ops_.for_each([&](OpEntry& entry) { entry.recorded = passes_filters(entry.name); });
+  dump_include_.reset();
+  if (!config_.dump_include.empty()) {
+    dump_include_ = std::make_unique<std::regex>(config_.dump_include, std::regex::ECMAScript);
+  }
+  ops_.for_each([&](OpEntry& entry) {
+    entry.recorded = passes_filters(entry.name);
+    entry.dumped = dumps(entry.name);
+  });
   seq_.store(0);
   dropped_.store(0);
   held_.store(0);
@@ -99,6 +107,10 @@ bool Recorder::passes_filters(const std::string& name) const {
   return !(exclude_ && std::regex_search(name, *exclude_));
 }
 
+bool Recorder::dumps(const std::string& name) const {
+  return config_.mode == Mode::Dump && (!dump_include_ || std::regex_search(name, *dump_include_));
+}
+
 Recorder::Recorder() = default;
 Recorder::~Recorder() = default;
 
@@ -120,7 +132,7 @@ void Recorder::start_writer(std::string output_path, WriterThread thread) {
 std::uint32_t Recorder::op_id(std::string_view name, Level level) {
   const std::string key(name);
   return ops_.id_of(key, [&] {
-    return OpEntry{key, sanitize_op_name(key), level, passes_filters(key), returns_uninitialized_memory(key)};
+    return OpEntry{key, sanitize_op_name(key), level, passes_filters(key), dumps(key), returns_uninitialized_memory(key)};
   });
 }
 
@@ -175,6 +187,21 @@ void Recorder::flush() noexcept {
   if (!finished() && writer_ready_.load(std::memory_order_acquire)) queue_->wait_drained();
 }
 
+bool Recorder::dump_ring(std::string_view why) noexcept {
+  if (!uses_ring(config_) || finished() || !ensure_writer()) return false;
+  try {
+    auto request = RecordPool::take();
+    request->ring_trigger = true;
+    request->error = why;
+    submit(std::move(request));
+  } catch (const std::exception& e) {
+    logger().error("cannot write the ring ({}): {}", why, e.what());
+    return false;
+  }
+  flush();
+  return true;
+}
+
 void Recorder::finish() noexcept {
   std::lock_guard lock(finish_mu_);
   if (finished_.exchange(true)) return;
@@ -203,6 +230,9 @@ void Recorder::finish_on_termination(const char* signal, std::chrono::steady_clo
   if (recorder == nullptr || recorder->owner_pid_.load() != ::getpid()) return;
   try {
     recorder->add_note("termination", {{"signal", signal}});
+    if (recorder->writer_ready_.load(std::memory_order_acquire)) {
+      recorder->writer_->dump_ring_at_end(std::string("termination signal ") + signal);
+    }
   } catch (const std::exception&) {
     // Only the note is lost; the output is finished all the same.
   }

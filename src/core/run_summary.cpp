@@ -110,13 +110,18 @@ void RunSummary::observe_config(const std::string& api_line) {
   }
 }
 
-bool RunSummary::budget_allows(std::uint64_t bytes, std::uint64_t seq) {
+bool RunSummary::budget_allows(std::uint64_t bytes, const CallRecord& record) {
   if (budget_exhausted_) return false;
-  if (bytes_ + bytes <= recorder_.config().max_bytes) return true;
+  if (bytes_written_ + bytes <= recorder_.config().max_bytes) return true;
   budget_exhausted_ = true;
-  budget_exhausted_at_ = seq;
-  logger().warn("OPHOOK_MAX_BYTES={} reached after {} files ({}): no more .npy files, the run continues in stats mode",
-                recorder_.config().max_bytes, files_, human_bytes(bytes_));
+  budget_exhausted_at_ = record.seq;
+  budget_exhausted_at_step_ = record.step;
+  logger().warn("OPHOOK_MAX_BYTES={} reached at call {} ({}, step {}) after {} files ({} written): no more .npy "
+                "files, the run continues in stats mode. To spend the budget where it matters: record fewer "
+                "steps (OPHOOK_STEPS), save only some ops' arrays (OPHOOK_DUMP_INCLUDE), or keep only the "
+                "latest calls' arrays until something goes wrong (OPHOOK_RING_BYTES)",
+                recorder_.config().max_bytes, record.seq, recorder_.op(record.op_id).name, record.step, files_,
+                human_bytes(bytes_written_));
   return false;
 }
 
@@ -161,16 +166,21 @@ nlohmann::ordered_json RunSummary::summary_json(std::uint64_t dropped, std::uint
   out["totals"] = {{"calls", calls_},
                    {"ops", ops_.size()},
                    {"files", files_},
-                   {"bytes_written", bytes_},
+                   {"files_linked", files_linked_},
+                   {"bytes_named", bytes_named_},
+                   {"bytes_written", bytes_written_},
                    {"write_errors", write_errors_},
                    {"record_errors", record_errors_},
                    {"files_not_written_at_termination", unwritten_at_termination_},
                    {"dropped_after_exit", dropped},
                    {"tensors_copied_by_torch", recorder_.tensors_copied_by_torch()}};
   out["budget"] = {{"max_bytes", config.max_bytes},
-                   {"used_bytes", bytes_},
+                   {"used_bytes", bytes_written_},
                    {"exhausted", budget_exhausted_},
-                   {"exhausted_at_seq", budget_exhausted_ ? Json(budget_exhausted_at_) : Json(nullptr)}};
+                   {"exhausted_at_seq", budget_exhausted_ ? Json(budget_exhausted_at_) : Json(nullptr)},
+                   {"exhausted_at_step", budget_exhausted_ ? Json(budget_exhausted_at_step_) : Json(nullptr)}};
+  out["store_once"] = store_once_;
+  out["ring"] = ring_;
   out["write_errors"] = {{"count", write_errors_},
                          {"first", write_errors_ ? Json(first_write_error_) : Json(nullptr)},
                          {"stopped", stopped_}};
@@ -225,8 +235,12 @@ void RunSummary::write_files(OutputDir& dir, std::uint64_t dropped, std::uint64_
   recorder_.merge_facts(summary);
   // A path from a non-UTF-8 locale (OPHOOK_OUTPUT, a source file) must not make dump() throw.
   write("summary.json", summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + '\n');
-  logger().info("recorded {} calls of {} ops, {} files ({}) into {}{}", calls_, ops_.size(), files_,
-                human_bytes(bytes_), dir.path(), write_errors_ ? fmt::format(", {} write errors", write_errors_) : "");
+  // Bytes written; a link to an earlier file of the same content costs none.
+  const auto links = files_linked_ ? fmt::format(" written, {} of them links to earlier files", files_linked_) : "";
+  const auto ring = ring_.is_object() ? fmt::format(", the ring written on {} trigger(s)", ring_["triggers"].size()) : "";
+  logger().info("recorded {} calls of {} ops, {} files ({}{}) into {}{}{}", calls_, ops_.size(), files_,
+                human_bytes(bytes_written_), links, dir.path(), ring,
+                write_errors_ ? fmt::format(", {} write errors", write_errors_) : "");
 }
 
 }  // namespace ophook::core

@@ -28,11 +28,18 @@ class RunSummary {
   /// A call's API line, for the distinct configurations (api_configs.txt). Idempotent.
   void observe_config(const std::string& api_line);
 
-  /// True when a file of `bytes` still fits in OPHOOK_MAX_BYTES; the first refusal (for call
-  /// `seq`) logs the one warning that the run continues in stats mode.
-  bool budget_allows(std::uint64_t bytes, std::uint64_t seq);
-  void count_file(std::uint64_t bytes) { files_ += 1, bytes_ += bytes; }
-  void uncount_file(std::uint64_t bytes) { files_ -= 1, bytes_ -= bytes; }  // counted, not written
+  /// True when writing `bytes` more still fits in OPHOOK_MAX_BYTES (bytes written: a link is
+  /// free); the first refusal logs the one warning that the run continues in stats mode, naming
+  /// `record`'s call and step and the settings that spend the budget better.
+  bool budget_allows(std::uint64_t bytes, const CallRecord& record);
+  bool budget_exhausted() const noexcept { return budget_exhausted_; }
+  void count_written(std::uint64_t bytes) { files_ += 1, bytes_named_ += bytes, bytes_written_ += bytes; }
+  void uncount_written(std::uint64_t bytes) { files_ -= 1, bytes_named_ -= bytes, bytes_written_ -= bytes; }
+  /// A file named as a hard link to an earlier one of the same `bytes`.
+  void count_linked(std::uint64_t bytes) { files_ += 1, files_linked_ += 1, bytes_named_ += bytes; }
+  /// summary.json's "store_once" and "ring" objects, set before write_files.
+  void set_store_once(nlohmann::ordered_json store_once) { store_once_ = std::move(store_once); }
+  void set_ring(nlohmann::ordered_json ring) { ring_ = std::move(ring); }
   /// Counts a failed write; true for the first failure (the caller logs that one).
   bool count_write_error(const std::string& what, int error);
   /// Notes that an output (".npy files", "trace.jsonl") stopped for the rest of the run, and why.
@@ -71,7 +78,7 @@ class RunSummary {
   std::vector<SlowCall> slowest_;  // min-heap on dur_ns
   std::unordered_set<std::string> configs_;
   bool configs_truncated_ = false;
-  std::uint64_t calls_ = 0, files_ = 0, bytes_ = 0, record_errors_ = 0;
+  std::uint64_t calls_ = 0, files_ = 0, files_linked_ = 0, bytes_named_ = 0, bytes_written_ = 0, record_errors_ = 0;
   std::array<std::uint64_t, 5> level_calls_{};  // by Level
   std::array<std::uint64_t, 4> phase_calls_{};  // by Phase
   std::vector<std::pair<std::uint64_t, std::uint64_t>> steps_;  // ranges of steps with records
@@ -80,7 +87,8 @@ class RunSummary {
   std::string first_write_error_;
   nlohmann::ordered_json stopped_ = nlohmann::ordered_json::object();
   bool budget_exhausted_ = false;
-  std::uint64_t budget_exhausted_at_ = 0;
+  std::uint64_t budget_exhausted_at_ = 0, budget_exhausted_at_step_ = 0;
+  nlohmann::ordered_json store_once_ = nullptr, ring_ = nullptr;
   nlohmann::ordered_json first_nonfinite_;
 };
 

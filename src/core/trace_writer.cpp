@@ -1,41 +1,28 @@
 #include "trace_writer.hpp"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <future>
-#include <system_error>
+#include <ctime>
 
 #include "api_text.hpp"
-#include "file_batch.hpp"
-#include "ophook/error.hpp"
 #include "ophook/log.hpp"
 #include "ophook/naming.hpp"
-#include "ophook/npy.hpp"
+#include "ophook/record_pool.hpp"
 #include "ophook/record_queue.hpp"
 #include "ophook/recorder.hpp"
 #include "ophook/values.hpp"
-#include "record_json.hpp"
 #include "termination_signal.hpp"
 
 namespace ophook::core {
 namespace {
 
 constexpr auto kPoll = std::chrono::milliseconds(5);
-constexpr std::size_t kLineFlushBytes = 1 << 16;
 // Disk space set aside at start for summary.json and the api_* files, so that a disk that fills
 // up during the run still gets a summary saying so.
 constexpr std::size_t kFinalFilesReserve = 256 << 10;
-// Array files this large are written by a helper thread while the writer computes the array's
-// statistics: the two passes over the data overlap instead of adding up (64 MiB of float64 on the
-// bench machine: statistics 45 ms and write() 21 ms of CPU, one after the other before).
-constexpr std::size_t kOverlapBytes = std::size_t{8} << 20;
 // Records taken from the queue are processed this many at a time: their small files are written
 // together on two threads (file_batch.hpp), then the records' lines are emitted and the records
 // released, so that the program waiting for room in the queue never waits for a whole batch.
@@ -69,25 +56,20 @@ void assign_roles(const CallRecord& record, const OpEntry& op, std::vector<Array
   }
 }
 
-/// Writes `parts` into `file` and runs add_stats() over the same (read-only) data, at the same
-/// time for a large array.
-template <typename AddStats>
-IoResult write_file_with_stats(OutputDir& dir, const std::string& file,
-                               std::span<const std::span<const std::byte>> parts, AddStats&& add_stats) {
-  if (parts.back().size() >= kOverlapBytes) {
-    std::future<IoResult> written;
-    try {
-      written = std::async(std::launch::async, [&] { return dir.write_file(file, parts); });
-    } catch (const std::system_error&) {
-      // No thread to be had: one pass after the other, below.
-    }
-    if (written.valid()) {
-      add_stats();
-      return written.get();
-    }
-  }
-  add_stats();
-  return dir.write_file(file, parts);
+bool names_a_file(const std::vector<ArrayOutcome>& outcomes) {
+  return std::any_of(outcomes.begin(), outcomes.end(), [](const ArrayOutcome& o) { return !o.file.empty(); });
+}
+
+std::int64_t monotonic_ns() noexcept {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+// The earlier run's files go before this run's trace.jsonl is opened in the same directory.
+OutputDir& cleared(OutputDir& dir) {
+  dir.remove_previous_run_files();
+  return dir;
 }
 
 }  // namespace
@@ -97,18 +79,12 @@ TraceWriter::TraceWriter(Recorder& recorder, RecordQueue& queue, std::string out
     : recorder_(recorder),
       queue_(queue),
       dir_(std::move(output_path), nested ? OutputDir::Leaf::NoFollow : OutputDir::Leaf::Follow),
-      files_(dir_, thread == WriterThread::Start),
-      record_json_(recorder),
       summary_(recorder),
+      lines_(cleared(dir_), summary_),
+      files_(dir_, recorder, summary_, thread == WriterThread::Start),
+      ring_(uses_ring(recorder.config()) ? recorder.config().ring_bytes : 0, recorder.config().ring_for_nan_hunt),
+      record_json_(recorder),
       inline_(thread == WriterThread::Inline) {
-  dir_.remove_previous_run_files();
-  trace_fd_ = dir_.open_fresh_for_append("trace.jsonl");
-  if (trace_fd_ < 0) throw Error("cannot create " + dir_.path() + "/trace.jsonl: " + std::strerror(errno));
-  api_fd_ = dir_.open_fresh_for_append("api_trace.txt");
-  if (api_fd_ < 0) {
-    api_failed_ = true;
-    file_failed("api_trace.txt", errno);
-  }
   if (inline_) return;
   arm_termination_signals(&Recorder::finish_on_termination);
   // The thread never runs Python and must not take the program's signals (SIGINT → the main
@@ -122,8 +98,6 @@ TraceWriter::TraceWriter(Recorder& recorder, RecordQueue& queue, std::string out
 
 TraceWriter::~TraceWriter() {
   if (thread_.joinable()) thread_.join();
-  if (trace_fd_ >= 0) ::close(trace_fd_);
-  if (api_fd_ >= 0) ::close(api_fd_);
 }
 
 void TraceWriter::abandon_after_fork() {
@@ -131,7 +105,7 @@ void TraceWriter::abandon_after_fork() {
   // harmless, joining it would hang.
   thread_.detach();
   files_.abandon_after_fork();
-  trace_fd_ = api_fd_ = -1;  // the parent's descriptors: leave them to the parent
+  lines_.abandon_after_fork();
 }
 
 void TraceWriter::finish(std::uint64_t dropped, std::uint64_t producer_waits) {
@@ -155,10 +129,10 @@ void TraceWriter::run() noexcept {
       first = last;
     }
     batch.clear();
-    flush_lines();
+    lines_.flush();
   }
-  files_.stop();
   write_final_files();
+  files_.stop();
 }
 
 void TraceWriter::process_chunk(const std::deque<RecordPtr>::iterator& first,
@@ -166,55 +140,132 @@ void TraceWriter::process_chunk(const std::deque<RecordPtr>::iterator& first,
   const auto n = static_cast<std::size_t>(last - first);
   if (chunk_outcomes_.size() < n) chunk_outcomes_.resize(n);
   prepared_.resize(n);
-  file_jobs_.clear();
   auto outcomes = chunk_outcomes_.begin();
   auto prepared = prepared_.begin();
-  for (auto it = first; it != last; ++it) *prepared++ = prepare(**it, *outcomes++);
-  files_.write_all(file_jobs_);
-  settle_file_jobs();
+  for (auto it = first; it != last; ++it, ++outcomes, ++prepared) {
+    auto& record = *it;
+    *prepared = false;
+    if (record->ring_trigger) {
+      if (ring_.on()) dump_ring(record->error);
+      continue;
+    }
+    bool held = false;
+    *prepared = prepare(*record, *outcomes, held);
+    last_seq_ = std::max(last_seq_, record->seq);
+    const bool nan_trigger = ring_.on() && record->nonfinite_new && !nan_triggered_;
+    const auto seq = record->seq;
+    const auto op_id = record->op_id;
+    const auto queued = record->queued_bytes;
+    if (held) hold(record, *outcomes);
+    if (nan_trigger) {
+      nan_triggered_ = true;
+      dump_ring(fmt::format("first NaN/Inf from finite inputs: call {} ({})", seq, recorder_.op(op_id).name));
+    }
+    // After the trigger: a flush waiting for the culprit returns once its files are on disk.
+    if (record == nullptr) queue_.release(queued, 1);
+  }
+  files_.write_planned();
   outcomes = chunk_outcomes_.begin();
   prepared = prepared_.begin();
-  for (auto it = first; it != last; ++it, ++outcomes) {
-    if (*prepared++) finish_record(**it, *outcomes);
+  for (auto it = first; it != last; ++it, ++outcomes, ++prepared) {
+    if (*it == nullptr) continue;  // held by the ring
+    if (*prepared) finish_record(**it, *outcomes);
     queue_.release(std::move(*it));  // recycled for the program's next calls
   }
 }
 
-void TraceWriter::write_final_files() noexcept {
-  emit_all_pending();
-  flush_lines();
-  dir_.release_reserve();
-  try {
-    summary_.write_files(dir_, final_dropped_, final_waits_);
-  } catch (const std::exception& e) {
-    logger().error("cannot write the summary files into {}: {}", dir_.path(), e.what());
-  }
-}
-
-bool TraceWriter::prepare(const CallRecord& record, std::vector<ArrayOutcome>& outcomes) noexcept {
+bool TraceWriter::prepare(const CallRecord& record, std::vector<ArrayOutcome>& outcomes, bool& held) noexcept {
   try {
     const auto& op = recorder_.op(record.op_id);
     outcomes.resize(record.arrays.size());
-    for (auto& o : outcomes) o.file.clear(), o.stats.reset(), o.is_output = false;
+    for (auto& o : outcomes) o = ArrayOutcome{};
     // Roles only matter for NaN statistics, names only for files: trace mode has neither, stats
     // mode no files (the names' formatting was a fifth of the writer's time per record).
-    const auto mode = recorder_.config().mode;
-    if (mode == Mode::Trace) return true;  // no statistics and no files: nothing to save
-    assign_roles(record, op, outcomes, mode == Mode::Dump);
-    save_arrays(record, outcomes);
+    if (recorder_.config().mode == Mode::Trace) return true;  // no statistics and no files: nothing to save
+    const bool files = op.dumped && files_.open();
+    assign_roles(record, op, outcomes, files);
+    if (op.dumped && !files) files_.note_budget_spent(record, outcomes);
+    // The ring holds a call whose arrays would get files; their statistics are needed now.
+    held = ring_.on() && names_a_file(outcomes);
+    files_.add(record, outcomes, /*files=*/!held);
     return true;
   } catch (const std::exception& e) {
     record_failed(record, e);
+    held = false;
     return false;
   }
 }
 
-void TraceWriter::settle_file_jobs() noexcept {
-  for (auto& job : file_jobs_) {
-    if (job.result.ok && job.attempted) continue;
-    summary_.uncount_file(job.header.size() + job.data.size());
-    if (job.attempted) file_failed(job.outcome->file, job.result.error);
-    job.outcome->file.clear();
+void TraceWriter::hold(RecordPtr& record, std::vector<ArrayOutcome>& outcomes) noexcept {
+  ArrayRing::HeldCall call{std::move(record), std::move(outcomes), 0};
+  call.bytes = call.record->footprint();
+  if (ring_.too_large(call)) return release_unwritten(call, NoFileReason::RingTooLarge);
+  while (!ring_.empty() && ring_.over(call.bytes)) evict_oldest();  // room first: never more than its bytes
+  try {
+    ring_.hold(std::move(call));
+  } catch (const std::exception& e) {  // no memory for the ring's bookkeeping: the call's line is lost
+    record_failed(*call.record, e);
+    RecordPool::give(std::move(call.record));
+    return;
+  }
+  // Lines wait behind the oldest held call when it is the next one due in trace.jsonl; they
+  // count against the ring, whose window they lag by.
+  while (!ring_.empty() && ring_.over(lines_.waiting_bytes()) && ring_.oldest().seq <= lines_.next_seq()) {
+    evict_oldest();
+  }
+}
+
+void TraceWriter::evict_oldest() noexcept {
+  auto call = ring_.evict_oldest();
+  release_unwritten(call, NoFileReason::RingEvicted);
+}
+
+void TraceWriter::dump_ring(std::string why) noexcept {
+  auto calls = ring_.take_for_trigger(std::move(why), last_seq_, monotonic_ns());
+  for (auto& call : calls) {
+    try {
+      files_.add(*call.record, call.outcomes, /*files=*/true);
+    } catch (const std::exception& e) {
+      record_failed(*call.record, e);
+      for (auto& o : call.outcomes) o.file.clear();
+    }
+  }
+  files_.write_planned();
+  std::uint64_t files = 0;
+  for (auto& call : calls) {
+    files += static_cast<std::uint64_t>(
+        std::count_if(call.outcomes.begin(), call.outcomes.end(), [](const ArrayOutcome& o) { return !o.file.empty(); }));
+    finish_record(*call.record, call.outcomes);
+    RecordPool::give(std::move(call.record));
+  }
+  ring_.note_written(files);
+}
+
+void TraceWriter::release_unwritten(ArrayRing::HeldCall& call, NoFileReason reason) noexcept {
+  for (auto& o : call.outcomes) {
+    if (o.file.empty()) continue;
+    o.file.clear();
+    o.no_file = reason;
+  }
+  finish_record(*call.record, call.outcomes);
+  RecordPool::give(std::move(call.record));
+}
+
+void TraceWriter::write_final_files() noexcept {
+  if (!end_trigger_.empty() && ring_.on()) {
+    dump_ring(end_trigger_);
+  } else {
+    for (auto& call : ring_.take_at_end()) release_unwritten(call, NoFileReason::RingNotTriggered);
+  }
+  lines_.emit_waiting();
+  lines_.flush();
+  dir_.release_reserve();
+  try {
+    summary_.set_store_once(files_.store_once_json());
+    summary_.set_ring(ring_.to_json());
+    summary_.write_files(dir_, final_dropped_, final_waits_);
+  } catch (const std::exception& e) {
+    logger().error("cannot write the summary files into {}: {}", dir_.path(), e.what());
   }
 }
 
@@ -226,7 +277,7 @@ void TraceWriter::finish_record(const CallRecord& record, std::vector<ArrayOutco
     }
     summary_.observe(record, outcomes);
     const auto api_line = format_lines(record, outcomes);
-    emit_in_order(record.seq, line_.view(), api_line);
+    lines_.emit(record.seq, line_.view(), api_line);
   } catch (const std::exception& e) {
     record_failed(record, e);
   }
@@ -256,137 +307,6 @@ std::string_view TraceWriter::format_lines(const CallRecord& record, const std::
 void TraceWriter::record_failed(const CallRecord& record, const std::exception& e) noexcept {
   logger().error("could not record call {}: {}", record.seq, e.what());
   summary_.count_record_error();
-}
-
-void TraceWriter::save_arrays(const CallRecord& record, std::vector<ArrayOutcome>& outcomes) {
-  const auto mode = recorder_.config().mode;
-  for (std::size_t i = 0; i < record.arrays.size(); ++i) {
-    const auto& array = record.arrays[i];
-    auto& outcome = outcomes[i];
-    if (array.alias_of >= 0) continue;  // shares its first's outcome, once its file is settled
-    const auto& dtype = recorder_.dtype(array.dtype_id);
-    const bool has_data = array.captured && !dtype.descr.empty();
-    auto add_stats = [&] {
-      if (mode == Mode::Trace) return;
-      if (has_data) {
-        outcome.stats = compute_stats(dtype.descr, array.data.get(), array.nbytes);
-      } else if (array.given_stats) {
-        outcome.stats = array.given_stats;  // computed on the tensor's device
-      }
-    };
-    bool write = mode == Mode::Dump && has_data && !files_failed_;
-    if (write && files_deadline_passed()) {
-      write = false;
-      summary_.count_unwritten_at_termination();
-    }
-    if (!write) {
-      add_stats();
-      outcome.file.clear();
-      continue;
-    }
-    auto header = encode_npy_header(dtype.descr, array.shape);
-    const auto size = header.size() + array.nbytes;
-    if (!summary_.budget_allows(size, record.seq)) {
-      add_stats();
-      outcome.file.clear();
-      continue;
-    }
-    summary_.count_file(size);  // taken back by settle_file_jobs if the file is not written
-    const std::span<const std::byte> data(array.data.get(), array.nbytes);
-    if (array.nbytes < kOverlapBytes) {
-      add_stats();
-      file_jobs_.push_back({&outcome, std::move(header), data, {}, false});
-      continue;
-    }
-    const std::span<const std::byte> parts[] = {
-        {reinterpret_cast<const std::byte*>(header.data()), header.size()}, data};
-    const auto result = write_file_with_stats(dir_, outcome.file, parts, add_stats);
-    if (!result.ok) {
-      summary_.uncount_file(size);
-      file_failed(outcome.file, result.error);
-      outcome.file.clear();
-    }
-  }
-}
-
-void TraceWriter::emit_in_order(std::uint64_t seq, std::string_view line, std::string_view api_line) noexcept {
-  if (seq != next_seq_) {
-    pending_.emplace(seq, std::make_pair(std::string(line), std::string(api_line)));
-    return;
-  }
-  buffer_lines(line, api_line);
-  ++next_seq_;
-  while (!pending_.empty() && pending_.begin()->first == next_seq_) {
-    auto node = pending_.extract(pending_.begin());
-    buffer_lines(node.mapped().first, node.mapped().second);
-    ++next_seq_;
-  }
-  if (trace_buffer_.view().size() > kLineFlushBytes) flush_lines();
-}
-
-void TraceWriter::emit_all_pending() noexcept {
-  // Calls that never finished (a thread still inside one at exit) leave gaps: write the rest.
-  for (auto& [seq, lines] : pending_) buffer_lines(lines.first, lines.second);
-  pending_.clear();
-}
-
-void TraceWriter::buffer_lines(std::string_view line, std::string_view api_line) noexcept {
-  trace_buffer_.append(line), trace_buffer_.push_back('\n');
-  api_buffer_.append(api_line), api_buffer_.push_back('\n');
-}
-
-void TraceWriter::flush_lines() noexcept {
-  append(trace_fd_, trace_buffer_, trace_failed_, "trace.jsonl");
-  append(api_fd_, api_buffer_, api_failed_, "api_trace.txt");
-}
-
-void TraceWriter::append(int fd, LineBuffer& buffer, bool& failed, const char* what) noexcept {
-  const auto text = buffer.view();
-  if (text.empty()) return;
-  std::size_t done = 0;
-  while (!failed && done < text.size()) {
-    const auto n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      failed = true;
-      const int error = n < 0 ? errno : EIO;
-      summary_.count_write_error(what, error);
-      summary_.note_stopped(what, std::strerror(error));
-      logger().error("cannot write {}/{}: {}: no more lines are added to it", dir_.path(), what,
-                     std::strerror(error));
-      break;
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  buffer.clear();
-}
-
-bool TraceWriter::files_deadline_passed() noexcept {
-  const auto deadline = files_deadline_.load(std::memory_order_relaxed);
-  if (deadline == kNoDeadline) return false;
-  if (!past_files_deadline_) {
-    if (std::chrono::steady_clock::now().time_since_epoch().count() < deadline) return false;
-    past_files_deadline_ = true;
-    const auto reason = fmt::format("the {} s allowed for files after a termination signal passed: the arrays "
-                                    "still queued get statistics but no file", kTerminationFilesMs / 1000);
-    summary_.note_stopped(".npy files", reason);
-    logger().warn("{}: {}", dir_.path(), reason);
-  }
-  return true;
-}
-
-void TraceWriter::file_failed(const std::string& name, int error) noexcept {
-  const bool first = summary_.count_write_error(name, error);
-  if (name.ends_with(".npy") && !error_concerns_one_file(error)) {
-    if (files_failed_) return;  // the other file thread's file of the same batch, failing alike
-    files_failed_ = true;
-    summary_.note_stopped(".npy files", name + ": " + std::strerror(error));
-    logger().error("cannot write {}/{}: {}: no more .npy files, trace.jsonl and statistics go on",
-                   dir_.path(), name, std::strerror(error));
-  } else if (first) {
-    logger().error("cannot write {}/{}: {}: this file is skipped (the first such error; summary.json counts them all)",
-                   dir_.path(), name, std::strerror(error));
-  }
 }
 
 }  // namespace ophook::core

@@ -1,33 +1,32 @@
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
-#include <limits>
-#include <map>
-#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "array_files.hpp"
 #include "array_outcome.hpp"
+#include "array_ring.hpp"
 #include "call_text_cache.hpp"
-#include "file_batch.hpp"
 #include "ophook/output_dir.hpp"
 #include "ophook/record.hpp"
 #include "ophook/writer_thread.hpp"
 #include "record_json.hpp"
 #include "run_summary.hpp"
+#include "trace_lines.hpp"
 
 namespace ophook::core {
 
 class Recorder;
 class RecordQueue;
 
-/// The writer thread: takes records from the queue, writes their .npy files (dump mode, within the
-/// byte budget), computes statistics, and appends trace.jsonl and api_trace.txt lines in seq order.
-/// At the end it writes summary.json and the other api_* files, on this thread too: it blocks every
+/// The writer thread: takes records from the queue, computes statistics, has their .npy files
+/// written (dump mode: ArrayFiles) or holds them in the ring (OPHOOK_RING_BYTES: ArrayRing, written
+/// on a trigger), and appends trace.jsonl and api_trace.txt lines in seq order (TraceLines). At the
+/// end it writes summary.json and the other api_* files, on this thread too: it blocks every
 /// signal, so a write beyond RLIMIT_FSIZE fails with EFBIG instead of killing the program with
 /// SIGXFSZ. A failed write never reaches the program: it gets one line on stderr and an entry in
 /// summary.json; a failure of the medium (disk full, size limit, read-only, permission) stops that
@@ -47,9 +46,10 @@ class TraceWriter {
   void finish(std::uint64_t dropped, std::uint64_t producer_waits);
 
   /// See Recorder::stop_files_at. Any thread.
-  void stop_files_at(std::chrono::steady_clock::time_point deadline) noexcept {
-    files_deadline_.store(deadline.time_since_epoch().count(), std::memory_order_relaxed);
-  }
+  void stop_files_at(std::chrono::steady_clock::time_point deadline) noexcept { files_.stop_at(deadline); }
+  /// The run's end is a trigger of the ring (a termination signal): its calls are written then,
+  /// `why` noted. Call before finish().
+  void dump_ring_at_end(std::string why) { end_trigger_ = std::move(why); }
 
   /// For the child after fork(): the thread does not exist there; forget it without joining.
   void abandon_after_fork();
@@ -57,51 +57,46 @@ class TraceWriter {
  private:
   void run() noexcept;
   void write_final_files() noexcept;
-  /// Records [first, last) of a batch taken from the queue, released once done.
+  /// Records [first, last) of a batch taken from the queue, released once done (or held).
   void process_chunk(const std::deque<RecordPtr>::iterator& first,
                      const std::deque<RecordPtr>::iterator& last) noexcept;
-  /// Names, statistics and the files: large ones written now, small ones queued in file_jobs_.
-  /// False when the record cannot be recorded (logged and counted).
-  bool prepare(const CallRecord& record, std::vector<ArrayOutcome>& outcomes) noexcept;
-  void save_arrays(const CallRecord& record, std::vector<ArrayOutcome>& outcomes);
-  void settle_file_jobs() noexcept;  // failures counted and reported, their names cleared
+  /// Names, statistics and the files (planned, or held by the ring with `held`). False when the
+  /// record cannot be recorded (logged and counted).
+  bool prepare(const CallRecord& record, std::vector<ArrayOutcome>& outcomes, bool& held) noexcept;
+  /// Moves a prepared record into the ring, evicting the oldest calls to make room, and the ones
+  /// that hold more trace lines back than the ring has room for.
+  void hold(RecordPtr& record, std::vector<ArrayOutcome>& outcomes) noexcept;
+  /// The oldest held call leaves the ring unwritten.
+  void evict_oldest() noexcept;
+  /// Writes every held call's files, then its lines.
+  void dump_ring(std::string why) noexcept;
+  /// A call that leaves the ring unwritten: its lines say why.
+  void release_unwritten(ArrayRing::HeldCall& call, NoFileReason reason) noexcept;
   /// Aliases given their first's outcome; the summary, the lines.
   void finish_record(const CallRecord& record, std::vector<ArrayOutcome>& outcomes) noexcept;
   /// The record's trace line into line_ and its API line (in api_line_ or the cache): what was
   /// called from the cache when this call was formatted before.
   std::string_view format_lines(const CallRecord& record, const std::vector<ArrayOutcome>& outcomes);
   void record_failed(const CallRecord& record, const std::exception& e) noexcept;
-  void emit_in_order(std::uint64_t seq, std::string_view line, std::string_view api_line) noexcept;
-  void emit_all_pending() noexcept;
-  void buffer_lines(std::string_view line, std::string_view api_line) noexcept;
-  void flush_lines() noexcept;
-  void append(int fd, LineBuffer& buffer, bool& failed, const char* what) noexcept;
-  void file_failed(const std::string& name, int error) noexcept;
-  bool files_deadline_passed() noexcept;
 
   Recorder& recorder_;
   RecordQueue& queue_;
   OutputDir dir_;
-  int trace_fd_ = -1;
-  int api_fd_ = -1;
-  bool trace_failed_ = false, api_failed_ = false, files_failed_ = false;
-  static constexpr auto kNoDeadline = std::numeric_limits<std::chrono::steady_clock::rep>::max();
-  std::atomic<std::chrono::steady_clock::rep> files_deadline_{kNoDeadline};
-  bool past_files_deadline_ = false;
-  LineBuffer trace_buffer_, api_buffer_;  // lines in seq order, not yet written
+  RunSummary summary_;
+  TraceLines lines_;  // after dir_ and summary_, which it reports through
+  ArrayFiles files_;
+  ArrayRing ring_;
+  bool nan_triggered_ = false;  // the first fresh NaN/Inf has written the ring
+  std::uint64_t last_seq_ = 0;  // the highest seq processed: when a trigger came
+  std::string end_trigger_;     // set by dump_ring_at_end(), published by the queue's close()
   // Reused for every record, so that formatting a record allocates nothing.
   LineBuffer line_;
   std::string api_line_;
   std::vector<std::vector<ArrayOutcome>> chunk_outcomes_;  // per record of the chunk
   std::vector<char> prepared_;  // per record of the chunk: prepare() succeeded
-  std::vector<FileJob> file_jobs_;
-  FileBatchWriter files_;  // after dir_, which it writes into
   RecordJson record_json_;
   CallTextCache call_texts_;
-  std::uint64_t next_seq_ = 0;
   std::uint64_t final_dropped_ = 0, final_waits_ = 0;  // set by finish() before the queue closes
-  std::map<std::uint64_t, std::pair<std::string, std::string>> pending_;  // seq → lines
-  RunSummary summary_;
   bool inline_ = false;
   std::thread thread_;
 };

@@ -126,6 +126,22 @@ PYBIND11_MODULE(_ophook, m) {
     pb::gil_scoped_release release;
     if (auto* r = Recorder::get()) r->flush();
   });
+  m.def(
+      "dump_ring",
+      [](const std::string& why) {
+        pb::gil_scoped_release release;
+        auto* r = Recorder::get();
+        return r != nullptr && r->dump_ring(why);
+      },
+      "Write dump mode's ring (OPHOOK_RING_BYTES) now, `why` noted; False when there is none.");
+  m.def("uses_ring", [] {
+    auto* r = Recorder::get();
+    return r != nullptr && !r->finished() && ophook::core::uses_ring(r->config());
+  });
+  m.def(
+      "ring_description",
+      [](const Settings& settings) { return ophook::core::ring_description(ophook::core::parse_config(settings).config); },
+      "The start line's words for the ring that an OPHOOK_* mapping sets up (\"\" for none).");
   m.def("finish", [] {
     RecordingGate::set(RecordingGate::kOn, false);
     import_guard::uninstall();

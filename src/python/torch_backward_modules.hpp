@@ -20,6 +20,6 @@ PyObject* hook_for(PyObject* module, bool entering);
 
 /// torch.autograd.Variable._execution_engine.queue_callback, to empty the stack at the end of
 /// each backward pass; nullptr to forget it.
-void set_engine_callback_queue(PyObject* queue_callback);
+void set_engine_callback_queue(PyObject* callable);
 
 }  // namespace ophook::py::backward_modules

@@ -8,6 +8,7 @@
 #include "ophook/recorder.hpp"
 #include "thread_state.hpp"
 #include "torch_backward_modules.hpp"
+#include "torch_native.hpp"
 
 namespace ophook::py::module_stack {
 namespace {
@@ -15,7 +16,10 @@ namespace {
 struct Frame {
   PyObject* module;  // borrowed: alive while its forward runs
   std::uint32_t name_id;
+  bool recomputed;  // run during a backward pass: activation checkpointing's recomputation
 };
+
+bool in_backward_pass() noexcept { return torch_native::has_graph_task_id() && torch_native::in_backward_pass(); }
 
 thread_local std::vector<Frame> frames;
 
@@ -137,7 +141,11 @@ void set_module_namer(PyObject* callable) {
 }
 
 std::uint32_t current_module_id(core::Phase phase) noexcept {
-  if (phase == core::Phase::Backward) return backward_modules::current();
+  // A forward recomputed inside backward (checkpointing) runs in its own module, not in the one
+  // whose gradient is being computed.
+  if (phase == core::Phase::Backward && (frames.empty() || !frames.back().recomputed)) {
+    return backward_modules::current();
+  }
   return frames.empty() ? 0 : frames.back().name_id;
 }
 
@@ -163,7 +171,7 @@ PyObject* forward_pre_hook(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   // An optimizer step that raised never ran its post-hook: a new forward pass ends its phase.
   if (frames.empty()) thread_state().in_optimizer = 0;
   if (nargs >= 1) {
-    frames.push_back({args[0], name_id(args[0])});
+    frames.push_back({args[0], name_id(args[0]), in_backward_pass()});
     consult_jit_guard(args[0], /*entering=*/true);
     if (nargs >= 2) track_backward(args[0], args[1], /*outputs=*/false);
   }

@@ -4,7 +4,8 @@ import figures_cpp
 import figures_numpy
 import figures_process
 import figures_replay
+import figures_storage
 import figures_torch
 
-FIGURE_GROUPS = (figures_numpy.GROUPS + figures_torch.GROUPS + figures_process.GROUPS + figures_compare.GROUPS
-                 + figures_replay.GROUPS + figures_cpp.GROUPS)
+FIGURE_GROUPS = (figures_numpy.GROUPS + figures_torch.GROUPS + figures_storage.GROUPS + figures_process.GROUPS
+                 + figures_compare.GROUPS + figures_replay.GROUPS + figures_cpp.GROUPS)

@@ -30,6 +30,10 @@ def per_second(x, unit):
     return "%.3g %s/s" % (x, unit)
 
 
+def mebibytes(n):
+    return "%.0f MiB" % (n / (1 << 20))
+
+
 def mib_per_second(bytes_per_s):
     return "%.0f MiB/s" % (bytes_per_s / (1 << 20))
 

@@ -24,7 +24,7 @@ struct Batch {
     for (std::size_t i = 0; i < count; ++i) {
       outcomes[i].file = "f" + std::to_string(i) + ".npy";
       jobs.push_back({&outcomes[i], "h" + std::to_string(i) + ":",
-                      {reinterpret_cast<const std::byte*>(data.data()), data.size()}, {}, false});
+                      {reinterpret_cast<const std::byte*>(data.data()), data.size()}, {}, false, {}, {}});
     }
   }
   std::vector<ArrayOutcome> outcomes;

@@ -1,13 +1,14 @@
 """`ophook report` end to end on synthetic run directories: terminal summary, Chrome trace,
 HTML page, per-process subdirectories and input errors."""
 import json
+import re
 
 import numpy as np
 
 from cli_fixtures import RunDir, run_ophook, simple_program
 
 
-def make_run(tmp_path, with_summary=True, first_nonfinite=None):
+def make_run(tmp_path, with_summary=True, first_nonfinite="absent"):
     root = simple_program(RunDir(tmp_path / "run"), nan_at=(1, 2))
     root.call("numpy.exp", [np.ones(3)], [np.exp(np.ones(3))], dur_ns=50_000, tid=2)
     root.write()
@@ -25,8 +26,9 @@ def make_run(tmp_path, with_summary=True, first_nonfinite=None):
                               "write_errors": 2},
                    "budget": {"max_bytes": 1 << 30, "used_bytes": 3 << 20, "exhausted": True,
                               "exhausted_at_seq": 4},
-                   "write_errors": {"count": 2, "first": "op_x.npy: No space left on device"},
-                   "first_nonfinite": first_nonfinite}
+                   "write_errors": {"count": 2, "first": "op_x.npy: No space left on device"}}
+        if first_nonfinite != "absent":
+            summary["first_nonfinite"] = first_nonfinite
         (tmp_path / "run" / "summary.json").write_text(json.dumps(summary))
     return tmp_path / "run", root, child, rank
 
@@ -39,7 +41,7 @@ def test_terminal_summary(tmp_path):
     assert "3 (root: 6 calls; rank1: 1 calls; pid4242: 5 calls)" in out
     assert "12 in 7 distinct ops" in out
     assert "17 .npy files, 3.0 MiB" in out
-    # First NaN/Inf: the matmul output, found by scanning (summary has null).
+    # First NaN/Inf: the matmul output, found by scanning (the summary does not say).
     assert "seq=2 op=numpy.matmul" in out and "outputs[0]: 1 NaN" in out
     assert "EXHAUSTED at seq 4" in out
     assert "No space left on device" in out
@@ -56,6 +58,14 @@ def test_first_nonfinite_comes_from_summary_when_present(tmp_path):
     assert proc.returncode == 0
     line = [l for l in proc.stdout.splitlines() if "first NaN/Inf" in l][0]
     assert "seq=3 op=numpy.add.reduce" in line
+
+
+def test_a_null_first_nonfinite_is_the_recorders_answer(tmp_path):
+    # The recorder knew the matmul's NaN was the program's own (a scalar NaN argument, np.errstate).
+    run, *_ = make_run(tmp_path, first_nonfinite=None)
+    proc = run_ophook("report", run)
+    assert proc.returncode == 0
+    assert re.search(r"^  first NaN/Inf +none$", proc.stdout, re.M), proc.stdout
 
 
 def test_chrome_trace_has_one_complete_event_per_record(tmp_path):

@@ -45,13 +45,19 @@ def test_byte_budget_degrades_to_stats(runner):
     records = run.records()
     assert len(records) == 51
     files = list(run.output.glob("*.npy"))
-    total = sum(f.stat().st_size for f in files)
-    assert 0 < total <= 40 * 1024
+    # The budget counts bytes written: a call's input is the previous call's output, a hard link.
+    total = sum({f.stat().st_ino: f.stat().st_size for f in files}.values())
+    assert 0 < total <= 40 * 1024 < sum(f.stat().st_size for f in files)
     late = records[-2]["args"][0]
-    assert late["file"] is None and late["stats"]["max"] > 0
+    assert late["file"] is None and late["stats"]["max"] > 0 and late["reason"] == "OPHOOK_MAX_BYTES reached"
     summary = run.summary()
     assert summary["budget"]["exhausted"] is True and summary["budget"]["used_bytes"] == total
     assert run.stderr.count("OPHOOK_MAX_BYTES") == 1
+    # The warning says where the budget ran out and how to spend it better.
+    (warning,) = [line for line in run.stderr.splitlines() if "OPHOOK_MAX_BYTES" in line]
+    assert "at call %d (numpy.add, step 0)" % summary["budget"]["exhausted_at_seq"] in warning
+    assert all(name in warning for name in ("OPHOOK_STEPS", "OPHOOK_DUMP_INCLUDE", "OPHOOK_RING_BYTES"))
+    assert summary["budget"]["exhausted_at_step"] == 0
 
 
 def test_small_queue_waits_and_loses_nothing(runner):

@@ -51,7 +51,9 @@ def test_demo_records_both_examples_with_their_values():
     torch_records = [r for r in records("torch_mlp") if r["framework"] == "torch"]
     assert {r["level"] for r in torch_records} == {"torch_function", "torch_dispatch"}
     backward = [r for r in torch_records if r["phase"] == "backward"]
-    assert backward and all(r["level"] == "torch_dispatch" and r["depth"] >= 1 for r in backward)
+    by_seq = {r["seq"]: r for r in torch_records}
+    assert backward and all(r["level"] == "torch_dispatch" and by_seq[r["parent"]]["op"] == "torch.Tensor.backward"
+                            for r in backward)
     addmm = next(r for r in torch_records if r["op"] == "aten.addmm.default")
     bias, x, weight_t = (load("torch_mlp", arg) for arg in addmm["args"][:3])
     np.testing.assert_allclose(load("torch_mlp", addmm["outputs"][0]), bias + x @ weight_t,

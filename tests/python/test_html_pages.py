@@ -94,7 +94,9 @@ def test_page_renders_within_the_window(pages, browser, name):
     sections = measured["sections"]
     assert sections["Per op"] == len(result["ops"])
     differing = [h for h in sections if h.startswith("Differing calls (")]
-    assert differing == (["Differing calls (%d)" % result["differing_pairs"]] if result["differing_pairs"] else [])
+    listed = ", first 200" if result["differing_pairs"] > 200 else ""
+    heading = "Differing calls (%d, %d marked origin%s)" % (result["differing_pairs"], result["origins"], listed)
+    assert differing == ([heading] if result["differing_pairs"] else [])
     if differing:
         assert sections[differing[0]] == min(result["differing_pairs"], 200)
     unmatched = result["unmatched_base"] + result["unmatched_new"]

@@ -131,7 +131,7 @@ def test_compare_passes_unchanged_and_fails_the_test_whose_numbers_moved(numbers
     assert re.search(r"^FAILED test_numbers.py::test_scaled\b", output, re.M), output
     assert "first divergent call: numpy.multiply at %s (seq 1)" % scaled_source(numbers) in output
     assert "max abs err 5.000e-01" in output  # |1.0 * 2.5 - 1.0 * 2.0| at the last element
-    assert "args[1]: 2 vs 2.5" in output
+    assert "args[1]: 2.0 vs 2.5" in output  # the scale is a Python float in both runs
     # --ophook-record kept this run's recordings: the moved output holds the new scale.
     new = numbers.path / "new" / node_path("test_numbers.py::test_scaled")
     (multiply,) = ops(trace(new), "numpy.multiply")
@@ -161,9 +161,10 @@ def test_a_test_without_baseline_is_reported_not_failed(numbers):
     assert "this run's recordings" not in output
 
 
-def test_a_process_wide_recording_already_running_ends_before_the_tests(numbers):
+def test_a_process_wide_recording_already_running_ends_before_the_tests(numbers, monkeypatch):
     """A plugin loaded before the conftest files imports NumPy, so the shim's recording of the
     whole process has begun when pytest configures: it ends there with its own files."""
+    monkeypatch.setenv("OPHOOK_IMPORTS", "1")  # the plugin's call runs while it is imported
     numbers.makepyfile(early_plugin="import numpy as np\n\nEARLY = np.multiply(np.arange(2.0), 3.0)\n")
     result = run_plugin(numbers, "-p", "early_plugin", "--ophook-record=ref", "-k", "unchanged")
     result.assert_outcomes(passed=1, deselected=4)

@@ -3,9 +3,11 @@ modules asked for; the optimizer's phase and the step of each call. Real program
 their results compared with unhooked runs."""
 import json
 import socket
+from collections import Counter
 
 import pytest
 
+from cli_fixtures import run_ophook
 from conftest import run, run_script, summary, trace
 
 # Three optimizer steps of a three-layer model; the program prints its losses and parameters.
@@ -61,6 +63,16 @@ def test_steps_count_optimizer_steps_and_select_them(tmp_path, unhooked):
     assert functions <= {"torch.Tensor.add_", "torch.Tensor.mul_", "torch.Tensor.clone", "torch.Tensor.detach",
                          "torch.clone"}, functions
     assert "torch.Tensor.add_" in functions
+    # the report tells what the run consists of, counted from the same records
+    report = run_ophook("report", tmp_path / "all").stdout
+
+    def counted(field):  # most calls first, ties by name
+        counts = sorted(Counter(r[field] for r in records if r[field]).items(), key=lambda kv: (-kv[1], kv[0]))
+        return ", ".join("%s %d" % kv for kv in counts[:5])
+    assert "levels         " + counted("level") in report, report
+    assert "phases         " + counted("phase") in report, report
+    assert "steps          0-3" in report
+    assert "top modules    " + counted("module") in report, report
     second = run_script(tmp_path, TRAINING, mode="trace", levels="torch_function,torch_dispatch", steps="1")
     assert second.stdout == unhooked
     selected = trace(tmp_path / "out")

@@ -64,7 +64,7 @@ def test_nan_warn_names_the_op_line_module_and_phase(tmp_path, level):
     assert warning.endswith("seq %d %s at %s in module Net.encoder.1 (forward)" % (log["seq"], NAME[level], where))
     first = summary(tmp_path / "out")["first_nonfinite"]
     assert first == {"seq": log["seq"], "op": NAME[level], "source": where, "module": "Net.encoder.1",
-                     "phase": "forward"}
+                     "phase": "forward", "step": 0}
     assert log["source"] == where and log["module"] == "Net.encoder.1" and log["phase"] == "forward"
     counts = summary(tmp_path / "out")["ops"]
     assert counts[NAME[level]]["nonfinite"] == 1
