@@ -1,9 +1,11 @@
 #pragma once
 #include "ophook/capture_buffer_pool.hpp"
 #include "ophook/export.hpp"
+#include "ophook/stats.hpp"
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -39,6 +41,9 @@ struct ArrayCapture {
   std::unique_ptr<std::byte[]> data;
   std::size_t nbytes = 0;
   std::size_t data_capacity = 0;        // bytes allocated at `data` when reused (0 = exactly nbytes)
+  /// Statistics computed where the values live (a tensor on its device, docs/devices.md): the
+  /// writer uses them instead of computing statistics from `data`, which such an array lacks.
+  std::optional<ArrayStats> given_stats;
 
   /// A buffer of at least `n` bytes at `data`: `spare` when given (CaptureBufferPool), else the
   /// slot's own when big enough, else a fresh one; sets nbytes.
@@ -58,6 +63,7 @@ struct ArrayCapture {
     python_type = ArrayType::Unknown;
     captured = false;
     nbytes = 0;
+    given_stats.reset();
   }
 };
 

@@ -89,7 +89,13 @@ class OPHOOK_API Recorder {
 
   /// For an interposed _exit(): finishes the output when called by the process that owns this
   /// recorder — never in a vfork() child, which shares the parent's memory. Safe without the GIL.
+  /// The exit hook runs first.
   static void finish_before_exit() noexcept;
+
+  /// Runs in finish_before_exit() before the output is finished: the capturing side submits the
+  /// records it holds back (see set_held_records) if it can on the exiting thread. Set once.
+  using ExitHook = void (*)() noexcept;
+  static void set_exit_hook(ExitHook hook) noexcept { exit_hook_.store(hook, std::memory_order_release); }
 
   /// Arrays still queued at `deadline` get statistics and trace lines but no .npy file, so that a
   /// terminated process dies in bounded time; summary.json counts them.
@@ -113,6 +119,25 @@ class OPHOOK_API Recorder {
   /// Records dropped after finish() (late calls during interpreter shutdown).
   void count_dropped() noexcept { dropped_.fetch_add(1, std::memory_order_relaxed); }
 
+  /// Records the capturing side holds back before submitting them (waiting for statistics
+  /// computed on a device, docs/devices.md): finish() counts those still held as dropped.
+  void set_held_records(std::uint64_t count) noexcept { held_.store(count, std::memory_order_relaxed); }
+
+  /// Tensors whose values were read through torch (OPHOOK_TENSOR_COPY): summary.json's
+  /// totals.tensors_copied_by_torch.
+  void count_tensor_copied_by_torch() noexcept { copied_by_torch_.fetch_add(1, std::memory_order_relaxed); }
+  std::uint64_t tensors_copied_by_torch() const noexcept { return copied_by_torch_.load(std::memory_order_relaxed); }
+
+  /// A tensor that could not be read (docs/devices.md): this run's counts, this one included.
+  struct NotReadCounts {
+    std::uint64_t all = 0, out_of_memory = 0;
+  };
+  NotReadCounts count_tensor_not_read(bool out_of_memory) noexcept {
+    const auto oom = out_of_memory ? not_read_oom_.fetch_add(1, std::memory_order_relaxed) + 1
+                                   : not_read_oom_.load(std::memory_order_relaxed);
+    return {not_read_.fetch_add(1, std::memory_order_relaxed) + 1, oom};
+  }
+
   ~Recorder();
 
  private:
@@ -129,6 +154,7 @@ class OPHOOK_API Recorder {
   std::string child_output_path() const;
 
   static std::atomic<Recorder*> instance_;
+  static std::atomic<ExitHook> exit_hook_;
 
   Config config_;
   std::string output_path_;
@@ -139,6 +165,9 @@ class OPHOOK_API Recorder {
   InternTable<std::string, DtypeInfo> dtypes_;
   std::atomic<std::uint64_t> seq_{0};
   std::atomic<std::uint64_t> dropped_{0};
+  std::atomic<std::uint64_t> held_{0};
+  std::atomic<std::uint64_t> copied_by_torch_{0};
+  std::atomic<std::uint64_t> not_read_{0}, not_read_oom_{0};
   std::atomic<bool> finished_{false};
   std::atomic<int> owner_pid_{0};
   std::int64_t start_t_ns_ = 0;  // written by begin_run and in the fork child, before any reader

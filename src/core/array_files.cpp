@@ -97,7 +97,12 @@ void ArrayFiles::add(const CallRecord& record, std::vector<ArrayOutcome>& outcom
     const auto& descr = recorder_.dtype(array.dtype_id).descr;
     const bool has_data = array.captured && !descr.empty();
     auto add_stats = [&] {
-      if (has_data && !outcome.stats) outcome.stats = compute_stats(descr, array.data.get(), array.nbytes);
+      if (outcome.stats) return;
+      if (has_data) {
+        outcome.stats = compute_stats(descr, array.data.get(), array.nbytes);
+      } else if (array.given_stats) {
+        outcome.stats = array.given_stats;  // computed on the tensor's device
+      }
     };
     if (!files || outcome.file.empty()) {
       add_stats();

@@ -33,6 +33,7 @@ std::string absolute(const std::string& path) {
 }  // namespace
 
 std::atomic<Recorder*> Recorder::instance_{nullptr};
+std::atomic<Recorder::ExitHook> Recorder::exit_hook_{nullptr};
 
 Recorder& Recorder::start(const Config& config) { return start(config, WriterThread::Start); }
 
@@ -74,6 +75,9 @@ void Recorder::begin_run(const Config& config, WriterThread thread) {
   });
   seq_.store(0);
   dropped_.store(0);
+  held_.store(0);
+  copied_by_torch_.store(0);
+  not_read_.store(0), not_read_oom_.store(0);
   nonfinite_reported_.store(false);
   {
     std::lock_guard lock(facts_mu_);
@@ -203,7 +207,7 @@ void Recorder::finish() noexcept {
   if (finished_.exchange(true)) return;
   if (!writer_ready_.load(std::memory_order_acquire)) return;  // a child that recorded nothing
   try {
-    writer_->finish(dropped_.load(), queue_->producer_waits());
+    writer_->finish(dropped_.load() + held_.exchange(0), queue_->producer_waits());
   } catch (const std::exception& e) {
     logger().error("could not finish the output in {}: {}", output_path_, e.what());
   }
@@ -212,7 +216,9 @@ void Recorder::finish() noexcept {
 
 void Recorder::finish_before_exit() noexcept {
   auto* recorder = get();
-  if (recorder != nullptr && recorder->owner_pid_.load() == ::getpid()) recorder->finish();
+  if (recorder == nullptr || recorder->owner_pid_.load() != ::getpid()) return;
+  if (auto hook = exit_hook_.load(std::memory_order_acquire)) hook();
+  recorder->finish();
 }
 
 void Recorder::stop_files_at(std::chrono::steady_clock::time_point deadline) noexcept {
@@ -290,6 +296,9 @@ void Recorder::on_fork_child() noexcept {
   (void)writer_.release();
   seq_.store(0);
   dropped_.store(0);
+  held_.store(0);  // the parent's held records stay the parent's
+  copied_by_torch_.store(0);
+  not_read_.store(0), not_read_oom_.store(0);
   owner_pid_.store(::getpid());
   start_t_ns_ = monotonic_ns();  // the fork, not the first record that starts the writer
   // No thread is started here: the child's writer (and its directory) comes with its first record,

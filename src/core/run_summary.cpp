@@ -172,7 +172,8 @@ nlohmann::ordered_json RunSummary::summary_json(std::uint64_t dropped, std::uint
                    {"write_errors", write_errors_},
                    {"record_errors", record_errors_},
                    {"files_not_written_at_termination", unwritten_at_termination_},
-                   {"dropped_after_exit", dropped}};
+                   {"dropped_after_exit", dropped},
+                   {"tensors_copied_by_torch", recorder_.tensors_copied_by_torch()}};
   out["budget"] = {{"max_bytes", config.max_bytes},
                    {"used_bytes", bytes_written_},
                    {"exhausted", budget_exhausted_},

@@ -359,6 +359,16 @@ ArrayStats compute_stats(std::string_view descr, const std::byte* data, std::siz
   return s;
 }
 
+std::uint64_t device_fingerprint_digest(std::uint64_t position_sum, std::uint64_t value_sum,
+                                        std::uint64_t nbytes) noexcept {
+  std::byte words[24];
+  std::size_t at = 0;
+  for (const std::uint64_t word : {position_sum, value_sum, nbytes}) {
+    for (int b = 0; b < 8; ++b) words[at++] = static_cast<std::byte>(word >> (8 * b));  // little-endian
+  }
+  return XXH64(words, sizeof words, 0);
+}
+
 bool has_nonfinite(std::string_view descr, const std::byte* data, std::size_t nbytes) {
   if (data == nullptr) return false;
   const ElementType t = classify(descr);

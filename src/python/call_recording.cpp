@@ -3,6 +3,7 @@
 #include <string>
 #include <string_view>
 
+#include "device_readback.hpp"
 #include "ophook/log.hpp"
 #include "ophook/stats.hpp"
 
@@ -24,6 +25,7 @@ std::string describe_pending_exception() {
 }
 
 void submit_record(core::Recorder& recorder, core::RecordPtr record) {
+  if (device_readback::awaited(*record)) return device_readback::defer(recorder, std::move(record));
   if (recorder.try_submit(record)) return;
   Py_BEGIN_ALLOW_THREADS recorder.submit(std::move(record));
   Py_END_ALLOW_THREADS
@@ -45,6 +47,7 @@ namespace {
 bool any_nonfinite(const core::Recorder& recorder, const core::CallRecord& record, std::size_t from, std::size_t to) {
   for (std::size_t i = from; i < to; ++i) {
     const auto& array = record.arrays[i];
+    if (array.given_stats && array.given_stats->nan + array.given_stats->inf > 0) return true;
     if (!array.captured) continue;
     const auto& descr = recorder.dtype(array.dtype_id).descr;
     if (!descr.empty() && core::has_nonfinite(descr, array.data.get(), array.nbytes)) return true;
@@ -140,12 +143,14 @@ core::RecordPtr take_check_record() {
 }
 
 void return_check_record(core::RecordPtr record) noexcept {
+  device_readback::forget(*record);
   record->clear_for_reuse();
   spare_check_record() = std::move(record);
 }
 
 PyObject* check_nonfinite(core::Recorder& recorder, core::RecordPtr& record, std::size_t first_output,
                           PyObject* result, RecordUse use) {
+  device_readback::resolve(*record);  // tensors on devices: their counts, one synchronisation
   const bool fresh = !record->nonfinite_scalar_input &&
                      any_nonfinite(recorder, *record, first_output, record->arrays.size()) &&
                      !any_nonfinite(recorder, *record, 0, first_output);

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 
+#include "device_readback.hpp"
 #include "import_guard.hpp"
 #include "numpy_hooks.hpp"
 #include "overrides.hpp"
@@ -121,6 +122,7 @@ PYBIND11_MODULE(_ophook, m) {
   m.def("set_recording", [](bool on) { RecordingGate::set(RecordingGate::kOn, on); });
   m.def("is_recording", [] { return RecordingGate::on() && Recorder::get() && !Recorder::get()->finished(); });
   m.def("flush", [] {
+    device_readback::resolve_held();
     pb::gil_scoped_release release;
     if (auto* r = Recorder::get()) r->flush();
   });
@@ -143,6 +145,7 @@ PYBIND11_MODULE(_ophook, m) {
   m.def("finish", [] {
     RecordingGate::set(RecordingGate::kOn, false);
     import_guard::uninstall();
+    device_readback::resolve_held();
     pb::gil_scoped_release release;
     if (auto* r = Recorder::get()) r->finish();
   });

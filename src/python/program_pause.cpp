@@ -6,8 +6,10 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "device_readback.hpp"
 #include "ophook/program_pause.hpp"
 #include "python_common.hpp"
+#include "thread_state.hpp"
 
 namespace ophook::py {
 namespace {
@@ -16,8 +18,11 @@ std::mutex g_mu;
 std::condition_variable g_stopped_cv;
 bool g_stopped = false;
 
-// A pending call: the interpreter runs it on the main thread between two bytecodes.
+// A pending call: the interpreter runs it on the main thread between two bytecodes. Records
+// held for their device statistics are submitted first, unless ophook's own code is the one
+// interrupted (then they are counted as dropped).
 int stop_here(void*) {
+  if (!thread_state().busy) device_readback::resolve_held();
   {
     std::lock_guard lock(g_mu);
     g_stopped = true;
@@ -27,19 +32,23 @@ int stop_here(void*) {
 }
 
 bool stop_program(int timeout_ms) noexcept {
-#if PY_VERSION_HEX >= 0x030D0000
-  const bool finalizing = Py_IsFinalizing();
-#else
-  const bool finalizing = _Py_IsFinalizing();
-#endif
   // During finalisation no bytecode may run again, and the recorder finishes at exit anyway.
-  if (!Py_IsInitialized() || finalizing) return false;
+  if (!interpreter_running()) return false;
   if (Py_AddPendingCall(&stop_here, nullptr) != 0) return false;
   std::unique_lock lock(g_mu);
   return g_stopped_cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), [] { return g_stopped; });
 }
 
 }  // namespace
+
+bool interpreter_running() noexcept {
+#if PY_VERSION_HEX >= 0x030D0000
+  const bool finalizing = Py_IsFinalizing();
+#else
+  const bool finalizing = _Py_IsFinalizing();
+#endif
+  return Py_IsInitialized() && !finalizing;
+}
 
 void install_program_pause() noexcept {
   core::set_program_pause(&stop_program);

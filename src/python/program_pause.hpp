@@ -7,4 +7,7 @@ namespace ophook::py {
 /// stays there (with the GIL, so no Python thread runs) until the watcher ends the process.
 void install_program_pause() noexcept;
 
+/// Whether the interpreter runs: initialised and not finalising (no bytecode may run then).
+bool interpreter_running() noexcept;
+
 }  // namespace ophook::py

@@ -11,6 +11,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace ophook::py {
 
@@ -38,6 +39,8 @@ class PyRef {
   PyRef& operator=(const PyRef&) = delete;
   ~PyRef() { Py_XDECREF(o_); }
   PyObject* get() const { return o_; }
+  /// Gives the reference up to the caller.
+  PyObject* release() { return std::exchange(o_, nullptr); }
   explicit operator bool() const { return o_ != nullptr; }
 
  private:

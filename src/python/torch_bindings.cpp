@@ -1,5 +1,6 @@
 #include "torch_bindings.hpp"
 
+#include "device_readback.hpp"
 #include "python_common.hpp"
 #include "source_location.hpp"
 #include "step_counter.hpp"
@@ -117,6 +118,15 @@ void bind_torch(pb::module_& m) {
       "torch.jit: the module hooks call guard(module, entering) -> bool (mode aside) when a forward starts "
       "while probe() returns a tracing state or the module is a traced_type, and at every forward start "
       "and end while the mode is aside. Nones switch it off.");
+  m.def(
+      "torch_read_back_held",
+      [] {
+        device_readback::resolve_held();
+        pb::gil_scoped_release release;
+        if (auto* recorder = core::Recorder::get()) recorder->flush();
+      },
+      "At exit: reads back what records held for their device values wait for, submits them and "
+      "waits until they are written (a Tracer never stopped finishes no run).");
   m.def(
       "torch_track_backward_modules",
       [](const pb::object& tracker, const pb::object& queue_callback) {

@@ -1,6 +1,5 @@
 #include "torch_tensors.hpp"
 
-#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
@@ -8,49 +7,62 @@
 #include <vector>
 
 #include "capture_budget.hpp"
+#include "device_readback.hpp"
 #include "ophook/strided_copy.hpp"
 #include "thread_state.hpp"
 #include "torch_dense_view.hpp"
+#include "torch_device_path.hpp"
 #include "torch_dtypes.hpp"
+#include "torch_values.hpp"
 #include "value_capture.hpp"
 
 namespace ophook::py {
 namespace {
 
+using core::element_count;
+
 /// torch objects that capture compares against, held for the life of the process.
 struct TorchObjects {
   PyTypeObject* tensor_base = nullptr;  // torch._C.TensorBase: every tensor is one
-  PyTypeObject* size = nullptr;         // torch.Size
   PyObject* strided = nullptr;          // torch.strided (the layout object)
   PyObject* plain_dispatch = nullptr;   // torch._C._disabled_torch_dispatch_impl
-  PyTypeObject* untyped_storage = nullptr;  // torch.UntypedStorage
-  PyTypeObject* typed_storage = nullptr;    // torch.storage.TypedStorage
-  std::vector<PyTypeObject*> singleton_types;  // torch.dtype, torch.layout, torch.memory_format, torch.qscheme
 };
 TorchObjects torch_objects;
 
 /// Interned attribute names, so that each lookup skips building a string.
 struct Names {
-  PyObject *dtype, *shape, *is_cpu, *layout, *device, *stride, *data_ptr, *is_neg, *is_conj, *resolve_neg,
+  PyObject *dtype, *shape, *is_cpu, *is_meta, *layout, *device, *stride, *data_ptr, *is_neg, *is_conj, *resolve_neg,
       *resolve_conj, *is_nested, *torch_dispatch;
 };
 Names names;
 
 bool intern_names() {
   auto n = [](const char* s) { return PyUnicode_InternFromString(s); };
-  names = {n("dtype"),        n("shape"),       n("is_cpu"),      n("layout"),       n("device"),
-           n("stride"),       n("data_ptr"),    n("is_neg"),      n("is_conj"),      n("resolve_neg"),
-           n("resolve_conj"), n("is_nested"),   n("__torch_dispatch__")};
+  names = {n("dtype"),       n("shape"),        n("is_cpu"),    n("is_meta"),
+           n("layout"),      n("device"),       n("stride"),    n("data_ptr"),
+           n("is_neg"),      n("is_conj"),      n("resolve_neg"), n("resolve_conj"),
+           n("is_nested"),   n("__torch_dispatch__")};
   return names.torch_dispatch != nullptr;
 }
 
 /// Whether tensors of a type keep their elements in their own memory: torch.Tensor,
-/// nn.Parameter and subclasses that do not take over dispatch. Wrapper subclasses (FakeTensor,
-/// DTensor, FunctionalTensor, NJT …) get a spec only.
+/// nn.Parameter and subclasses that do not take over dispatch. Of the wrapper subclasses, DTensor
+/// is read through its local shard; the others (FakeTensor, FunctionalTensor, NJT …) get a spec only.
 struct TypeVerdict {
   bool readable = false;
+  bool local_shard = false;  // a DTensor
   std::uint32_t reason_id = 0;
 };
+
+/// Whether `type` is torch.distributed.tensor.DTensor or a subclass (its module imported by then).
+bool is_dtensor_type(PyTypeObject* type) {
+  PyRef name = PyRef::steal(PyUnicode_FromString("torch.distributed.tensor"));
+  PyRef module = name ? PyRef::steal(PyImport_GetModule(name.get())) : PyRef();
+  PyRef dtensor = module ? PyRef::steal(PyObject_GetAttrString(module.get(), "DTensor")) : PyRef();
+  const int subclass = dtensor ? PyObject_IsSubclass(reinterpret_cast<PyObject*>(type), dtensor.get()) : 0;
+  PyErr_Clear();
+  return subclass == 1;
+}
 
 const TypeVerdict& type_verdict(core::Recorder& recorder, PyTypeObject* type) {
   static std::unordered_map<PyTypeObject*, TypeVerdict> cache;
@@ -65,6 +77,7 @@ const TypeVerdict& type_verdict(core::Recorder& recorder, PyTypeObject* type) {
   PyRef dispatch = PyRef::steal(PyObject_GetAttr(reinterpret_cast<PyObject*>(type), names.torch_dispatch));
   PyErr_Clear();
   verdict.readable = dispatch.get() == torch_objects.plain_dispatch;
+  verdict.local_shard = !verdict.readable && is_dtensor_type(type);
   if (!verdict.readable) {
     verdict.reason_id = recorder.intern(std::string("tensor subclass ") + type->tp_name + " with its own dispatch: spec only");
   }
@@ -126,12 +139,6 @@ void copy_elements(const std::byte* src, std::span<const std::int64_t> shape, st
   out.captured = true;
 }
 
-std::size_t element_count(std::span<const std::int64_t> shape) {
-  std::size_t count = 1;
-  for (auto n : shape) count *= static_cast<std::size_t>(n);
-  return count;
-}
-
 /// Whether the tensor's conjugate or negative bit is set (or cannot be read): its memory then
 /// holds other values than the tensor stands for.
 bool has_lazy_bits(PyObject* tensor, const TorchDtype& dtype) {
@@ -191,7 +198,6 @@ bool copy_through_attributes(ValueCapture& capture, PyObject* tensor, const Torc
   std::vector<std::int64_t> strides;
   PyRef stride_tuple = call(source.get(), names.stride);
   if (!read_ints(stride_tuple.get(), strides) || strides.size() != out.shape.size()) return false;
-  out.set_strides(strides);
   PyRef pointer = call(source.get(), names.data_ptr);
   if (!pointer) return false;
   const auto address = PyLong_AsUnsignedLongLong(pointer.get());
@@ -213,13 +219,23 @@ bool copy_through_attributes(ValueCapture& capture, PyObject* tensor, const Torc
   return true;
 }
 
+/// The tensor's own strides into the record (not those of a copy that resolved a lazy bit): the
+/// view as the program has it, whichever way its values are read.
+void record_strides(PyObject* tensor, core::ArrayCapture& out) {
+  std::vector<std::int64_t> strides;
+  PyRef stride_tuple = call(tensor, names.stride);
+  if (read_ints(stride_tuple.get(), strides) && strides.size() == out.shape.size()) out.set_strides(strides);
+}
+
 std::uint32_t unknown_dtype(core::Recorder& recorder) {
   static const std::uint32_t id = recorder.intern_dtype({"unknown", "", ""});
   return id;
 }
 
-/// Everything else — sparse, nested, quantized, other devices, wrapper subclasses, torch without
-/// the DLPack exporter — described from the tensor's Python attributes.
+/// Everything else — sparse, nested, quantized, meta, other devices, wrapper subclasses, torch
+/// without the DLPack exporter, and every tensor under OPHOOK_TENSOR_COPY=torch — described from
+/// the tensor's Python attributes; dense tensors that the CPU path does not read are read
+/// through torch (torch_device_path).
 void capture_through_attributes(ValueCapture& capture, PyObject* tensor) {
   auto& recorder = capture.recorder();
   core::ArrayCapture out;
@@ -233,25 +249,36 @@ void capture_through_attributes(ValueCapture& capture, PyObject* tensor) {
     capture.add_array(tensor, std::move(out));
     return;
   }
-  if (!is_true(attr(tensor, names.is_cpu))) {
-    PyRef device = attr(tensor, names.device);
-    const auto where = str_or(device.get(), "?");
-    out.device_id = recorder.intern(where);
-    out.no_data_reason_id = recorder.intern("tensor on device " + where + ": spec only");
-  } else if (PyRef layout = attr(tensor, names.layout); layout.get() != torch_objects.strided) {
+  const bool on_cpu = is_true(attr(tensor, names.is_cpu));
+  if (!on_cpu) out.device_id = recorder.intern(str_or(attr(tensor, names.device).get(), "?"));
+  device_readback::Readback read;
+  if (PyRef layout = attr(tensor, names.layout); layout.get() != torch_objects.strided) {
     out.no_data_reason_id = recorder.intern("layout " + str_or(layout.get(), "?") + ": spec only");
   } else if (const auto& verdict = type_verdict(recorder, Py_TYPE(tensor)); !verdict.readable) {
     out.no_data_reason_id = verdict.reason_id;
   } else if (dtype->reason_id != 0) {
     out.no_data_reason_id = dtype->reason_id;
-  } else if (capture.copy_data() && !copy_through_attributes(capture, tensor, *dtype, out)) {
-    out.data.reset();
-    out.nbytes = 0;
-    out.captured = false;
-    out.no_data_reason_id = diagnose(recorder, tensor);
+  } else if (is_true(attr(tensor, names.is_meta))) {
+    out.no_data_reason_id = recorder.intern("meta tensor: no values, never read");
+  } else {
+    record_strides(tensor, out);
+    if (on_cpu && recorder.config().tensor_copy == core::TensorCopy::Auto) {
+      if (capture.copy_data() && !copy_through_attributes(capture, tensor, *dtype, out)) {
+        out.data.reset();
+        out.nbytes = 0;
+        out.captured = false;
+        out.no_data_reason_id = diagnose(recorder, tensor);
+      }
+    } else if (capture.copy_data()) {
+      read = read_through_torch(capture, tensor, *dtype, out);
+    }
   }
-  capture.add_array(tensor, std::move(out));
+  const auto index = capture.add_array(tensor, std::move(out));
+  if (read.pending) device_readback::expect(capture.record(), index, std::move(read));
 }
+
+/// A DTensor: this rank's local shard is captured in its place, with a note saying so.
+void capture_local_shard(ValueCapture& capture, PyObject* tensor);
 
 void capture_tensor(ValueCapture& capture, PyObject* tensor) {
   if (auto alias = capture.alias_of(tensor); alias >= 0) {
@@ -265,59 +292,21 @@ void capture_tensor(ValueCapture& capture, PyObject* tensor) {
     return;
   }
   BusyScope busy;  // attribute reads may reach torch's Python code (and its modes)
-  if (type_verdict(capture.recorder(), Py_TYPE(tensor)).readable && capture_dense(capture, tensor)) return;
+  const auto& verdict = type_verdict(capture.recorder(), Py_TYPE(tensor));
+  if (verdict.local_shard) return capture_local_shard(capture, tensor);
+  // OPHOOK_TENSOR_COPY=torch sends CPU tensors through torch too.
+  const bool direct = capture.recorder().config().tensor_copy == core::TensorCopy::Auto;
+  if (verdict.readable && direct && capture_dense(capture, tensor)) return;
   capture_through_attributes(capture, tensor);
 }
 
-/// torch.Size, and torch.return_types structseqs (torch.max(x, 0) → (values, indices)), are
-/// tuples to the user: encode them as lists.
-bool is_torch_tuple(PyObject* object) {
-  PyTypeObject* type = Py_TYPE(object);
-  if (type == torch_objects.size) return true;
-  return PyTuple_Check(object) && std::strncmp(type->tp_name, "torch.return_types.", 19) == 0;
-}
-
-/// Storages: their repr lists every element (and TypedStorage's warns that it is deprecated), so
-/// they are described from their size, dtype and device instead.
-bool capture_storage(ValueCapture& capture, PyObject* object) {
-  const bool typed = torch_objects.typed_storage && PyObject_TypeCheck(object, torch_objects.typed_storage);
-  if (!typed && !(torch_objects.untyped_storage && PyObject_TypeCheck(object, torch_objects.untyped_storage))) {
-    return false;
-  }
-  BusyScope busy;
-  PyRef untyped = typed ? PyRef::steal(PyObject_GetAttrString(object, "_untyped_storage")) : PyRef::borrow(object);
-  PyRef nbytes = untyped ? PyRef::steal(PyObject_CallMethod(untyped.get(), "nbytes", nullptr)) : PyRef();
-  PyErr_Clear();
-  std::string repr = typed ? "torch.TypedStorage(" : "torch.UntypedStorage(";
-  if (typed) repr += "dtype=" + attribute_str_or(object, "_dtype", "?") + ", ";
-  repr += "nbytes=" + str_or(nbytes.get(), "?");
-  repr += ", device='" + (untyped ? attribute_str_or(untyped.get(), "device", "?") : std::string("?")) + "')";
-  capture.other(typed ? "torch.TypedStorage" : "torch.UntypedStorage", repr);
-  return true;
-}
-
-/// dtypes, layouts, memory formats and qschemes are singletons: their repr ("torch.float32") is
-/// computed once per object.
-bool capture_singleton(ValueCapture& capture, PyObject* object) {
-  PyTypeObject* type = Py_TYPE(object);
-  bool known = false;
-  for (auto* t : torch_objects.singleton_types) known = known || t == type;
-  if (!known) return false;
-  static std::unordered_map<PyObject*, std::string> reprs;
-  auto it = reprs.find(object);
-  if (it == reprs.end()) {
-    BusyScope busy;
-    PyRef repr = PyRef::steal(PyObject_Repr(object));
-    const char* text = repr ? PyUnicode_AsUTF8(repr.get()) : nullptr;
-    if (text == nullptr) {
-      PyErr_Clear();
-      return false;
-    }
-    Py_INCREF(object);  // the key stays valid
-    it = reprs.emplace(object, text).first;
-  }
-  capture.other(type->tp_name, it->second);
-  return true;
+void capture_local_shard(ValueCapture& capture, PyObject* tensor) {
+  std::string note;
+  PyRef local = local_shard(tensor, note);
+  if (!local || !PyObject_TypeCheck(local.get(), torch_objects.tensor_base)) return capture_through_attributes(capture, tensor);
+  capture_tensor(capture, local.get());
+  auto& array = capture.record().arrays[capture.record().arrays.size() - 1];
+  if (array.no_data_reason_id == 0) array.no_data_reason_id = capture.recorder().intern(note);
 }
 
 bool capture_torch_value(ValueCapture& capture, PyObject* object) {
@@ -327,33 +316,7 @@ bool capture_torch_value(ValueCapture& capture, PyObject* object) {
     if (capture.record().arrays.size() > index) capture.record().arrays[index].python_type = core::ArrayType::TorchTensor;
     return true;
   }
-  if (is_torch_tuple(object)) {
-    PyRef items = PyRef::steal(PyTuple_GetSlice(object, 0, PyTuple_GET_SIZE(object)));
-    if (!items) {
-      PyErr_Clear();
-      return false;
-    }
-    capture.value(items.get());
-    return true;
-  }
-  return capture_singleton(capture, object) || capture_storage(capture, object);
-}
-
-PyObject* get_path(PyObject* root, const char* dotted) {
-  PyRef current = PyRef::borrow(root);
-  std::string path(dotted);
-  std::size_t start = 0;
-  while (current && start <= path.size()) {
-    const auto end = path.find('.', start);
-    const auto part = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    current = PyRef::steal(PyObject_GetAttrString(current.get(), part.c_str()));
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  if (!current) return nullptr;
-  PyObject* out = current.get();
-  Py_INCREF(out);  // held for the life of the process
-  return out;
+  return capture_torch_non_tensor(capture, object);
 }
 
 }  // namespace
@@ -364,44 +327,23 @@ bool enable_torch_capture(PyObject* torch) {
     PyErr_Clear();
     return false;
   }
-  PyObject* base = get_path(torch, "_C.TensorBase");
-  PyObject* size = get_path(torch, "Size");
-  PyObject* strided = get_path(torch, "strided");
-  PyObject* plain = get_path(torch, "_C._disabled_torch_dispatch_impl");
-  if (!base || !size || !strided || !plain || !PyType_Check(base) || !PyType_Check(size)) {
+  PyObject* base = torch_attribute(torch, "_C.TensorBase");
+  PyObject* strided = torch_attribute(torch, "strided");
+  PyObject* plain = torch_attribute(torch, "_C._disabled_torch_dispatch_impl");
+  if (!base || !strided || !plain || !PyType_Check(base) || !enable_torch_value_capture(torch)) {
     PyErr_Clear();
-    Py_XDECREF(base), Py_XDECREF(size), Py_XDECREF(strided), Py_XDECREF(plain);
+    Py_XDECREF(base), Py_XDECREF(strided), Py_XDECREF(plain);
     return false;
   }
   torch_objects.tensor_base = reinterpret_cast<PyTypeObject*>(base);
-  torch_objects.size = reinterpret_cast<PyTypeObject*>(size);
   torch_objects.strided = strided;
   torch_objects.plain_dispatch = plain;
-  for (const char* path : {"dtype", "layout", "memory_format", "qscheme"}) {
-    PyObject* type = get_path(torch, path);
-    if (type != nullptr && PyType_Check(type)) {
-      torch_objects.singleton_types.push_back(reinterpret_cast<PyTypeObject*>(type));
-    } else {
-      Py_XDECREF(type);
-      PyErr_Clear();
-    }
-  }
-  // Storages are optional: without them, their values fall back to the generic description.
-  for (auto [path, slot] : {std::pair{"UntypedStorage", &torch_objects.untyped_storage},
-                            std::pair{"storage.TypedStorage", &torch_objects.typed_storage}}) {
-    PyObject* type = get_path(torch, path);
-    if (type != nullptr && PyType_Check(type)) {
-      *slot = reinterpret_cast<PyTypeObject*>(type);
-    } else {
-      Py_XDECREF(type);
-      PyErr_Clear();
-    }
-  }
   // Without torch's DLPack exporter (older torch), every tensor takes the attribute path.
   if (auto* recorder = core::Recorder::get()) {
     BusyScope busy;  // the dtype probe runs torch ops: not the program's calls
     enable_dense_views(*recorder, torch);
   }
+  enable_device_path();
   register_array_like_capturer(&capture_torch_value);
   return true;
 }

@@ -11,22 +11,13 @@ import torch
 
 from baselines.json_recorder import JsonRecorder
 from baselines.torch_modes import NoopDispatchMode, NoopFunctionMode, RecordingDispatchMode, RecordingFunctionMode
-from worker_support import arguments, clear_directory, emit, fastest_burst_ns, load_ophook, paired_medians
+from worker_support import arguments, clear_directory, emit, load_ophook, op_timer, paired_medians
 
 args = arguments(__doc__, calls=20_000)
 ophook = load_ophook(args.build)
 a = torch.ones(4)
 b = torch.ones(4)
-
-
-def loop(calls):
-    for _ in range(calls):
-        torch.add(a, b)
-
-
-def per_op_ns():
-    loop(min(args.calls, 500))  # warm-up: first-call caches, the writer's start
-    return fastest_burst_ns(loop, args.calls)
+per_op_ns = op_timer(lambda: torch.add(a, b), args.calls, warm_up=500)
 
 
 def bare(out):

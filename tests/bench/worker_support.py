@@ -51,6 +51,20 @@ def fastest_burst_ns(run_calls, calls):
     return best
 
 
+def op_timer(op, calls, warm_up):
+    """A function that returns the ns per call of op() — by the fastest burst of `calls` calls,
+    after `warm_up` calls (first-call caches, the writer's start)."""
+    def loop(count):
+        for _ in range(count):
+            op()
+
+    def per_op_ns():
+        loop(min(calls, warm_up))
+        return fastest_burst_ns(loop, calls)
+
+    return per_op_ns
+
+
 def clear_directory(path):
     """Removes the files in `path` (recorded output between rounds), keeps the directory."""
     os.makedirs(path, exist_ok=True)

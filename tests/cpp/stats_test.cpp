@@ -94,6 +94,15 @@ TEST(Stats, Xxh64KnownAnswers) {
   EXPECT_EQ(stats_to_json(s)["xxh64"], "6ac1e58032166597");
 }
 
+TEST(Stats, DeviceFingerprintDigestHashesTheThreeWordsLittleEndian) {
+  // Values from the XXH64 reference algorithm (seed 0) over struct.pack("<QQQ", ...).
+  EXPECT_EQ(device_fingerprint_digest(0, 0, 0), 0xbb3302e8a9608868ull);
+  EXPECT_EQ(device_fingerprint_digest(0x0123456789abcdefull, 0xfedcba9876543210ull, 24), 0xbe5f9580ed787d49ull);
+  // Each word counts: swapping the sums or changing the size changes the digest.
+  EXPECT_NE(device_fingerprint_digest(1, 2, 8), device_fingerprint_digest(2, 1, 8));
+  EXPECT_NE(device_fingerprint_digest(1, 2, 8), device_fingerprint_digest(1, 2, 16));
+}
+
 TEST(Stats, HashIsOverRawBytesIncludingPartialElement) {
   const std::vector<std::byte> five(5, std::byte{7});
   const ArrayStats s = compute_stats("<f4", five.data(), five.size());

@@ -23,9 +23,17 @@ EXAMPLES = SOURCE_DIR / "examples"
 SCHEMA_DIR = SOURCE_DIR / "docs" / "schema"
 
 
+# OPHOOK_TEST_TENSOR_COPY=torch (ctest's `.tensor_copy_torch` entries) runs a test file's programs
+# with every tensor read through torch, the path tensors on other devices than the CPU take.
+TENSOR_COPY = os.environ.get("OPHOOK_TEST_TENSOR_COPY")
+
+
 def clean_env(**overrides):
-    """The test process's environment without any OPHOOK_*/LD_PRELOAD, plus `overrides`."""
+    """The test process's environment without any OPHOOK_*/LD_PRELOAD, plus `overrides` (and
+    OPHOOK_TENSOR_COPY when the test run asks for it)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPHOOK_") and k != "LD_PRELOAD"}
+    if TENSOR_COPY:
+        env["OPHOOK_TENSOR_COPY"] = TENSOR_COPY
     env.update({k: str(v) for k, v in overrides.items()})
     return env
 

@@ -1,0 +1,358 @@
+"""The device path (OPHOOK_TENSOR_COPY=torch sends every tensor through it, so a CPU-only machine
+runs it): the same records, files and statistics as the direct path at both torch levels, none of
+its own work recorded, the program's results unchanged; meta, fake and DTensor programs; a device
+that runs out of memory while ophook reads; statistics held for their batch and still written at
+a flush, a termination signal and os._exit. Real programs in subprocesses under LD_PRELOAD."""
+import ctypes
+import ctypes.util
+import json
+import re
+import signal
+import struct
+import subprocess
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import LIBRARY, VENV_PYTHON, arrays, clean_env, load, run_script, summary, trace
+
+LEVELS = "numpy,torch_function,torch_dispatch"
+
+# A little of everything the capture meets: training (autograd, an optimizer, modules), every
+# dtype family, views (transposed, strided, offset, broadcast, 0-d, empty, conjugate, negative),
+# NaN/Inf values, in-place ops, NumPy beside torch; small tensors (snapshot, read back in batches)
+# and tensors over 256 KiB (statistics reduced by torch, one of them over a 4 Mi-element chunk).
+PROGRAM = """
+import json
+import numpy as np
+import torch
+from torch import nn
+
+torch.use_deterministic_algorithms(True)  # torch.empty's memory NaN-filled: the same bytes in every run
+torch.manual_seed(0)
+net = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+x = torch.randn(5, 6)
+losses = []
+for _ in range(2):
+    opt.zero_grad()
+    loss = net(x).square().mean()
+    loss.backward()
+    opt.step()
+    losses.append(loss.item())
+
+base = torch.arange(24, dtype=torch.float64).reshape(4, 6) / 7 - 1
+kinds = [base.to(d) for d in (torch.float16, torch.bfloat16, torch.float32, torch.int64, torch.int8)]
+kinds += [base > 0, (base * (1 + 2j)).to(torch.complex64), base * (1 - 1j),
+          torch.arange(256, dtype=torch.int32).to(torch.uint8).view(torch.float8_e4m3fn),
+          torch.tensor([1.0, float("nan"), float("inf"), -float("inf"), -0.0, 3.5])]
+views = [base.t(), base[:, 1::2], base[2:], torch.tensor([1.0, 2.0, 3.0]).expand(4, 3), torch.tensor(3.25),
+         torch.empty(0, 3), (torch.arange(4.0) * (1 + 1j)).conj(), (torch.arange(4.0) * (1 + 1j)).conj().imag]
+results = [torch.clone(t) for t in kinds + views]
+results.append(torch.neg(base[:, ::2]))
+big = torch.linspace(-3, 3, 300_000)
+big[5], big[7], big[11] = float("nan"), float("inf"), -float("inf")
+large = [big, big[::2], (big * 2).to(torch.bfloat16), torch.arange(100_000) - 7, big[:60_000] * (1 - 2j),
+         big.double()[:40_000] * (2 + 1j), torch.linspace(0, 1, 4_300_000)]
+results += [torch.clone(t) for t in large]
+a = torch.ones(3)
+a.add_(2)
+v = np.arange(3.0) + 1
+t = torch.from_numpy(v) * 2
+print(json.dumps({"losses": [l.hex() for l in losses],
+                  "weights": [p.detach().double().flatten().tolist() for p in net.parameters()],
+                  "a": a.tolist(), "t": t.tolist()}))
+"""
+VOLATILE = ("t_ns", "dur_ns", "pid", "tid")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """The program unhooked, then per mode through the direct path and through torch."""
+    out = {}
+    tmp = tmp_path_factory.mktemp("plain")
+    out["plain"] = run_script(tmp, PROGRAM, preload=False).stdout
+    for mode in ("stats", "dump"):  # trace mode reads no value, through either path
+        for copy in ("auto", "torch"):
+            tmp = tmp_path_factory.mktemp("%s_%s" % (mode, copy))
+            proc = run_script(tmp, PROGRAM, levels=LEVELS, mode=mode, tensor_copy=copy, nested=1)
+            out[mode, copy] = (proc, tmp / "out")
+    return out
+
+
+def without(record, stats):
+    """The record without what differs between runs anyway (times, ids), without `same_as` and,
+    unless `stats`, without the arrays' statistics. `same_as` names the file of equal bytes that
+    reached the writer first: records held for their device values reach it later than the direct
+    path's, so the first of two equal files can differ (test_dump_files_are_byte_identical checks
+    that every name holds the same bytes in both runs, links included)."""
+    def strip(value):
+        if isinstance(value, dict):
+            if value.get("kind") != "array" and "repr" in value:  # object addresses differ
+                return {**value, "repr": re.sub(r"0x[0-9a-f]+", "0x?", value["repr"])}
+            return {k: strip(v) for k, v in value.items() if k != "same_as" and (stats or k != "stats")}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+    kept = {k: v for k, v in record.items() if k not in VOLATILE}
+    kept["source"] = (kept["source"] or "").rpartition("/")[2]  # each run has its own directory
+    return strip(kept)
+
+
+@pytest.mark.parametrize("mode", ["stats", "dump"])
+def test_results_and_records_equal_the_direct_paths(runs, mode):
+    """Nothing of the path's own copies and reductions is recorded at any level (the same calls,
+    seq, depth and parent), and nothing it does changes the program's results."""
+    (direct, direct_out), (through_torch, torch_out) = runs[mode, "auto"], runs[mode, "torch"]
+    assert direct.stdout == through_torch.stdout == runs["plain"]
+    direct_records, torch_records = trace(direct_out), trace(torch_out)
+    assert {r["level"] for r in direct_records} == {"ufunc", "torch_function", "torch_dispatch"}
+    assert [without(r, mode == "dump") for r in torch_records] == [without(r, mode == "dump") for r in direct_records]
+    assert summary(direct_out)["totals"]["tensors_copied_by_torch"] == 0
+    assert summary(torch_out)["config"]["tensor_copy"] == "torch"
+    assert "not read" not in through_torch.stderr
+
+
+def tensor_values(records, framework=("numpy", "torch")):
+    """Every array value of every record (of `framework`), in order."""
+    return [v for r in records if r["framework"] in framework
+            for section in ("args", "kwargs", "outputs") for v in arrays(r, section)]
+
+
+def test_dump_files_are_byte_identical(runs):
+    (_, direct_out), (_, torch_out) = runs["dump", "auto"], runs["dump", "torch"]
+    files = sorted(p.name for p in direct_out.glob("op_*.npy"))
+    assert len(files) > 200 and files == sorted(p.name for p in torch_out.glob("op_*.npy"))
+    for name in files:
+        assert (direct_out / name).read_bytes() == (torch_out / name).read_bytes(), name
+    # every torch array with a file was read through torch once (an alias in the same call shares
+    # its first's file); one stored as a link to equal bytes was read all the same
+    read = {(r["seq"], v["file"]) for r in trace(torch_out) if r["framework"] == "torch"
+            for s in ("args", "kwargs", "outputs") for v in arrays(r, s) if v["file"]}
+    assert summary(torch_out)["totals"]["tensors_copied_by_torch"] == len(read)
+
+
+def nbytes(value):
+    """The bytes of a recorded tensor in its own dtype."""
+    return int(np.prod(value["shape"])) * getattr(torch, value["dtype"]).itemsize
+
+
+def test_statistics_equal_the_direct_paths(runs):
+    """Small tensors' statistics are computed from their bytes, as the direct path's: equal, digest
+    included. Larger tensors' are reduced by torch: min, max and the NaN/Inf counts exactly; mean
+    and std, which torch sums in another order than the writer, within a few units of the last
+    place of the values' scale."""
+    (_, direct_out), (_, torch_out) = runs["stats", "auto"], runs["stats", "torch"]
+    pairs = list(zip(tensor_values(trace(direct_out)), tensor_values(trace(torch_out))))
+    small = reduced = 0
+    for direct, through_torch in pairs:
+        a, b = direct["stats"], through_torch["stats"]
+        if a is None or nbytes(direct) <= 256 << 10:
+            assert b == a, (direct, through_torch)
+            small += a is not None
+            continue
+        assert (a["min"], a["max"], a["nan"], a["inf"]) == (b["min"], b["max"], b["nan"], b["inf"]), (direct, b)
+        scale = max(abs(a["min"]), abs(a["max"]))
+        assert abs(a["mean"] - b["mean"]) <= 1e-14 * scale and abs(a["std"] - b["std"]) <= 1e-14 * scale, (a, b)
+        reduced += 1
+    assert small > 200 and reduced >= 14
+
+
+def xxh64(data):
+    library = ctypes.CDLL(ctypes.util.find_library("xxhash") or "libxxhash.so.0")
+    library.XXH64.restype = ctypes.c_uint64
+    library.XXH64.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint64]
+    return library.XXH64(data, len(data), 0)
+
+
+def device_fingerprint(raw):
+    """docs/devices.md's digest of statistics computed on a device, from the tensor's raw bytes."""
+    words = np.frombuffer(raw, "<i4" if len(raw) % 4 == 0 else "u1").astype(np.int64)
+    odd = 2 * np.arange(words.size, dtype=np.int64) + 1
+    with np.errstate(over="ignore"):
+        sums = [int((words * odd).sum()), int((words * words).sum())]
+    return "%016x" % xxh64(struct.pack("<QQQ", *(s & (2 ** 64 - 1) for s in sums), len(raw)))
+
+
+def test_statistics_digest_is_the_fingerprint_of_the_bytes(runs):
+    """Statistics reduced by torch carry the device fingerprint of the tensor's bytes, recomputed
+    here from the direct path's dump of the same call (narrowed back to bf16 where widened)."""
+    (_, dump_out), (_, torch_out) = runs["dump", "auto"], runs["stats", "torch"]
+    checked = 0
+    for dumped, computed in zip(tensor_values(trace(dump_out), ["torch"]), tensor_values(trace(torch_out), ["torch"])):
+        if not dumped["file"] or nbytes(dumped) <= 256 << 10:
+            continue
+        values = torch.from_numpy(load(dump_out, dumped)).to(getattr(torch, dumped["dtype"]))
+        raw = values.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+        assert computed["stats"]["xxh64"] == device_fingerprint(raw), dumped
+        checked += 1
+    assert checked >= 14
+
+
+# ---- meta, fake and DTensor ------------------------------------------------------------------------
+
+META_AND_FAKE = """
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+model = torch.nn.Linear(4, 3, device="meta")
+y = model(torch.empty(2, 4, device="meta")).relu()
+print(y.shape, y.device)
+with FakeTensorMode() as fake:
+    w = torch.ones(4, 4)
+    z = (w @ w).sum(0)
+    print(z.shape, type(z).__name__)
+print(torch.ones(2).add(1).tolist())
+"""
+
+
+@pytest.mark.parametrize("mode", ["stats", "dump"])
+def test_meta_and_fake_tensor_programs_run_unchanged(tmp_path, mode):
+    plain = run_script(tmp_path, META_AND_FAKE, preload=False)
+    proc = run_script(tmp_path, META_AND_FAKE, levels="torch_function,torch_dispatch", mode=mode, tensor_copy="torch")
+    assert proc.stdout == plain.stdout and "not read" not in proc.stderr
+    records = trace(tmp_path / "out")
+    values = tensor_values(records)
+    meta = [v for v in values if v["device"] == "meta"]
+    fake = [v for v in values if "FakeTensor" in (v.get("reason") or "")]
+    assert meta and fake
+    assert all(v["file"] is None and v["stats"] is None for v in meta + fake)
+    assert all(v["reason"] == "meta tensor: no values, never read" for v in meta)
+    (last,) = [r for r in records if r["op"] == "torch.Tensor.add"]
+    assert arrays(last, "outputs")[0]["stats"]["max"] == 2.0
+    assert summary(tmp_path / "out")["totals"]["record_errors"] == 0
+
+
+DTENSOR = """
+import torch, torch.distributed as dist
+from torch.testing._internal.distributed.fake_pg import FakeStore
+dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=2)
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.tensor import Shard, distribute_tensor
+mesh = init_device_mesh("cpu", (2,))
+d = distribute_tensor(torch.arange(8.0).reshape(4, 2), mesh, [Shard(0)])
+doubled = torch.mul(d, 2)
+print(doubled.to_local().tolist())
+dist.destroy_process_group()
+"""
+
+
+def test_dtensor_records_its_local_shard(tmp_path):
+    """A DTensor's values are this rank's local shard (a plain tensor), read as any tensor is, and
+    the record says so; a fake process group gives two ranks in one process."""
+    plain = run_script(tmp_path, DTENSOR, preload=False)
+    proc = run_script(tmp_path, DTENSOR, levels="torch_function", mode="dump", tensor_copy="torch")
+    assert proc.stdout == plain.stdout == "[[0.0, 2.0], [4.0, 6.0]]\n"
+    (mul,) = [r for r in trace(tmp_path / "out") if r["op"] == "torch.mul"]
+    (shard,) = arrays(mul)
+    (product,) = arrays(mul, "outputs")
+    note = "DTensor: this rank's local shard (global shape [4, 2], placements (Shard(dim=0),))"
+    assert shard["reason"] == product["reason"] == note
+    assert shard["shape"] == [2, 2]
+    assert load(tmp_path / "out", shard).tolist() == [[0.0, 1.0], [2.0, 3.0]]
+    assert load(tmp_path / "out", product).tolist() == [[0.0, 2.0], [4.0, 6.0]]
+
+
+# ---- running out of memory while reading ------------------------------------------------------------
+
+# The device "runs out of memory" inside the path's own torch work: while FULL is set, aten::copy_
+# (which the path's copies and float64 conversions use, and torch.neg does not) raises torch's
+# OutOfMemoryError; torch.library.get_kernel keeps the real kernel for the rest of the program.
+OUT_OF_MEMORY = """
+import torch
+FULL = [False]
+kernel = torch.library.get_kernel("aten::copy_", "CPU")
+library = torch.library.Library("aten", "IMPL")
+
+def copy_(keyset, self, src, non_blocking=False):
+    if FULL[0]:
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB (simulated)")
+    if not isinstance(src, torch.Tensor):  # a wrapped number arrives as a Python scalar
+        src = torch.scalar_tensor(src, dtype=self.dtype)
+    return kernel.call_boxed(keyset, self, src, non_blocking)
+
+library.impl("copy_", copy_, "CPU", with_keyset=True)
+x = torch.arange(6, dtype=torch.float32)
+FULL[0] = True
+y = torch.neg(x)
+z = torch.neg(y)
+FULL[0] = False
+print(torch.mul(z, 2).tolist())
+"""
+
+
+@pytest.mark.parametrize("mode", ["stats", "dump"])
+def test_out_of_memory_while_reading_falls_back_to_a_spec(tmp_path, mode):
+    plain = run_script(tmp_path, OUT_OF_MEMORY, preload=False)
+    proc = run_script(tmp_path, OUT_OF_MEMORY, levels="torch_function", mode=mode, tensor_copy="torch")
+    assert proc.stdout == plain.stdout == "[0.0, 2.0, 4.0, 6.0, 8.0, 10.0]\n"
+    warnings = [line for line in proc.stderr.splitlines() if "not read through torch" in line]
+    assert len(warnings) == 1 and "OutOfMemoryError: CUDA out of memory" in warnings[0]
+    records = trace(tmp_path / "out")
+    unread = [v for r in records if r["op"] == "torch.neg" for s in ("args", "outputs") for v in arrays(r, s)]
+    assert len(unread) == 4
+    assert all(v["reason"] == "out of memory while reading it through torch: spec only" for v in unread)
+    assert all(v["file"] is None and v["stats"] is None for v in unread)
+    (mul,) = [r for r in records if r["op"] == "torch.mul"]
+    assert arrays(mul, "outputs")[0]["stats"]["max"] == 10.0  # read again once memory is back
+    note = summary(tmp_path / "out")["notes"]["tensors_not_read"]
+    assert note["count"] == note["out_of_memory"] == 4 and note["last_op"] == "torch.neg"
+
+
+# ---- statistics held for their batch ---------------------------------------------------------------
+
+HELD = """
+import json, os, sys, time
+import torch
+import ophook
+x = torch.arange(4.0)
+for _ in range(5):
+    x = torch.add(x, 1)
+if sys.argv[1] == "flush":
+    ophook.flush()
+    print(sum(1 for _ in open(os.path.join(os.environ["OPHOOK_OUTPUT"], "trace.jsonl"))), flush=True)
+elif sys.argv[1] == "term":
+    print("ready", flush=True)
+    for _ in range(6000):
+        time.sleep(0.01)  # back in the interpreter often: the pause for the signal runs between bytecodes
+else:
+    os._exit(0)
+"""
+
+
+def run_held(tmp_path, how):
+    (tmp_path / "held.py").write_text(HELD)
+    env = clean_env(LD_PRELOAD=LIBRARY, OPHOOK_OUTPUT=tmp_path / "out", OPHOOK_MODE="stats",
+                    OPHOOK_LEVELS="torch_function", OPHOOK_TENSOR_COPY="torch")
+    proc = subprocess.Popen([str(VENV_PYTHON), str(tmp_path / "held.py"), how], env=env, cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if how == "term":
+        assert proc.stdout.readline() == "ready\n"
+        proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=120)
+    return proc.returncode, stdout, tmp_path / "out"
+
+
+@pytest.mark.parametrize("how", ["flush", "term"])
+def test_held_statistics_are_written_at_a_flush_and_a_termination_signal(tmp_path, how):
+    """Five torch.add calls stay held (fewer than a batch, within 0.1 s) until ophook.flush() or
+    SIGTERM reads their statistics back: every record reaches trace.jsonl, with its statistics."""
+    returncode, stdout, out = run_held(tmp_path, how)
+    assert returncode == (0 if how == "flush" else -signal.SIGTERM)
+    records = trace(out)
+    adds = [r for r in records if r["op"] == "torch.add"]
+    if how == "flush":
+        assert int(stdout) == len(records)
+    assert [arrays(r, "outputs")[0]["stats"]["max"] for r in adds] == [4.0, 5.0, 6.0, 7.0, 8.0]
+
+
+def test_records_held_at_os_exit_are_written(tmp_path):
+    """os._exit runs no atexit handler: the preload's _exit reads the held records back first (the
+    exiting thread holds the GIL), as DataLoader workers need; none is dropped."""
+    returncode, _, out = run_held(tmp_path, "exit")
+    assert returncode == 0
+    totals = summary(out)["totals"]
+    assert (totals["calls"], totals["dropped_after_exit"]) == (6, 0)
+    adds = [r for r in trace(out) if r["op"] == "torch.add"]
+    assert [arrays(r, "outputs")[0]["stats"]["max"] for r in adds] == [4.0, 5.0, 6.0, 7.0, 8.0]
