@@ -31,6 +31,7 @@ TORCH_MATRIX = [("numpy", "trace"), ("torch_function", "dump"), ("torch_dispatch
 EXAMPLES_RUN = {  # name: (arguments, extra environment, [(levels, mode)])
     "numpy_ops.py": ((), {}, [(c, m) for c in COMBINATIONS for m in ("trace", "dump")]),
     "regression_model.py": ((), {}, [(c, m) for c in COMBINATIONS for m in ("trace", "dump")]),
+    "precision.py": ((), {"DTYPE": "float16"}, [("numpy", "dump"), (",".join(LEVELS), "trace")]),
     "torch_mlp.py": (("--steps", "5"), {}, TORCH_MATRIX),
     # aot_eager: the compile path without code generation (inductor would add minutes of C++).
     "torch_compile.py": ((), {"TORCH_COMPILE_BACKEND": "aot_eager"}, TORCH_MATRIX[1::2]),
