@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <memory>
 #include <cerrno>
 #include <mutex>
 
@@ -34,13 +35,23 @@ class StderrSink final : public spdlog::sinks::base_sink<std::mutex> {
   void flush_() override {}
 };
 
+// Every logger made, held forever: messages may be logged from exit handlers after static
+// destructors ran, and after fork the previous logger must not be destroyed (its mutex may be
+// held). Chained from a global, so that LeakSanitizer sees them held, not lost.
+struct HeldLogger {
+  std::shared_ptr<spdlog::logger> logger;
+  const HeldLogger* previous;
+};
+std::atomic<const HeldLogger*> g_held{nullptr};
+
 spdlog::logger* make_logger(spdlog::level::level_enum level) {
   auto logger = std::make_shared<spdlog::logger>("ophook", std::make_shared<StderrSink>());
   logger->set_pattern("[ophook %P:%t] %l: %v");
   logger->set_level(level);
-  // Held forever: messages may be logged from exit handlers after static destructors ran, and
-  // after fork the previous logger must not be destroyed (its mutex may be held).
-  return (new std::shared_ptr<spdlog::logger>(std::move(logger)))->get();
+  auto* held = new HeldLogger{std::move(logger), g_held.load(std::memory_order_acquire)};
+  while (!g_held.compare_exchange_weak(held->previous, held, std::memory_order_acq_rel)) {
+  }
+  return held->logger.get();
 }
 
 std::atomic<spdlog::logger*> g_logger{nullptr};
