@@ -13,134 +13,12 @@ import sys
 import threading
 import types
 import warnings
-import weakref
 
 from . import _import_hooks, _ophook
+from ._torch_mode_classes import dispatch_mode_class, function_mode_class, new_mode
+from ._torch_names import dispatch_name, function_name, make_module_namer
 
 _installation = None  # the active _Installation, or None
-
-
-# ---- names (run once per func / module object; C++ caches the answers) ------------------------
-
-def _function_name(func):
-    """Public name of a torch_function func: torch.add, torch.Tensor.sum, torch.nn.functional.linear."""
-    torch = sys.modules["torch"]
-    if isinstance(func, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
-        return "torch.ops." + str(func)
-    try:
-        name = torch.overrides.resolve_name(func)
-    except Exception:
-        name = None
-    if name:
-        return _unaliased(torch, name, func)
-    qualname = getattr(func, "__qualname__", None) or getattr(func, "__name__", None)
-    module = getattr(func, "__module__", None)
-    if module and qualname:
-        return "%s.%s" % (module, qualname)
-    return "torch.%s" % (qualname or type(func).__name__)
-
-
-def _unaliased(torch, name, func):
-    """resolve_name's table keeps one name per function object, sometimes an alias's
-    (torch.mm → "torch.spmm"): prefer the function's own name where its namespace has it."""
-    short = getattr(func, "__name__", None)
-    prefix, _, last = name.rpartition(".")
-    if not short or not prefix or last == short or last.startswith("__") or short.startswith("_"):
-        return name  # accessors and operators (Tensor.__pow__) keep the name the user's syntax reached
-    owner = torch if prefix == "torch" else None
-    if prefix.startswith("torch."):
-        owner = torch
-        for part in prefix.split(".")[1:]:
-            owner = getattr(owner, part, None)
-    if owner is not None and getattr(owner, short, None) is func:
-        return "%s.%s" % (prefix, short)
-    return name
-
-
-def _dispatch_name(func):
-    """(name, callable) of a torch_dispatch func: ("aten.mm.default", the C++ op behind it)."""
-    torch = sys.modules["torch"]
-    if type(func) is torch._ops.OpOverload:
-        return str(func), func._op  # _op: the same call as func(...) without OpOverload.__call__'s frame
-    if isinstance(func, torch._ops.HigherOrderOperator):
-        return "higher_order." + func.name(), func
-    return str(func), func
-
-
-def _make_module_namer():
-    """torch.utils.module_tracker's naming: a module first seen outside any known parent is named by
-    its class; its children (recursively) get "<parent>.<attribute>"."""
-    known = weakref.WeakKeyDictionary()
-    expanded = weakref.WeakSet()
-
-    def name_of(module):
-        name = known.get(module)
-        if name is None:
-            name = known[module] = type(module).__name__
-        if module not in expanded:
-            expanded.add(module)
-            for child_name, child in module.named_children():
-                known[child] = "%s.%s" % (name, child_name)
-                name_of(child)
-        return name
-
-    return name_of
-
-
-# ---- the mode classes ---------------------------------------------------------------------------
-
-def _function_mode_class(torch, ignore_compile):
-    if not ignore_compile:
-        class OphookFunctionMode(torch.overrides.TorchFunctionMode):
-            pass  # __torch_function__: the C++ handler, set on the class by _new_mode
-    else:
-        compiling = torch.compiler.is_compiling
-
-        class OphookFunctionMode(torch.overrides.TorchFunctionMode):
-            # While Dynamo traces, the mode steps aside: the op goes into the graph as if the mode
-            # were absent, and the compiled region runs unrecorded. (Dynamo traces this method, so
-            # it stays Python.)
-            def __torch_function__(self, func, types, args=(), kwargs=None, _compiling=compiling):
-                if _compiling():
-                    return func(*args, **(kwargs or {}))
-                return self._ophook_handler(func, types, args, kwargs)
-    return OphookFunctionMode
-
-
-def _new_mode(mode_class, level, handler_level=None):
-    """The one instance of a mode class made for one installation, its handler bound to it
-    (`handler_level`: the C++ handler's name when it is not the level's own). The
-    C++ handler (a builtin whose __self__ is the mode, as torch requires) goes into the class
-    itself when the class does not define the method in Python: torch looks the method up by name
-    on every op, and a builtin found in the first class's dict is returned as it is, with no
-    instance dict to search and no bound method to make. No Python frame runs per op."""
-    mode = mode_class()
-    handler = _ophook.torch_bound_handler(mode, handler_level or level)
-    method_name = "__%s__" % level  # __torch_function__ / __torch_dispatch__
-    if method_name in mode_class.__dict__:
-        mode._ophook_handler = handler  # the Python method calls it
-    else:
-        setattr(mode_class, method_name, handler)
-    return mode
-
-
-def _dispatch_mode_class(torch, ignore_compile):
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class OphookDispatchMode(TorchDispatchMode):
-        supports_higher_order_operators = True
-
-        @classmethod
-        def _should_skip_dynamo(cls):
-            # True would wrap a __torch_dispatch__ defined in the class in torch._disable_dynamo;
-            # the handler is a C++ builtin set by _new_mode (nothing for Dynamo to trace).
-            return False
-
-        @classmethod
-        def ignore_compile_internals(cls):
-            return ignore_compile
-
-    return OphookDispatchMode
 
 
 # ---- installation -------------------------------------------------------------------------------
@@ -152,14 +30,14 @@ class _Installation:
         self.torch = torch
         self.compile_policy = compile_policy
         ignore = compile_policy == "ignore"
-        self.function_mode = (_new_mode(_function_mode_class(torch, ignore), "torch_function")
+        self.function_mode = (new_mode(function_mode_class(torch, ignore), "torch_function")
                               if "torch_function" in levels else None)
-        self.dispatch_mode = (_new_mode(_dispatch_mode_class(torch, ignore), "torch_dispatch")
+        self.dispatch_mode = (new_mode(dispatch_mode_class(torch, ignore), "torch_dispatch")
                               if "torch_dispatch" in levels else None)
         # OPHOOK_NAN with only the torch_function level: a dispatch mode of its own class, pushed
         # around each backward pass by the function mode's handler, checks the backward's aten
         # ops for a NaN/Inf's birth and records only that culprit.
-        self.backward_check_mode = (_new_mode(_dispatch_mode_class(torch, ignore), "torch_dispatch",
+        self.backward_check_mode = (new_mode(dispatch_mode_class(torch, ignore), "torch_dispatch",
                                               "torch_dispatch_check")
                                     if check_backward and self.function_mode is not None
                                     and self.dispatch_mode is None else None)
@@ -468,7 +346,7 @@ def install(torch):
     _ophook.add_library_directory(os.path.dirname(torch.__file__))
     _ophook.add_library_directory(os.path.dirname(os.path.abspath(__file__)))
     compile_policy = config.get("compile", "eager")
-    if not _ophook.torch_setup(torch, _function_name, _dispatch_name, _make_module_namer()):
+    if not _ophook.torch_setup(torch, function_name, dispatch_name, make_module_namer()):
         _ophook.log("warn", "torch %s: missing internals; torch calls are not recorded" % torch.__version__)
         return
     nan_check = config.get("nan", "off") != "off"
