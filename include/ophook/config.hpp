@@ -43,7 +43,7 @@ struct RangeSet {
 /// anything but digits, '-' and ',').
 OPHOOK_API std::optional<RangeSet> parse_ranges(std::string_view text);
 
-/// The effective configuration of one process (CONTRACT.md section 3). Plain data, copyable.
+/// The effective configuration of one process (README.md, "Configuration"). Plain data, copyable.
 struct Config {
   std::string output = "np_op_dumps";
   Mode mode = Mode::Dump;
@@ -105,7 +105,7 @@ struct OPHOOK_API SettingInfo {
   std::string keyword() const;   // "ring_bytes"
 };
 
-/// Every setting, in the order of CONTRACT.md section 3. Thread-safe (constant).
+/// Every setting, in the order of README.md's configuration table. Thread-safe (constant).
 OPHOOK_API std::span<const SettingInfo> settings();
 
 /// Looks up one variable by its full name ("OPHOOK_MODE"); nullopt when unset.

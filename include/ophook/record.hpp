@@ -14,7 +14,7 @@
 
 namespace ophook::core {
 
-/// The five interception levels of CONTRACT.md section 4.
+/// The five interception levels (README.md, "What is recorded").
 enum class Level : std::uint8_t { Ufunc, UfuncMethod, ArrayFunction, TorchFunction, TorchDispatch };
 enum class Phase : std::uint8_t { None, Forward, Backward, Optimizer };
 

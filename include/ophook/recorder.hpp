@@ -40,7 +40,7 @@ class OPHOOK_API Recorder {
   /// The running recorder, or nullptr before start() / after a failed start.
   static Recorder* get() noexcept { return instance_.load(std::memory_order_acquire); }
 
-  /// Starts recording with `config` (output directory chosen per CONTRACT.md section 4). Returns
+  /// Starts recording with `config` (output directory chosen as docs/outputs.md, "Where", says). Returns
   /// the existing recorder when already started. Throws ophook::Error when the output directory
   /// cannot be used. `thread`: Inline for a run that ends before it records (see WriterThread).
   static Recorder& start(const Config& config, WriterThread thread);

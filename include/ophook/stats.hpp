@@ -7,7 +7,7 @@
 
 namespace ophook::core {
 
-/// Per-array statistics (CONTRACT.md section 4, `stats`). min/max/mean/std are over the finite
+/// Per-array statistics (docs/outputs.md, "Values"). min/max/mean/std are over the finite
 /// values of real numeric types (bool counts as 0/1); for complex they are over the magnitudes;
 /// `numeric` is false for strings, bytes, datetimes and anything else without an order.
 struct ArrayStats {

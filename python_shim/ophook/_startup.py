@@ -6,7 +6,6 @@ import sys
 from . import _settings
 
 _started = False
-_framework_installers = {}  # module name -> installer(module); filled by the framework modules
 
 
 def _warn(message):
@@ -30,10 +29,6 @@ def _load_native():
               % (sys.version_info[0], sys.version_info[1], error))
         return None
     return _ophook
-
-
-def register_framework(module_name, installer):
-    _framework_installers[module_name] = installer
 
 
 def _install_framework_hooks(levels, before_install=None):

@@ -16,10 +16,6 @@ struct ElementType {
   bool swap = false;  // stored in the non-native byte order
 
   bool numeric() const { return kind != ElementKind::Other; }
-  /// Same kind and size, byte order aside.
-  bool same_value_type(const ElementType& other) const {
-    return kind == other.kind && size == other.size;
-  }
 };
 
 /// Decodes a descr. Pure, never throws.

@@ -2,7 +2,7 @@
 
 namespace ophook::cli {
 
-/// Exit statuses of the ophook command (CONTRACT.md section 5). `run` passes the child's status
+/// Exit statuses of the ophook command (docs/reference.md, "Commands"). `run` passes the child's status
 /// through instead, with the shell's conventions for the cases where there is no child status.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitDifferent = 1;        // compare: differences or unmatched calls

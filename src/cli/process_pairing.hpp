@@ -9,7 +9,7 @@
 
 namespace ophook::cli {
 
-/// One process's output directory within a run (CONTRACT.md section 4): the root writes into the
+/// One process's output directory within a run (docs/outputs.md, "Where"): the root writes into the
 /// run directory itself, other processes into rank<R>/ or pid<PID>/ below it.
 struct ProcessDir {
   enum class Kind : std::uint8_t { Root, Rank, Pid };

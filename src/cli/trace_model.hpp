@@ -7,7 +7,7 @@
 
 namespace ophook::cli {
 
-/// The "stats" object of an array value (CONTRACT.md section 4). min..std are absent when the
+/// The "stats" object of an array value (docs/outputs.md, "Values"). min..std are absent when the
 /// recorder wrote null (non-numeric data, or no finite value).
 struct StatsSpec {
   std::optional<double> min, max, mean, std;

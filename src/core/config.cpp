@@ -1,4 +1,4 @@
-// Parsing of the OPHOOK_* environment (CONTRACT.md section 3).
+// Parsing of the OPHOOK_* environment (README.md, "Configuration").
 #include "ophook/config.hpp"
 
 #include <cctype>
@@ -196,7 +196,7 @@ ConfigResult parse_config(const SettingLookup& lookup) {
   SettingParser p(lookup);
   Config& c = p.result().config;
   for (const auto& setting : settings()) setting.parse(p, c);
-  // A NaN hunt keeps its arrays in memory until the culprit shows up (CONTRACT.md section 3).
+  // A NaN hunt keeps its arrays in memory until the culprit shows up (docs/outputs.md, "The ring").
   if (c.nan != NanPolicy::Off && !p.given("OPHOOK_MODE") && !p.given("OPHOOK_RING_BYTES")) {
     c.ring_bytes = kNanHuntRingBytes;
     c.ring_for_nan_hunt = true;

@@ -1,4 +1,4 @@
-// File names of the .npy dumps (CONTRACT.md section 4, "Files").
+// File names of the .npy dumps (docs/outputs.md, ".npy files").
 #include "ophook/naming.hpp"
 
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
 // The per-process output directory: every file is created relative to one directory fd, written
-// in full before it gets its name (CONTRACT.md section 7): an unnamed O_TMPFILE file linked under
+// in full before it gets its name (docs/reliability.md): an unnamed O_TMPFILE file linked under
 // its name (by the fd itself, or by its /proc/self/fd path), or where the file system has no
 // O_TMPFILE a temporary name made with O_EXCL|O_NOFOLLOW, renamed into place. A file may also get
 // its name as a hard link to an earlier file of the same bytes (link_copy).

@@ -13,7 +13,7 @@ namespace ophook::core {
 
 class Recorder;
 
-/// Formats the trace.jsonl object of one call (CONTRACT.md section 4, without the newline). The
+/// Formats the trace.jsonl object of one call (docs/outputs.md, "trace.jsonl"; without the newline). The
 /// JSON text of the recorder's interned names (ops with their fixed fields, strings, dtypes) is
 /// escaped once per id and kept: per record, those parts cost a copy. Writer thread only.
 class RecordJson {

@@ -1,4 +1,4 @@
-// The OPHOOK_* settings (CONTRACT.md section 3), one row each: the single source of the variables,
+// The OPHOOK_* settings (README.md, "Configuration"), one row each: the single source of the variables,
 // the `ophook run` options, the Python keywords, --help and the README's configuration table.
 #include <spdlog/common.h>
 

@@ -31,7 +31,7 @@ def settings_table():
     return _ophook.settings()
 
 
-# The variables in the table's order, which is CONTRACT.md section 3's.
+# The variables in the table's order, which is the settings table's (src/core/settings_table.cpp).
 VARIABLES = [row["variable"][len("OPHOOK_"):] for row in settings_table()]
 
 FENCE = re.compile(r"^\s*(```+|~~~+)\s*(.*)$")

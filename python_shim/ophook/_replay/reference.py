@@ -23,7 +23,6 @@ THRESHOLDS = {
     "float64": 2.0 ** -40,
     "complex128": 2.0 ** -40,
 }
-_NARROW_FLOATS = ("float16", "bfloat16", "float32") + tuple(k for k in THRESHOLDS if k.startswith("float8"))
 
 
 def widen(value):
@@ -111,7 +110,3 @@ def reference_error(recorded, golden, dtype_name):
 
 def _failed(why, threshold):
     return {"passed": False, "max_abs": None, "max_rel": None, "mean_rel": None, "threshold": threshold, "why": why}
-
-
-def is_narrow_float(dtype_name):
-    return dtype_name in _NARROW_FLOATS

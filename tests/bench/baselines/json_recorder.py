@@ -1,4 +1,4 @@
-"""A fair pure-Python recorder: the fields of ophook's trace.jsonl records (CONTRACT.md section 4),
+"""A fair pure-Python recorder: the fields of ophook's trace.jsonl records (docs/outputs.md),
 one json.dumps line per call written to a buffered file, the source line found with
 sys._getframe (the skip verdict cached per code object, as ophook caches it). What a careful
 Python implementation of the same job costs; the numpy and torch baselines feed it their calls."""

@@ -1,4 +1,4 @@
-"""The seed's approach (../shared/seeds/, "NumPy operation monitoring"): every ufunc in the numpy
+"""The approach ophook grew from (a NumPy operation monitor): every ufunc in the numpy
 namespace replaced by a functools.wraps wrapper that np.save's each array input and the output
 per call, named op_<name>_input<k>_<counter>.npy / op_<name>_output_<counter>.npy.
 Its coloured log lines are left out: they would measure the terminal, not the recorder."""
