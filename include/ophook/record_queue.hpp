@@ -14,7 +14,7 @@ namespace ophook::core {
 /// Bounded hand-off between the program's threads and the writer thread, capped by bytes held
 /// (CallRecord::footprint) rather than by count. A full queue makes producers wait: nothing is
 /// dropped. A record larger than the whole cap is admitted once the queue is empty (the capture
-/// side keeps arrays larger than the cap out of records, see numpy_arrays.cpp).
+/// side keeps arrays larger than the cap out of records, see src/python/numpy/arrays.cpp).
 /// A push is lock-free: one CAS on an intrusive chain and one atomic add of the bytes, no mutex,
 /// no allocation. The writer is not woken per record (a futex wake per call would cost more than
 /// the record): it polls every few milliseconds, and a producer wakes it when the queue crosses

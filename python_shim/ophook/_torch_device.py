@@ -1,5 +1,5 @@
 """Reads tensors through torch itself: every tensor on a device other than the CPU, and every
-tensor under OPHOOK_TENSOR_COPY=torch. The C++ capture (src/python/torch_device_path.cpp) calls
+tensor under OPHOOK_TENSOR_COPY=torch. The C++ capture (src/python/torch/device_path.cpp) calls
 these functions with ophook's own recording suspended (BusyScope); none of them raises: a tensor
 that cannot be read comes back as an Unread with the reason the record gives.
 

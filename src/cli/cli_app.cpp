@@ -6,13 +6,13 @@
 #include <vector>
 
 #include "command.hpp"
-#include "compare_command.hpp"
+#include "compare/compare_command.hpp"
 #include "exit_codes.hpp"
 #include "ophook/error.hpp"
-#include "preload_path_command.hpp"
-#include "replay_command.hpp"
-#include "report_command.hpp"
-#include "run_command.hpp"
+#include "launch/preload_path_command.hpp"
+#include "replay/replay_command.hpp"
+#include "report/report_command.hpp"
+#include "launch/run_command.hpp"
 
 #ifndef OPHOOK_VERSION
 #define OPHOOK_VERSION "unknown"

@@ -3,7 +3,7 @@
 #include <string>
 #include <string_view>
 
-#include "device_readback.hpp"
+#include "torch/device_readback.hpp"
 #include "ophook/log.hpp"
 #include "ophook/stats.hpp"
 

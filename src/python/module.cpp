@@ -5,9 +5,9 @@
 
 #include <cstdlib>
 
-#include "device_readback.hpp"
+#include "torch/device_readback.hpp"
 #include "import_guard.hpp"
-#include "numpy_hooks.hpp"
+#include "numpy/hooks.hpp"
 #include "overrides.hpp"
 #include "program_pause.hpp"
 #include "ophook/config.hpp"
@@ -18,7 +18,7 @@
 #include "source_location.hpp"
 #include "step_counter.hpp"
 #include "thread_state.hpp"
-#include "torch_bindings.hpp"
+#include "torch/bindings.hpp"
 
 namespace pb = pybind11;
 using ophook::core::Recorder;

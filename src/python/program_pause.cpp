@@ -6,7 +6,7 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "device_readback.hpp"
+#include "torch/device_readback.hpp"
 #include "ophook/program_pause.hpp"
 #include "python_common.hpp"
 #include "thread_state.hpp"

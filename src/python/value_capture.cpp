@@ -4,7 +4,7 @@
 #include <cmath>
 #include <string>
 
-#include "numpy_arrays.hpp"
+#include "numpy/arrays.hpp"
 #include "thread_state.hpp"
 
 namespace ophook::py {

@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "alignment.hpp"
+#include "compare/alignment.hpp"
 
 namespace ophook::cli {
 namespace {

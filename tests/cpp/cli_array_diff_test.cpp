@@ -7,9 +7,9 @@
 #include <limits>
 #include <vector>
 
-#include "array_diff.hpp"
-#include "element_type.hpp"
-#include "stats_diff.hpp"
+#include "compare/array_diff.hpp"
+#include "read/element_type.hpp"
+#include "compare/stats_diff.hpp"
 
 namespace ophook::cli {
 namespace {

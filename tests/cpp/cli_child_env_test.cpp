@@ -1,10 +1,10 @@
 // Environment handed to the child by `ophook run`, and where the preload library is found.
 #include <gtest/gtest.h>
 
-#include "child_env.hpp"
-#include "library_locator.hpp"
+#include "launch/child_env.hpp"
+#include "launch/library_locator.hpp"
 #include "ophook/config.hpp"
-#include "run_command.hpp"
+#include "launch/run_command.hpp"
 
 namespace ophook::cli {
 namespace {

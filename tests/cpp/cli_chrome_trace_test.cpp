@@ -3,8 +3,8 @@
 
 #include <sstream>
 
-#include "chrome_trace.hpp"
-#include "trace_reader.hpp"
+#include "render/chrome_trace.hpp"
+#include "read/trace_reader.hpp"
 
 namespace ophook::cli {
 namespace {

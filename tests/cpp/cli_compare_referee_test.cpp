@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-#include "compare_referee.hpp"
+#include "compare/referee.hpp"
 
 namespace ophook::cli {
 namespace {

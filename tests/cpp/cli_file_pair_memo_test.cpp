@@ -1,7 +1,7 @@
 // compare's memo of file pairs: two names of the same two files (hard links, as a run that stores
 // content once leaves them) are compared once, even by threads asking at the same moment; files
 // of one name are not remembered; an error reaches every caller of the pair.
-#include "file_pair_memo.hpp"
+#include "compare/file_pair_memo.hpp"
 
 #include <gtest/gtest.h>
 

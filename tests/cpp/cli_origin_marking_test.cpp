@@ -2,8 +2,8 @@
 // difference (origin); one whose inputs already differed only passes it on (propagated).
 #include <gtest/gtest.h>
 
-#include "compare_summary.hpp"
-#include "record_compare.hpp"
+#include "compare/summary.hpp"
+#include "compare/record_compare.hpp"
 
 namespace ophook::cli {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "process_pairing.hpp"
+#include "compare/process_pairing.hpp"
 #include "temp_files.hpp"
 
 namespace ophook::cli {

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "python_engine.hpp"
+#include "replay/python_engine.hpp"
 #include "temp_files.hpp"
 
 namespace ophook::cli {

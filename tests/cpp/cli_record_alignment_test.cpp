@@ -3,7 +3,7 @@
 
 #include <utility>
 
-#include "record_alignment.hpp"
+#include "compare/record_alignment.hpp"
 
 namespace ophook::cli {
 namespace {

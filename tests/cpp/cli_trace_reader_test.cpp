@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "ophook/error.hpp"
-#include "trace_reader.hpp"
+#include "read/trace_reader.hpp"
 
 namespace ophook::cli {
 namespace {

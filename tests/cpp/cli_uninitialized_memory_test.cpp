@@ -1,7 +1,7 @@
 // Recognising uninitialized memory (torch.empty & co.) so that `compare` does not report it.
 #include <gtest/gtest.h>
 
-#include "uninitialized_memory.hpp"
+#include "compare/uninitialized_memory.hpp"
 
 namespace ophook::cli {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "array_diff.hpp"
+#include "compare/array_diff.hpp"
 #include "ophook/config.hpp"
 
 namespace ophook {

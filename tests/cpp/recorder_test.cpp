@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "mapped_npy.hpp"
+#include "read/mapped_npy.hpp"
 #include "ophook/naming.hpp"
 #include "ophook/recorder.hpp"
 #include "ophook/values.hpp"

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "array_diff.hpp"
-#include "mapped_npy.hpp"
+#include "compare/array_diff.hpp"
+#include "read/mapped_npy.hpp"
 #include "memory_file.hpp"
 #include "ophook/error.hpp"
 

@@ -8,7 +8,7 @@
 
 #include "memory_file.hpp"
 #include "ophook/error.hpp"
-#include "trace_reader.hpp"
+#include "read/trace_reader.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static ophook::fuzz::MemoryFile file;

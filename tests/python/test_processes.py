@@ -166,3 +166,42 @@ def test_summary_and_api_files(runner):
     stats = (run.output / "api_statistics.txt").read_text()
     assert stats.startswith("Total APIs: 2\nTotal API calls: 4\n\nnumpy.add: 3 (75.00%)")
     assert stats.endswith("\nCalls per level:\n  ufunc: 3\n  array_function: 1\n")
+
+
+def test_report_and_compare_agree_on_a_run_with_a_stale_process_directory(runner, tmp_path):
+    """A run into a directory that an earlier run with a worker used: the worker's pid<PID>/ is
+    left there (a run never deletes directories). `report` and `compare` read the run's layout
+    through one reader, so both leave the stale directory out, say so, and list the same
+    processes."""
+    import json
+    from cli_fixtures import run_ophook
+    code = """
+import os, sys, numpy as np
+a = np.arange(6.0) * 2.0
+if os.environ.get("WITH_WORKER"):
+    pid = os.fork()
+    if pid == 0:
+        b = np.arange(3.0) + 1.0
+        os._exit(0)
+    os.waitpid(pid, 0)
+c = np.sqrt(a)
+"""
+    shared = tmp_path / "shared_run"
+    earlier = runner.run(code, env={"OPHOOK_OUTPUT": shared, "OPHOOK_MODE": "stats", "WITH_WORKER": "1"})
+    stale = [p.name for p in shared.iterdir() if p.name.startswith("pid")]
+    assert len(stale) == 1 and earlier.summary(stale[0])["root_pid"] == earlier.summary()["pid"]
+    runner.run(code, env={"OPHOOK_OUTPUT": shared, "OPHOOK_MODE": "stats"})
+    fresh = runner.run(code, env={"OPHOOK_OUTPUT": tmp_path / "fresh_run", "OPHOOK_MODE": "stats"})
+    assert (shared / stale[0] / "trace.jsonl").exists()  # still there, from the earlier run
+
+    report = run_ophook("report", shared)
+    assert report.returncode == 0, report.stderr
+    processes_line = next(line for line in report.stdout.splitlines() if "processes" in line)
+    assert "1 (root: 2 calls)" in processes_line, processes_line
+    assert f"{stale[0]}: left by an earlier run" in report.stderr, report.stderr
+
+    compared = run_ophook("compare", shared, fresh.output, "--json", tmp_path / "compare.json")
+    assert compared.returncode == 0, compared.stdout + compared.stderr
+    result = json.loads((tmp_path / "compare.json").read_text())
+    assert [(p["base"], p["new"]) for p in result["processes"]] == [("root", "root")]
+    assert f"BASE: {shared / stale[0]}: left by an earlier run" in compared.stderr + compared.stdout

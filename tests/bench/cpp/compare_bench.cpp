@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "array_diff.hpp"
+#include "compare/array_diff.hpp"
 #include "bench_pairs.hpp"
 
 namespace {

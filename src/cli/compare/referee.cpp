@@ -1,0 +1,189 @@
+#include "compare/referee.hpp"
+
+#include <fmt/format.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <fstream>
+#include <unordered_map>
+
+#include "render/compare_json.hpp"
+#include "ophook/error.hpp"
+#include "replay/python_engine.hpp"
+#include "render/text_format.hpp"
+
+namespace ophook::cli {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr const char* kNoDumps =
+    "no differing pair has every array in a file on both sides (record both runs with OPHOOK_MODE=dump)";
+
+bool replayable(const TraceRecord& record) {
+  return std::all_of(record.arrays.begin(), record.arrays.end(), [](const ArraySpec& a) { return !a.file.empty(); });
+}
+
+/// A directory of its own for the request and response, removed when done.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "ophook-referee-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw Error(fmt::format("cannot create {}", pattern));
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+std::optional<double> optional_number(const json& entry, const char* key) {
+  const auto it = entry.find(key);
+  if (it == entry.end() || it->is_null()) return std::nullopt;
+  if (it->is_number()) return it->get<double>();
+  throw Error(fmt::format("referee response: '{}' of {} is not a number", key, entry.value("op", "?")));
+}
+
+std::string rel_text(const std::optional<double>& value) { return value ? format_error(*value) : "-"; }
+
+/// "NEW 2.8e+03x further", the reason nothing was judged, or "".
+std::string verdict_note(const RefereeVerdict& v) {
+  if (!v.closer) return v.reason;
+  if (*v.closer == "tie" || !v.base_max_rel || !v.new_max_rel) return "";
+  const double closer = std::min(*v.base_max_rel, *v.new_max_rel);
+  const double further = std::max(*v.base_max_rel, *v.new_max_rel);
+  const char* far_side = *v.closer == "base" ? "NEW" : "BASE";
+  if (closer == 0) return fmt::format("{} off, {} exact", far_side, *v.closer == "base" ? "BASE" : "NEW");
+  return fmt::format("{} {:.3g}x further", far_side, further / closer);
+}
+
+std::string closer_text(const RefereeVerdict& v) {
+  if (!v.closer) return "-";
+  if (*v.closer == "tie") return "tie";
+  return *v.closer == "base" ? "BASE" : "NEW";
+}
+
+std::vector<std::string> verdict_row(const OpSummary& s) {
+  const RefereeVerdict& v = *s.referee;
+  return {s.op, fmt::format("{}/{}", v.pairs_judged, v.pairs_asked), closer_text(v), rel_text(v.base_max_rel),
+          rel_text(v.new_max_rel), verdict_note(v)};
+}
+
+const std::vector<std::string> kHeader{"op", "judged", "closer", "BASE max rel", "NEW max rel", "note"};
+
+}  // namespace
+
+json referee_request(const CompareResult& result) {
+  std::unordered_map<std::string_view, json> pairs;
+  for (const ProcessComparison& process : result.processes) {
+    const auto base_dir = fs::absolute(process.base_dir).string(), new_dir = fs::absolute(process.new_dir).string();
+    for (const PairResult& pair : process.pairs) {
+      const TraceRecord& base = process.base[pair.base];
+      const TraceRecord& other = process.other[pair.other];
+      if (!pair.differs || !replayable(base) || !replayable(other)) continue;
+      json& list = pairs[base.op];
+      if (list.size() < kRefereePairsPerOp) list.push_back({base.seq, other.seq, base_dir, new_dir});
+    }
+  }
+  json ops = json::array();
+  for (const OpSummary& s : result.ops) {
+    if (auto it = pairs.find(s.op); it != pairs.end()) ops.push_back({{"op", s.op}, {"pairs", it->second}});
+  }
+  return {{"base", fs::absolute(result.base_dir).string()},
+          {"new", fs::absolute(result.new_dir).string()},
+          {"ops", ops}};
+}
+
+void apply_referee_response(CompareResult& result, const json& request, const json& response) {
+  std::unordered_map<std::string, std::size_t> asked;
+  for (const json& entry : request.at("ops")) asked[entry.at("op").get<std::string>()] = entry.at("pairs").size();
+  std::unordered_map<std::string, const json*> answers;
+  if (!response.is_object() || !response.contains("ops") || !response["ops"].is_array()) {
+    throw Error("referee response: no list of ops");
+  }
+  for (const json& entry : response["ops"]) answers[entry.value("op", "")] = &entry;
+  for (OpSummary& s : result.ops) {
+    if (s.differing == 0) continue;
+    RefereeVerdict verdict;
+    const auto answer = answers.find(s.op);
+    if (!asked.contains(s.op) || answer == answers.end()) {
+      verdict.reason = kNoDumps;
+    } else {
+      const json& a = *answer->second;
+      verdict.pairs_asked = asked[s.op];
+      verdict.pairs_judged = a.value("pairs_judged", std::size_t{0});
+      if (a.contains("closer") && a["closer"].is_string()) verdict.closer = a["closer"].get<std::string>();
+      verdict.base_max_rel = optional_number(a, "base_max_rel");
+      verdict.new_max_rel = optional_number(a, "new_max_rel");
+      verdict.reason = a.value("reason", "");
+    }
+    s.referee = std::move(verdict);
+  }
+}
+
+void referee_float64(CompareResult& result, const std::string& python, unsigned jobs) {
+  const json request = referee_request(result);
+  json response = {{"ops", json::array()}};
+  if (!request["ops"].empty()) {
+    const TempDir dir;
+    const fs::path request_path = dir.path() / "request.json", response_path = dir.path() / "response.json";
+    std::ofstream(request_path) << request.dump();
+    const int status = run_engine(choose_python(python, {result.base_dir, result.new_dir}),
+                                  {"referee", request_path.string(), response_path.string(), "--jobs",
+                                   std::to_string(jobs)});
+    if (status != 0) throw Error(fmt::format("the float64 referee stopped with status {}", status));
+    std::ifstream in(response_path);
+    response = json::parse(in, nullptr, false);
+    if (response.is_discarded()) throw Error("the float64 referee's response is not JSON");
+  }
+  apply_referee_response(result, request, response);
+}
+
+void print_referee_text(const CompareResult& result, std::ostream& out) {
+  std::vector<std::vector<std::string>> rows;
+  for (const OpSummary& s : result.ops) {
+    if (s.referee) rows.push_back(verdict_row(s));
+  }
+  if (rows.empty()) return;
+  out << "\nreferee float64 (each run's recorded outputs against its own calls re-run in float64;\n"
+         "max relative error over the judged differing pairs, the smaller is closer):\n";
+  out << render_table(kHeader, rows);
+}
+
+nlohmann::ordered_json referee_json(const RefereeVerdict& v) {
+  auto number = [](const std::optional<double>& x) { return x ? number_json(*x) : nlohmann::ordered_json(); };
+  return {{"closer", v.closer ? nlohmann::ordered_json(*v.closer) : nlohmann::ordered_json()},
+          {"base_max_rel", number(v.base_max_rel)},
+          {"new_max_rel", number(v.new_max_rel)},
+          {"pairs_judged", v.pairs_judged},
+          {"pairs_asked", v.pairs_asked},
+          {"reason", v.reason}};
+}
+
+void add_referee_html(const CompareResult& result, HtmlPage& page) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<bool> flagged;
+  for (const OpSummary& s : result.ops) {
+    if (!s.referee) continue;
+    rows.push_back(verdict_row(s));
+    flagged.push_back(s.referee->closer == "base");  // the new run moved away from float64
+  }
+  if (rows.empty()) return;
+  page.heading("Referee float64: which run is closer");
+  page.paragraph(
+      "Each run's recorded outputs against its own calls re-run in float64 on its recorded inputs; "
+      "max relative error over the judged differing pairs. Highlighted: ops where NEW is further.",
+      "note");
+  page.table(kHeader, rows, flagged);
+}
+
+}  // namespace ophook::cli

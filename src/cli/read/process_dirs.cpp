@@ -1,0 +1,118 @@
+#include "read/process_dirs.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <tuple>
+
+namespace ophook::cli {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string prefix(std::string_view role) {
+  return role.empty() ? std::string() : fmt::format("{}: ", role);
+}
+
+/// "rank3" -> (Rank, 3), "pid4242" -> (Pid, 4242); nullopt for any other name.
+std::optional<std::pair<ProcessDir::Kind, std::int64_t>> parse_name(const std::string& name) {
+  for (auto [prefix, kind] : {std::pair{std::string_view("rank"), ProcessDir::Kind::Rank},
+                              std::pair{std::string_view("pid"), ProcessDir::Kind::Pid}}) {
+    if (!name.starts_with(prefix) || name.size() == prefix.size()) continue;
+    std::int64_t number = 0;
+    const char* first = name.data() + prefix.size();
+    const char* last = name.data() + name.size();
+    const auto [end, ec] = std::from_chars(first, last, number);
+    if (ec == std::errc() && end == last && *first != '-' && *first != '+') {
+      return std::pair{kind, number};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> integer(const json& object, const char* key) {
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_number_integer()) return std::nullopt;
+  return it->get<std::int64_t>();
+}
+
+/// summary.json of a process directory, or null when there is none (a killed process) or it
+/// does not parse.
+json read_summary(const fs::path& dir, std::string_view role, std::vector<std::string>& warnings) {
+  std::ifstream in(dir / "summary.json");
+  if (!in) return json();
+  json summary = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (summary.is_discarded() || !summary.is_object()) {
+    warnings.push_back(fmt::format("{}{}: not a JSON object; the process is ordered by its "
+                                   "first record",
+                                   prefix(role), (dir / "summary.json").string()));
+    return json();
+  }
+  return summary;
+}
+
+/// t_ns of the first record of dir/trace.jsonl, for a process that left no summary.json.
+std::optional<std::int64_t> first_record_t_ns(const fs::path& dir) {
+  std::ifstream in(dir / "trace.jsonl");
+  std::string line;
+  if (!std::getline(in, line)) return std::nullopt;
+  const json record = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  return record.is_object() ? integer(record, "t_ns") : std::nullopt;
+}
+
+}  // namespace
+
+bool started_before(const ProcessDir& a, const ProcessDir& b) {
+  // Known starts first, in start order, then by pid.
+  return std::tuple(!a.start_t_ns.has_value(), a.start_t_ns.value_or(0), a.number) <
+         std::tuple(!b.start_t_ns.has_value(), b.start_t_ns.value_or(0), b.number);
+}
+
+std::vector<ProcessDir> find_processes(const fs::path& run_dir, std::string_view role,
+                                       std::vector<std::string>& warnings) {
+  ProcessDir root;
+  root.name = "root";
+  root.dir = run_dir;
+  const json root_summary = read_summary(run_dir, role, warnings);
+  const std::optional<std::int64_t> root_pid =
+      root_summary.is_object() ? integer(root_summary, "pid") : std::nullopt;
+  std::vector<ProcessDir> children;
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(run_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const auto parsed = parse_name(name);
+    if (!parsed || !entry.is_directory(ec)) continue;
+    if (!fs::is_regular_file(entry.path() / "trace.jsonl", ec)) {
+      warnings.push_back(fmt::format("{}{}: no trace.jsonl; process left out", prefix(role),
+                                     entry.path().string()));
+      continue;
+    }
+    const json summary = read_summary(entry.path(), role, warnings);
+    const auto its_root = summary.is_object() ? integer(summary, "root_pid") : std::nullopt;
+    if (root_pid && its_root && *its_root != *root_pid) {
+      warnings.push_back(fmt::format(
+          "{}{}: left by an earlier run (its root pid {}, this run's {}); left out", prefix(role),
+          entry.path().string(), *its_root, *root_pid));
+      continue;
+    }
+    ProcessDir child{parsed->first, parsed->second, name, entry.path(), std::nullopt};
+    child.start_t_ns = summary.is_object() ? integer(summary, "start_t_ns") : std::nullopt;
+    if (!child.start_t_ns) child.start_t_ns = first_record_t_ns(entry.path());
+    children.push_back(std::move(child));
+  }
+  std::sort(children.begin(), children.end(), [](const ProcessDir& a, const ProcessDir& b) {
+    if (a.kind != b.kind) return a.kind < b.kind;
+    return a.kind == ProcessDir::Kind::Rank ? a.number < b.number
+                                            : started_before(a, b);
+  });
+  std::vector<ProcessDir> processes{std::move(root)};
+  std::move(children.begin(), children.end(), std::back_inserter(processes));
+  return processes;
+}
+
+}  // namespace ophook::cli

@@ -1,0 +1,235 @@
+#include "render/compare_json.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+#include "compare/referee.hpp"
+#include "render/compare_text.hpp"
+#include "ophook/error.hpp"
+
+namespace ophook::cli {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+/// One line of JSON; invalid UTF-8 (from file names) is replaced rather than thrown on.
+std::string compact(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+/// The items of a list streamed one per line, so that memory does not grow with the run.
+class StreamedList {
+ public:
+  explicit StreamedList(std::ostream& out) : out_(out) {}
+  void add(const json& item) {
+    out_ << (first_ ? "\n  " : ",\n  ") << compact(item);
+    first_ = false;
+  }
+
+ private:
+  std::ostream& out_;
+  bool first_ = true;
+};
+
+json nullable(const std::optional<std::string>& value) { return value ? json(*value) : json(); }
+
+json record_json(const TraceRecord& r) {
+  return {{"seq", r.seq},
+          {"op", r.op},
+          {"source", nullable(r.source)},
+          {"module", nullable(r.module)},
+          {"phase", nullable(r.phase)},
+          {"step", r.step},
+          {"line", r.line}};
+}
+
+json name_json(const std::string& name) { return name.empty() ? json() : json(name); }
+
+json value_json(const ValueResult& v) {
+  const ArrayDiff& d = v.diff;
+  const std::string base = v.base_text(), other = v.new_text();
+  json j = {{"path", v.path()},
+            {"method", to_string(v.method)},
+            {"differs", v.differs()},
+            {"base", base.empty() ? json() : json(base)},
+            {"new", other.empty() ? json() : json(other)},
+            {"shape_mismatch", d.shape_mismatch},
+            {"dtype_mismatch", d.dtype_mismatch}};
+  if (d.compared) {
+    j["bitwise_equal"] = d.bitwise_equal;
+    j["elements"] = d.elements;
+    j["not_close"] = d.not_close;
+    j["nonfinite_mismatch"] = d.nonfinite_mismatch;
+    j["max_abs_err"] = number_json(d.max_abs);
+    j["max_rel_err"] = std::isnan(d.max_rel) ? json() : number_json(d.max_rel);
+    j["cosine"] = std::isnan(d.cosine) ? json() : number_json(d.cosine);
+    j["worst_index"] = d.worst_index >= 0 ? json(d.worst_index) : json();
+  }
+  return j;
+}
+
+json pair_json(const ProcessComparison& p, std::size_t process, const PairResult& pair) {
+  json values = json::array();
+  for (const ValueResult& v : pair.values) values.push_back(value_json(v));
+  return {{"process", process},
+          {"base_seq", p.base[pair.base].seq},
+          {"new_seq", p.other[pair.other].seq},
+          {"op", p.base[pair.base].op},
+          {"differs", pair.differs},
+          {"origin", pair.differs ? json(pair.origin()) : json()},
+          {"inputs", to_string(pair.inputs)},
+          {"values_compared", pair.has_values},
+          {"max_abs_err", number_json(pair.max_abs)},
+          {"max_rel_err", pair.rel_known() ? number_json(pair.max_rel) : json()},
+          {"min_cosine", pair.cosine_known() ? number_json(pair.min_cosine) : json()},
+          {"exception", pair.error_note.empty() ? json() : json(pair.error_note)},
+          {"values", std::move(values)}};
+}
+
+json op_json(const OpSummary& s) {
+  json j = {{"op", s.op},
+          {"pairs", s.pairs},
+          {"differing", s.differing},
+          {"origins", s.origins},
+          {"max_abs_err", s.has_errors ? number_json(s.max_abs) : json()},
+          {"max_rel_err", s.rel_known() ? number_json(s.max_rel) : json()},
+          {"min_cosine", s.cosine_known() ? number_json(s.min_cosine) : json()},
+          {"values_not_close", s.not_close_values},
+          {"shape_mismatches", s.shape_mismatches},
+          {"dtype_mismatches", s.dtype_mismatches},
+          {"nonfinite_mismatches", s.nonfinite_mismatches},
+          {"one_sided_values", s.missing_values},
+          {"exception_mismatches", s.error_mismatches},
+          {"unmatched_base", s.unmatched_base},
+          {"unmatched_new", s.unmatched_new},
+          {"uninitialized_values", s.uninitialized_values}};
+  if (s.referee) j["referee"] = referee_json(*s.referee);
+  return j;
+}
+
+/// A call of `first_divergence` / `first_origin`: its process, both records, why they differ.
+json call_json(const CompareResult& r, const std::optional<CallRef>& call) {
+  if (!call) return json();
+  const ProcessComparison& p = r.processes[call->process];
+  const AlignStep& step = p.steps[call->step];
+  json j = {{"process",
+             {{"index", call->process}, {"base", name_json(p.base_name)}, {"new", name_json(p.new_name)}}},
+            {"base", step.base >= 0 ? record_json(p.base[step.base]) : json()},
+            {"new", step.other >= 0 ? record_json(p.other[step.other]) : json()},
+            {"origin", json()},
+            {"inputs", json()},
+            {"reasons", json::array()}};
+  if (const PairResult* pair = p.pair_at_step(call->step)) {
+    j["origin"] = pair->origin();
+    j["inputs"] = to_string(pair->inputs);
+    j["reasons"] = pair_reasons(*pair, 16);
+  }
+  return j;
+}
+
+/// The seqs of a process's first divergent call or origin, or null.
+json step_seqs(const ProcessComparison& p, const std::optional<std::size_t>& step) {
+  if (!step) return json();
+  const AlignStep& s = p.steps[*step];
+  return {{"base_seq", s.base >= 0 ? json(p.base[s.base].seq) : json()},
+          {"new_seq", s.other >= 0 ? json(p.other[s.other].seq) : json()}};
+}
+
+json process_json(const ProcessComparison& p) {
+  const CompareCounts& c = p.counts;
+  return {{"base", name_json(p.base_name)},
+          {"new", name_json(p.new_name)},
+          {"base_calls", p.base.size()},
+          {"new_calls", p.other.size()},
+          {"verdict", to_string(c.verdict())},
+          {"identical_sequences", p.identical_sequences},
+          {"pairs", c.pairs},
+          {"values_compared", c.values_compared},
+          {"differing_pairs", c.differing_pairs},
+          {"origins", c.origins},
+          {"unmatched_base", c.unmatched_base},
+          {"unmatched_new", c.unmatched_new},
+          {"first_divergence", step_seqs(p, p.first_divergent_step)},
+          {"first_origin", step_seqs(p, p.first_origin_step)}};
+}
+
+}  // namespace
+
+json number_json(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  return value;
+}
+
+void write_compare_json(const CompareResult& r, std::ostream& out) {
+  const CompareCounts& c = r.counts;
+  json processes = json::array();
+  bool identical = true;
+  for (const ProcessComparison& p : r.processes) {
+    processes.push_back(process_json(p));
+    identical = identical && p.matched() && p.identical_sequences;
+  }
+  const json head = {{"base", {{"dir", r.base_dir.string()}, {"calls", r.base_calls}}},
+                     {"new", {{"dir", r.new_dir.string()}, {"calls", r.new_calls}}},
+                     {"rtol", r.tolerance.rtol},
+                     {"atol", r.tolerance.atol},
+                     {"verdict", to_string(r.verdict())},
+                     {"summary", verdict_text(r)},
+                     {"values_compared", c.values_compared},
+                     {"identical_sequences", identical},
+                     {"pairs_total", c.pairs},
+                     {"differing_pairs", c.differing_pairs},
+                     {"origins", c.origins},
+                     {"unmatched_base", c.unmatched_base},
+                     {"unmatched_new", c.unmatched_new},
+                     {"uninitialized_values", c.uninitialized_values},
+                     {"unmatched_processes", r.unmatched_processes},
+                     {"first_divergence", call_json(r, r.first_divergence)},
+                     {"first_origin", call_json(r, r.first_origin)},
+                     {"processes", std::move(processes)},
+                     {"warnings", r.warnings}};
+  // The head without its closing brace, then the long lists streamed item by item.
+  std::string text = head.dump(1, ' ', false, json::error_handler_t::replace);
+  text.resize(text.find_last_of('}'));
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  out << text << ",\n \"ops\": [";
+  StreamedList ops(out);
+  for (const OpSummary& op : r.ops) ops.add(op_json(op));
+  out << "\n ],\n \"unmatched\": [";
+  StreamedList unmatched(out);
+  for (std::size_t index = 0; index < r.processes.size(); ++index) {
+    const ProcessComparison& p = r.processes[index];
+    for (const AlignStep& step : p.steps) {
+      if (step.paired()) continue;
+      json item = step.base >= 0 ? record_json(p.base[step.base]) : record_json(p.other[step.other]);
+      item["side"] = step.base >= 0 ? "base" : "new";
+      item["process"] = index;
+      unmatched.add(item);
+    }
+  }
+  out << "\n ],\n \"pairs\": [";
+  StreamedList pairs(out);
+  for (std::size_t index = 0; index < r.processes.size(); ++index) {
+    for (const PairResult& pair : r.processes[index].pairs) {
+      pairs.add(pair_json(r.processes[index], index, pair));
+    }
+  }
+  out << "\n ]\n}\n";
+}
+
+void write_compare_json_file(const CompareResult& result, const std::filesystem::path& path) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) {
+    throw Error(fmt::format("{}: cannot be written: {}", path.string(), std::strerror(errno)));
+  }
+  write_compare_json(result, out);
+  out.close();
+  if (!out) throw Error(fmt::format("{}: write failed", path.string()));
+}
+
+}  // namespace ophook::cli

@@ -1,0 +1,183 @@
+#include "torch/bindings.hpp"
+
+#include "torch/device_readback.hpp"
+#include "python_common.hpp"
+#include "source_location.hpp"
+#include "step_counter.hpp"
+#include "thread_state.hpp"
+#include "torch/backward_modules.hpp"
+#include "torch/handlers.hpp"
+#include "torch/module_stack.hpp"
+#include "torch/native.hpp"
+#include "torch/tensors.hpp"
+
+namespace pb = pybind11;
+
+namespace ophook::py {
+namespace {
+
+template <PyObject* (*F)(PyObject*, PyObject* const*, Py_ssize_t)>
+PyCFunction fastcall() {
+  return reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(F));
+}
+
+// The per-call entry points are plain METH_FASTCALL functions rather than pybind11 functions:
+// they run once per torch op (or module call), where pybind11's argument dispatch would cost
+// more than the rest of the pass-through.
+PyMethodDef function_handler{"__torch_function__", fastcall<&torch_handlers::on_torch_function>(),
+                             METH_FASTCALL,
+                             "ophook's TorchFunctionMode handler: func(*args, **kwargs), recorded at "
+                             "level torch_function."};
+PyMethodDef dispatch_handler{"__torch_dispatch__", fastcall<&torch_handlers::on_torch_dispatch>(),
+                             METH_FASTCALL,
+                             "ophook's TorchDispatchMode handler: func(*args, **kwargs), recorded at "
+                             "level torch_dispatch."};
+
+PyObject* optimizer_enter(PyObject*, PyObject* const*, Py_ssize_t) {
+  ++thread_state().in_optimizer;
+  Py_RETURN_NONE;
+}
+
+PyObject* optimizer_exit(PyObject*, PyObject* const*, Py_ssize_t) {
+  auto& state = thread_state();
+  if (state.in_optimizer > 0) --state.in_optimizer;
+  steps::complete_one();
+  Py_RETURN_NONE;
+}
+
+PyMethodDef dispatch_check_handler{"__torch_dispatch__", fastcall<&torch_handlers::on_torch_dispatch_check>(),
+                                   METH_FASTCALL,
+                                   "ophook's backward NaN/Inf check: func(*args, **kwargs), recorded at level "
+                                   "torch_dispatch only when it makes the first NaN/Inf from finite inputs."};
+
+PyMethodDef fast_functions[] = {
+    {"torch_module_enter", fastcall<&module_stack::forward_pre_hook>(), METH_FASTCALL,
+     "Global nn.Module forward pre-hook: pushes the module on this thread's module stack."},
+    {"torch_module_exit", fastcall<&module_stack::forward_hook>(), METH_FASTCALL,
+     "Global nn.Module forward hook (always_call=True): pops the module."},
+    {"torch_optimizer_enter", fastcall<&optimizer_enter>(), METH_FASTCALL,
+     "Global optimizer step pre-hook: the ops until the step returns have phase 'optimizer'."},
+    {"torch_optimizer_exit", fastcall<&optimizer_exit>(), METH_FASTCALL,
+     "Global optimizer step post-hook: one more step is complete."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+}  // namespace
+
+void bind_torch(pb::module_& m) {
+  if (PyModule_AddFunctions(m.ptr(), fast_functions) != 0) throw pb::error_already_set();
+
+  m.def(
+      "torch_setup",
+      [](const pb::object& torch, const pb::object& function_namer, const pb::object& dispatch_namer,
+         const pb::object& module_namer) {
+        module_stack::set_module_namer(module_namer.ptr());
+        const bool handlers = torch_handlers::configure(torch.ptr(), function_namer.ptr(), dispatch_namer.ptr());
+        return handlers && enable_torch_capture(torch.ptr());
+      },
+      pb::arg("torch"), pb::arg("function_namer"), pb::arg("dispatch_namer"), pb::arg("module_namer"),
+      "Prepares torch capture: tensor capturer, op namers, module namer. False if torch lacks a needed piece.");
+  m.def(
+      "torch_bound_handler",
+      [](const pb::object& mode, const std::string& level) {
+        PyMethodDef* handler = level == "torch_function"         ? &function_handler
+                               : level == "torch_dispatch"       ? &dispatch_handler
+                               : level == "torch_dispatch_check" ? &dispatch_check_handler
+                                                                 : nullptr;
+        if (handler == nullptr) throw pb::value_error("unknown torch level " + level);
+        // A builtin whose __self__ is the mode, as torch requires of a mode's handler.
+        PyObject* bound = PyCFunction_New(handler, mode.ptr());
+        if (bound == nullptr) throw pb::error_already_set();
+        return pb::reinterpret_steal<pb::object>(bound);
+      },
+      pb::arg("mode"), pb::arg("level"),
+      "The mode's handler for `level` (torch_function / torch_dispatch), a builtin bound to "
+      "`mode`: handler(func, types, args=(), kwargs=None) runs func(*args, **kwargs) and "
+      "records the call.");
+  m.def(
+      "torch_set_compiled_region_markers",
+      [](const pb::list& codes) {
+        std::vector<PyObject*> out;
+        for (const auto& code : codes) {
+          if (!PyCode_Check(code.ptr())) throw pb::type_error("code objects expected");
+          out.push_back(code.ptr());
+        }
+        torch_handlers::set_compiled_region_markers(out);
+      },
+      "OPHOOK_COMPILE=ignore: calls made below a frame running one of these code objects are not recorded.");
+  m.def(
+      "torch_set_jit_guard",
+      [](const pb::object& probe, const pb::object& traced_type, const pb::object& guard) {
+        if (probe.is_none() || guard.is_none() || !PyType_Check(traced_type.ptr())) {
+          module_stack::set_jit_guard(nullptr, nullptr, nullptr);
+        } else {
+          module_stack::set_jit_guard(probe.ptr(), traced_type.ptr(), guard.ptr());
+        }
+      },
+      pb::arg("probe"), pb::arg("traced_type"), pb::arg("guard"),
+      "torch.jit: the module hooks call guard(module, entering) -> bool (mode aside) when a forward starts "
+      "while probe() returns a tracing state or the module is a traced_type, and at every forward start "
+      "and end while the mode is aside. Nones switch it off.");
+  m.def(
+      "torch_read_back_held",
+      [] {
+        device_readback::resolve_held();
+        pb::gil_scoped_release release;
+        if (auto* recorder = core::Recorder::get()) recorder->flush();
+      },
+      "At exit: reads back what records held for their device values wait for, submits them and "
+      "waits until they are written (a Tracer never stopped finishes no run).");
+  m.def(
+      "torch_track_backward_modules",
+      [](const pb::object& tracker, const pb::object& queue_callback) {
+        module_stack::set_backward_tracker(tracker.is_none() ? nullptr : tracker.ptr());
+        backward_modules::set_engine_callback_queue(queue_callback.is_none() ? nullptr : queue_callback.ptr());
+      },
+      pb::arg("tracker"), pb::arg("queue_callback"),
+      "Backward module attribution: the module hooks call tracker(module, values, is_output) (None: off); "
+      "queue_callback is the autograd engine's, to reset the backward module stack after each pass.");
+  m.def(
+      "torch_backward_hook",
+      [](const pb::object& module, bool entering) {
+        PyObject* hook = backward_modules::hook_for(module.ptr(), entering);
+        if (hook == nullptr) throw pb::error_already_set();
+        return pb::reinterpret_steal<pb::object>(hook);
+      },
+      pb::arg("module"), pb::arg("entering"),
+      "A gradient hook that enters (or leaves) the backward of `module` on ophook's backward module stack.");
+  m.def(
+      "torch_set_backward_check",
+      [](const pb::object& mode, const pb::object& push, const pb::object& pop) {
+        if (mode.is_none()) {
+          torch_handlers::set_backward_check(nullptr, nullptr, nullptr);
+        } else {
+          torch_handlers::set_backward_check(mode.ptr(), push.ptr(), pop.ptr());
+        }
+      },
+      pb::arg("mode"), pb::arg("push"), pb::arg("pop"),
+      "OPHOOK_NAN without the torch_dispatch level: `mode` is pushed (push(mode)) and popped (pop()) around "
+      "each backward entry the torch_function level sees. None: off.");
+  m.def("torch_set_module_filter", &module_stack::set_module_filter, pb::arg("pattern"),
+        "OPHOOK_MODULES: record only torch calls inside modules whose dotted path matches (\"\" = all).");
+  m.def(
+      "torch_notice_compiled_calls",
+      [](const pb::list& codes) {
+        std::vector<PyObject*> out;
+        for (const auto& code : codes) out.push_back(code.ptr());
+        notice_compiled_calls(out);
+      },
+      "OPHOOK_COMPILE=eager: say once on stderr, at the first recorded call below one of these code objects, "
+      "that compiled code runs eagerly.");
+  m.def("torch_without_native", &torch_native::disable,
+        "Tests, before torch_setup: capture torch values the way torch releases without the C++ "
+        "functions ophook calls directly have them captured (through the exporter and Python).");
+  m.def(
+      "torch_reset",
+      [] {
+        torch_handlers::clear_caches();
+        module_stack::clear_names();
+      },
+      "Forgets cached op and module names (at uninstall).");
+}
+
+}  // namespace ophook::py

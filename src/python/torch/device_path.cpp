@@ -1,0 +1,228 @@
+#include "torch/device_path.hpp"
+
+#include <memory>
+#include <string>
+
+#include "capture_budget.hpp"
+#include "ophook/log.hpp"
+#include "ophook/strided_copy.hpp"
+#include "value_capture.hpp"
+
+namespace ophook::py {
+namespace {
+
+/// The Python half (ophook._torch_device), held for the life of the process.
+struct DeviceModule {
+  PyObject* copy_into = nullptr;
+  PyObject* snapshot = nullptr;
+  PyObject* statistics = nullptr;
+  PyObject* resolve = nullptr;
+  PyObject* local_shard = nullptr;
+  PyObject* unread_type = nullptr;
+};
+DeviceModule device_module;
+
+}  // namespace
+
+std::string take_python_error() {
+  std::string text = "unknown error";
+  if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
+    PyErr_Clear();
+    PyErr_SetInterrupt();
+    return "interrupted";
+  }
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  if (type != nullptr) text = reinterpret_cast<PyTypeObject*>(type)->tp_name;
+  if (value != nullptr) text += ": " + str_or(value, "");
+  Py_XDECREF(type), Py_XDECREF(value), Py_XDECREF(traceback);
+  return text;
+}
+
+namespace {
+
+// Tensors up to this size are snapshot on their device and read back in batches: their bytes cost
+// less to bring over than the twenty-odd kernel launches of their statistics would.
+constexpr std::size_t kSnapshotBytes = std::size_t{256} << 10;
+
+PyRef call(PyObject* function, PyObject* first, PyObject* second) {
+  PyObject* args[] = {first, second};
+  return PyRef::steal(PyObject_Vectorcall(function, args, 2, nullptr));
+}
+
+Unread failed(std::string detail) { return {"reading it through torch failed: spec only", std::move(detail), false}; }
+
+/// What the Python half answered: true when it read the tensor, else `unread` says why.
+bool succeeded(const PyRef& result, Unread& unread) {
+  if (!result) {
+    unread = failed(take_python_error());
+    return false;
+  }
+  return !as_unread(result.get(), unread);
+}
+
+bool floating(core::Recorder& recorder, const TorchDtype& dtype) {
+  const auto& descr = recorder.dtype(dtype.dtype_id).descr;  // of the file: "<f4" for bfloat16
+  return descr.size() > 1 && (descr[1] == 'f' || descr[1] == 'c');
+}
+
+/// Has torch copy `tensor` into the `size` bytes at `target`. False, with `unread` set, when it
+/// did not; `kept` is then true when Python still holds the buffer, which must not be freed.
+bool copy_into_buffer(PyObject* tensor, std::byte* target, std::size_t size, Unread& unread, bool& kept) {
+  kept = false;
+  PyRef view = PyRef::steal(
+      PyMemoryView_FromMemory(reinterpret_cast<char*>(target), static_cast<Py_ssize_t>(size), PyBUF_WRITE));
+  if (!view) {
+    unread = failed(take_python_error());
+    return false;
+  }
+  const bool copied = succeeded(call(device_module.copy_into, tensor, view.get()), unread);
+  if (PyRef released = PyRef::steal(PyObject_CallMethod(view.get(), "release", nullptr))) return copied;
+  take_python_error();  // BufferError: a tensor made over the buffer is still alive
+  kept = true;
+  if (copied) unread = failed("the copy's buffer stayed in use");
+  return false;
+}
+
+/// `dump`: the elements into the record, within OPHOOK_QUEUE_BYTES. torch copies them straight
+/// into the record's buffer (no second host copy); bf16/fp8 go through a packed buffer and are
+/// widened here, by the CPU path's own wideners, so both paths save the same bytes.
+void copy_into_record(ValueCapture& capture, PyObject* tensor, const TorchDtype& dtype, core::ArrayCapture& out) {
+  const auto count = core::element_count(out.shape);
+  auto budget = reserve_copy(capture, count * dtype.saved_item_size);
+  if (!budget.copy) {
+    out.no_data_reason_id = budget.reason_id;
+    return;
+  }
+  std::byte* dst = out.reserve_data(count * dtype.saved_item_size, std::move(budget.spare));
+  std::unique_ptr<std::byte[]> packed;
+  if (dtype.widen != nullptr) packed = std::make_unique_for_overwrite<std::byte[]>(count * dtype.item_size);
+  Unread unread;
+  bool kept = false;
+  if (count > 0 && !copy_into_buffer(tensor, packed ? packed.get() : dst, count * dtype.item_size, unread, kept)) {
+    if (kept) {
+      (void)(packed ? packed.release() : out.data.release());  // leaked rather than freed under Python
+      out.data_capacity = 0;
+    }
+    return report_unread(capture.record(), out, unread);
+  }
+  if (packed) dtype.widen(dst, packed.get(), count);
+  out.captured = true;
+  capture.recorder().count_tensor_copied_by_torch();
+}
+
+}  // namespace
+
+bool enable_device_path() {
+  if (device_module.unread_type != nullptr) return true;
+  PyRef module = PyRef::steal(PyImport_ImportModule("ophook._torch_device"));
+  auto get = [&](const char* name) { return module ? PyObject_GetAttrString(module.get(), name) : nullptr; };
+  DeviceModule found{get("copy_into"), get("snapshot"), get("statistics"), get("resolve"), get("local_shard"),
+                     get("Unread")};
+  if (!found.copy_into || !found.snapshot || !found.statistics || !found.resolve || !found.local_shard ||
+      !found.unread_type) {
+    core::logger().warn("tensors on other devices than the CPU are described without values: {}",
+                        PyErr_Occurred() ? take_python_error() : std::string("ophook._torch_device is incomplete"));
+    for (PyObject* f : {found.copy_into, found.snapshot, found.statistics, found.resolve, found.local_shard,
+                        found.unread_type}) {
+      Py_XDECREF(f);
+    }
+    return false;
+  }
+  device_module = found;  // held for the life of the process
+  core::Recorder::set_exit_hook(&device_readback::resolve_held_before_exit);
+  return true;
+}
+
+PyObject* resolve_function() { return device_module.resolve; }
+
+bool as_unread(PyObject* result, Unread& out) {
+  if (device_module.unread_type == nullptr || Py_TYPE(result) != reinterpret_cast<PyTypeObject*>(device_module.unread_type)) {
+    return false;
+  }
+  out.reason = attribute_str_or(result, "reason", "not read through torch: spec only");
+  out.detail = attribute_str_or(result, "detail", "");
+  PyRef oom = PyRef::steal(PyObject_GetAttrString(result, "out_of_memory"));
+  if (!oom) PyErr_Clear();
+  out.out_of_memory = oom.get() == Py_True;
+  return true;
+}
+
+void report_unread(const core::CallRecord& record, core::ArrayCapture& out, const Unread& unread) {
+  auto* recorder = core::Recorder::get();
+  out.captured = false;
+  out.nbytes = 0;
+  out.given_stats.reset();
+  if (recorder == nullptr) return;
+  out.no_data_reason_id = recorder->intern(unread.reason);
+  const auto count = recorder->count_tensor_not_read(unread.out_of_memory);
+  const auto& device = out.device_id ? recorder->text(out.device_id) : std::string("cpu");
+  if (count.all == 1) {
+    core::logger().warn("a tensor on {} of {} (seq {}) was not read through torch ({}): it is recorded without "
+                        "values, with a reason; summary.json counts such tensors under notes.tensors_not_read",
+                        device, recorder->op(record.op_id).name, record.seq, unread.detail);
+  }
+  recorder->add_note("tensors_not_read", {{"count", count.all},
+                                          {"out_of_memory", count.out_of_memory},
+                                          {"last_reason", unread.reason},
+                                          {"last_detail", unread.detail},
+                                          {"last_device", device},
+                                          {"last_seq", record.seq},
+                                          {"last_op", recorder->op(record.op_id).name}});
+}
+
+device_readback::Readback read_through_torch(ValueCapture& capture, PyObject* tensor, const TorchDtype& dtype,
+                                             core::ArrayCapture& out) {
+  device_readback::Readback read;
+  read.count = core::element_count(out.shape);
+  read.nbytes = read.count * dtype.item_size;
+  if (device_module.unread_type == nullptr) {
+    report_unread(capture.record(), out, {"not readable through this torch: spec only", "", false});
+    return read;
+  }
+  const auto mode = capture.recorder().config().mode;
+  // Trace mode reads values only for OPHOOK_NAN's check, of floats alone.
+  if (mode == core::Mode::Trace && !floating(capture.recorder(), dtype)) return read;
+  if (read.nbytes > kSnapshotBytes && mode == core::Mode::Dump) {
+    copy_into_record(capture, tensor, dtype, out);
+    return read;
+  }
+  Unread unread;
+  if (read.nbytes > kSnapshotBytes) {
+    read.pending = call(device_module.statistics, tensor, mode == core::Mode::Trace ? Py_True : Py_False);
+  } else if (read.count > 0) {
+    auto budget = reserve_copy(capture, read.count * dtype.saved_item_size);
+    if (!budget.copy) {
+      out.no_data_reason_id = budget.reason_id;
+      return read;
+    }
+    out.reserve_data(read.count * dtype.saved_item_size, std::move(budget.spare));
+    read.pending = PyRef::steal(PyObject_CallOneArg(device_module.snapshot, tensor));
+    read.bytes = true;
+    read.widen = dtype.widen;
+  } else {
+    out.reserve_data(0);
+    out.captured = true;  // no element to read
+    capture.recorder().count_tensor_copied_by_torch();
+    return read;
+  }
+  if (!succeeded(read.pending, unread)) {
+    read.pending = PyRef();
+    report_unread(capture.record(), out, unread);
+  }
+  return read;
+}
+
+PyRef local_shard(PyObject* tensor, std::string& note) {
+  if (device_module.local_shard == nullptr) return {};
+  PyRef answer = PyRef::steal(PyObject_CallOneArg(device_module.local_shard, tensor));
+  if (!answer) {
+    take_python_error();
+    return {};
+  }
+  if (!PyTuple_Check(answer.get()) || PyTuple_GET_SIZE(answer.get()) != 2) return {};
+  note = str_or(PyTuple_GET_ITEM(answer.get(), 1), "DTensor: this rank's local shard");
+  return PyRef::borrow(PyTuple_GET_ITEM(answer.get(), 0));
+}
+
+}  // namespace ophook::py

@@ -1,0 +1,237 @@
+#include "torch/device_readback.hpp"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "call_recording.hpp"
+#include "ophook/stats.hpp"
+#include "ophook/strided_copy.hpp"
+#include "program_pause.hpp"
+#include "thread_state.hpp"
+#include "torch/dense_view.hpp"
+#include "torch/device_path.hpp"
+
+namespace ophook::py::device_readback {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+// Held records are read back together once there are this many, once the oldest has waited this
+// long (checked when another record is held), or once their snapshots hold this much device
+// memory: the device is synchronised once per batch, trace.jsonl still gets the lines soon after
+// the calls, and the copies stay small.
+constexpr std::size_t kHeldRecords = 64;
+constexpr auto kHeldFor = std::chrono::milliseconds(100);
+constexpr std::size_t kHeldSnapshotBytes = std::size_t{16} << 20;
+
+/// An array waiting for its read-back.
+struct Expected {
+  core::CallRecord* record;
+  std::uint32_t index;
+  Readback readback;
+};
+
+// Never destroyed: they may hold Python references, which must not be released once Python has
+// finalised (at exit, records still held are counted as dropped by the recorder).
+auto& expected = *new std::vector<Expected>;     // of records being built or held
+auto& held = *new std::vector<core::RecordPtr>;  // finished records, in the order they finished
+Clock::time_point held_since;
+std::size_t snapshot_bytes = 0;  // of the entries in `expected`
+
+// A forked child's copies belong to the parent, which submits them: the child forgets them,
+// leaked, since their tensors live on a device the child must not touch.
+const bool fork_handler_registered = [] {
+  pthread_atfork(nullptr, nullptr, [] {
+    for (auto& record : held) (void)record.release();
+    for (auto& entry : expected) (void)entry.readback.pending.release();
+    held.clear();
+    expected.clear();
+    snapshot_bytes = 0;
+  });
+  return true;
+}();
+
+/// Moves the entries whose record `belongs` out of `expected`, in order.
+template <typename Belongs>
+std::vector<Expected> take_expected(Belongs&& belongs) {
+  std::vector<Expected> taken, kept;
+  for (auto& entry : expected) {
+    if (!belongs(entry.record)) {
+      kept.push_back(std::move(entry));
+      continue;
+    }
+    if (entry.readback.bytes) snapshot_bytes -= entry.readback.nbytes;
+    taken.push_back(std::move(entry));
+  }
+  expected.swap(kept);
+  return taken;
+}
+
+/// The bytes of `host`, a uint8 CPU tensor of `nbytes` elements that resolve() made: through the
+/// dense view, else (torch without the DLPack exporter) through data_ptr(); null when it is not.
+const std::byte* host_bytes(PyObject* host, std::size_t nbytes) {
+  DenseTensorView view;
+  if (read_dense_view(host, view)) {
+    return view.ndim == 1 && static_cast<std::size_t>(view.shape[0]) == nbytes ? view.data : nullptr;
+  }
+  PyRef numel = PyRef::steal(PyObject_CallMethod(host, "numel", nullptr));
+  PyRef pointer = numel ? PyRef::steal(PyObject_CallMethod(host, "data_ptr", nullptr)) : PyRef();
+  const auto address = pointer && PyLong_AsSize_t(numel.get()) == nbytes ? PyLong_AsUnsignedLongLong(pointer.get()) : 0;
+  if (PyErr_Occurred() || address == 0) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  // data_ptr() hands the address over as a Python int: there is no pointer to derive it from.
+  return reinterpret_cast<const std::byte*>(static_cast<std::uintptr_t>(address));  // NOLINT(performance-no-int-to-ptr)
+}
+
+/// A snapshot's bytes, from the host tensor `result`, into the array's reserved buffer.
+bool fill_bytes(const Expected& entry, PyObject* result, core::ArrayCapture& array) {
+  const auto& r = entry.readback;
+  const std::byte* bytes = host_bytes(result, r.nbytes);
+  if (bytes == nullptr || !array.data) return false;
+  if (r.widen != nullptr) {
+    r.widen(array.data.get(), bytes, r.count);
+  } else {
+    std::memcpy(array.data.get(), bytes, r.nbytes);
+  }
+  array.captured = true;
+  return true;
+}
+
+/// Statistics, or the NaN and finite counts alone (OPHOOK_NAN's check in trace mode), from the
+/// host values `result` (see _torch_device.resolve).
+bool fill_statistics(const Expected& entry, PyObject* result, core::ArrayCapture& array) {
+  const Py_ssize_t size = PyTuple_Check(result) ? PyTuple_GET_SIZE(result) : 0;
+  if (size != 8 && size != 2) return false;
+  auto integer = [&](Py_ssize_t i) { return PyLong_AsUnsignedLongLongMask(PyTuple_GET_ITEM(result, i)); };
+  auto real = [&](Py_ssize_t i) { return PyFloat_AsDouble(PyTuple_GET_ITEM(result, i)); };
+  core::ArrayStats stats;
+  stats.numeric = true;
+  stats.nan = integer(0);
+  const std::uint64_t finite = integer(1);
+  stats.inf = entry.readback.count - stats.nan - finite;
+  if (size == 8) {
+    stats.has_finite = finite > 0;
+    stats.min = real(2), stats.max = real(3), stats.mean = real(4);
+    // As the writer computes it from the bytes: the root of the mean squared deviation.
+    stats.std = stats.has_finite ? std::sqrt(real(5) / static_cast<double>(finite)) : 0.0;
+    stats.xxh64 = core::device_fingerprint_digest(integer(6), integer(7), entry.readback.nbytes);
+  }
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    return false;
+  }
+  array.given_stats = stats;
+  return true;
+}
+
+void fill(const Expected& entry, PyObject* result) {
+  auto& array = entry.record->arrays[entry.index];
+  Unread unread{"reading it back from the device failed: spec only", "", false};
+  const bool filled = result != nullptr && !as_unread(result, unread) &&
+                      (entry.readback.bytes ? fill_bytes(entry, result, array) : fill_statistics(entry, result, array));
+  if (!filled) return report_unread(*entry.record, array, unread);
+  if (auto* recorder = core::Recorder::get()) recorder->count_tensor_copied_by_torch();
+}
+
+/// Keeps the exception being raised, if any, across ophook's own Python calls: a record is
+/// submitted, and held records may be read back, while the op's exception is on its way.
+class KeptException {
+ public:
+  KeptException() { PyErr_Fetch(&type_, &value_, &traceback_); }
+  ~KeptException() { PyErr_Restore(type_, value_, traceback_); }
+  KeptException(const KeptException&) = delete;
+  KeptException& operator=(const KeptException&) = delete;
+
+ private:
+  PyObject *type_, *value_, *traceback_;
+};
+
+/// Reads back what `batch` (taken out of `expected`) waits for into their records: one copy to
+/// the host per device and kind. May release the GIL.
+void read_back(std::vector<Expected>& batch) {
+  if (batch.empty()) return;
+  BusyScope busy;
+  KeptException kept;
+  PyRef list = PyRef::steal(PyList_New(static_cast<Py_ssize_t>(batch.size())));
+  for (std::size_t i = 0; list && i < batch.size(); ++i) {
+    PyList_SET_ITEM(list.get(), static_cast<Py_ssize_t>(i), batch[i].readback.pending.release());  // the list owns it
+  }
+  PyRef results = list && resolve_function() ? PyRef::steal(PyObject_CallOneArg(resolve_function(), list.get()))
+                                             : PyRef();
+  const bool complete = results && PyList_Check(results.get()) &&
+                        PyList_GET_SIZE(results.get()) == static_cast<Py_ssize_t>(batch.size());
+  if (!results) take_python_error();
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    fill(batch[i], complete ? PyList_GET_ITEM(results.get(), static_cast<Py_ssize_t>(i)) : nullptr);
+  }
+}
+
+}  // namespace
+
+void expect(core::CallRecord& record, std::uint32_t index, Readback readback) {
+  if (readback.bytes) snapshot_bytes += readback.nbytes;
+  expected.push_back({&record, index, std::move(readback)});
+}
+
+bool awaited(const core::CallRecord& record) noexcept {
+  return std::any_of(expected.begin(), expected.end(), [&](const Expected& e) { return e.record == &record; });
+}
+
+void resolve(core::CallRecord& record) {
+  if (!awaited(record)) return;
+  auto batch = take_expected([&](const core::CallRecord* r) { return r == &record; });
+  read_back(batch);
+}
+
+void forget(const core::CallRecord& record) noexcept {
+  std::erase_if(expected, [&](const Expected& entry) {
+    if (entry.record != &record) return false;
+    if (entry.readback.bytes) snapshot_bytes -= entry.readback.nbytes;
+    return true;
+  });
+}
+
+void defer(core::Recorder& recorder, core::RecordPtr record) {
+  if (recorder.config().mode == core::Mode::Trace) {
+    // Trace mode reads values for OPHOOK_NAN's check alone; a call that raised is not checked.
+    forget(*record);
+    return submit_record(recorder, std::move(record));
+  }
+  if (held.empty()) held_since = Clock::now();
+  held.push_back(std::move(record));
+  recorder.set_held_records(held.size());
+  if (held.size() >= kHeldRecords || snapshot_bytes >= kHeldSnapshotBytes || Clock::now() - held_since >= kHeldFor) {
+    resolve_held();
+  }
+}
+
+void resolve_held() {
+  if (held.empty()) return;
+  auto records = std::move(held);
+  held.clear();
+  auto batch = take_expected([&](const core::CallRecord* r) {
+    return std::any_of(records.begin(), records.end(), [&](const core::RecordPtr& h) { return h.get() == r; });
+  });
+  read_back(batch);  // other threads may hold records meanwhile: they stay in `held`
+  auto* recorder = core::Recorder::get();
+  if (recorder == nullptr) return;
+  recorder->set_held_records(held.size());
+  for (auto& record : records) submit_record(*recorder, std::move(record));
+}
+
+void resolve_held_before_exit() noexcept {
+  if (!interpreter_running() || !PyGILState_Check() || thread_state().busy) return;
+  try {
+    resolve_held();
+  } catch (const std::exception&) {
+    // The records stay held: the recorder counts them as dropped.
+  }
+}
+
+}  // namespace ophook::py::device_readback

@@ -1,0 +1,54 @@
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "ophook/record.hpp"
+#include "ophook/recorder.hpp"
+#include "python_common.hpp"
+#include "torch/float_formats.hpp"
+
+/// What the device path (torch_device_path) queued on a tensor's device — a copy of a small
+/// tensor's bytes, or a larger tensor's statistics — read back to the host later: a record whose
+/// arrays wait for it is held by the program's side, with up to 63 other such records, so that the
+/// device is synchronised once per batch instead of once per op (docs/devices.md). Every function
+/// needs the GIL, which also guards the lists kept here.
+namespace ophook::py::device_readback {
+
+/// What one array waits for.
+struct Readback {
+  PyRef pending;                   // from _torch_device.snapshot or .statistics; null: nothing
+  bool bytes = false;              // a snapshot: its bytes go into the array's reserved buffer
+  std::size_t nbytes = 0;          // the tensor's bytes in its own dtype (what the fingerprint covers)
+  std::size_t count = 0;           // its elements
+  ElementWidener widen = nullptr;  // a snapshot of bf16/fp8/complex32: widened into the buffer
+};
+
+/// Array `index` of `record` (being built) waits for `readback`.
+void expect(core::CallRecord& record, std::uint32_t index, Readback readback);
+
+/// Whether arrays of `record` wait for a read-back. A few loads when none does.
+bool awaited(const core::CallRecord& record) noexcept;
+
+/// Reads back what `record`'s arrays wait for now (one synchronisation per device): OPHOOK_NAN
+/// checks the call before the program goes on.
+void resolve(core::CallRecord& record);
+
+/// Drops what `record`'s arrays wait for, unread: a record going back unwritten (a CheckOnly call
+/// that was no culprit or raised) must leave no entry that its next use would take for its own.
+void forget(const core::CallRecord& record) noexcept;
+
+/// Holds a finished `record` whose arrays wait for a read-back; reads back every held record's
+/// and submits them all once 64 are held, the oldest was held for 0.1 s or the held snapshots
+/// reach 16 MiB. In `trace` mode (read only for OPHOOK_NAN's check) the record goes at once.
+void defer(core::Recorder& recorder, core::RecordPtr record);
+
+/// Reads back what every held record waits for and submits them: at ophook.flush(), at the end
+/// of a run and at exit, before the program pauses for a termination signal.
+void resolve_held();
+
+/// The recorder's exit hook (os._exit: forked and DataLoader workers leave that way): resolve_held()
+/// when the exiting thread holds the GIL of a running interpreter; otherwise the held records are
+/// counted as dropped. Registered by enable_device_path().
+void resolve_held_before_exit() noexcept;
+
+}  // namespace ophook::py::device_readback

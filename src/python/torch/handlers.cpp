@@ -1,0 +1,323 @@
+#include "torch/handlers.hpp"
+
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "call_recording.hpp"
+#include "torch/module_stack.hpp"
+#include "torch/native.hpp"
+
+namespace ophook::py::torch_handlers {
+namespace {
+
+using core::Level;
+
+/// A func object's op and the callable that runs it (OpOverload._op skips OpOverload.__call__'s
+/// Python frame). Both held strongly so that their addresses are never reused while cached.
+struct OpTarget {
+  std::uint32_t op_id = 0;
+  PyObject* target = nullptr;
+};
+
+struct PairHash {
+  std::size_t operator()(const std::pair<PyObject*, PyObject*>& p) const noexcept {
+    return std::hash<PyObject*>()(p.first) * 31 + std::hash<PyObject*>()(p.second);
+  }
+};
+
+constexpr std::size_t kMaxCached = 1 << 16;  // funcs made on the fly (closures) are not cached past this
+
+PyObject* function_namer = nullptr;
+PyObject* dispatch_namer = nullptr;
+// Where torch_native lacks the C++ function: torch._C._current_graph_task_id (-1 outside a
+// backward pass), or on torch releases before it torch._C._current_autograd_node (None outside a
+// node: ops in the engine's final callbacks then count as forward).
+PyObject* backward_probe = nullptr;
+bool probe_returns_node = false;
+// OPHOOK_COMPILE=ignore: code objects of the frames that run a torch.compile'd callable
+// (Dynamo's compile_wrapper); calls made below one of them pass through unrecorded.
+std::vector<PyObject*> compiled_region_markers;
+// OPHOOK_NAN with the torch_function level on and torch_dispatch off: a dispatch mode pushed
+// around each backward entry (Tensor.backward, autograd.backward, autograd.grad) so that the
+// backward pass's aten ops are checked (RecordUse::CheckOnly), with torch's push and pop.
+PyObject* backward_check_mode = nullptr;
+PyObject* push_dispatch_mode = nullptr;
+PyObject* pop_dispatch_mode = nullptr;
+std::vector<std::int8_t> backward_entries;  // by op id: -1 unknown, 0 no, 1 starts a backward pass
+PyObject* self_name = nullptr;
+PyObject* name_name = nullptr;
+std::unordered_map<PyObject*, std::uint32_t> function_ops;  // func → op (func held)
+std::unordered_map<PyObject*, OpTarget> dispatch_ops;      // func → op, target (both held)
+// Property accessors arrive as fresh method-wrappers (Tensor.grad.__get__): keyed by the
+// descriptor they wrap and the slot name.
+std::unordered_map<std::pair<PyObject*, PyObject*>, std::uint32_t, PairHash> accessor_ops;
+
+/// Calls namer(func) under a BusyScope; returns the result or nullptr (error cleared).
+PyRef ask(PyObject* namer, PyObject* func) {
+  if (namer == nullptr) return {};
+  BusyScope busy;
+  PyRef result = PyRef::steal(PyObject_CallOneArg(namer, func));
+  if (!result) PyErr_Clear();
+  return result;
+}
+
+std::uint32_t op_named(PyObject* name, Level level) {
+  auto* recorder = core::Recorder::get();
+  const char* text = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : nullptr;
+  if (text == nullptr) PyErr_Clear();
+  if (recorder == nullptr) return 0;
+  return recorder->op_id(text ? text : (level == Level::TorchFunction ? "torch.<unnamed>" : "aten.<unnamed>"), level);
+}
+
+std::uint32_t accessor_op(PyObject* func) {
+  PyRef owner = PyRef::steal(PyObject_GetAttr(func, self_name));
+  PyRef slot = PyRef::steal(PyObject_GetAttr(func, name_name));
+  if (!owner || !slot) {
+    PyErr_Clear();
+    return op_named(ask(function_namer, func).get(), Level::TorchFunction);
+  }
+  const std::pair key{owner.get(), slot.get()};
+  if (auto it = accessor_ops.find(key); it != accessor_ops.end()) return it->second;
+  const auto id = op_named(ask(function_namer, func).get(), Level::TorchFunction);
+  if (id == 0 || accessor_ops.size() >= kMaxCached) return id;
+  Py_INCREF(key.first), Py_INCREF(key.second);
+  accessor_ops.emplace(key, id);
+  return id;
+}
+
+std::uint32_t function_op(PyObject* func) {
+  if (Py_IS_TYPE(func, &_PyMethodWrapper_Type)) return accessor_op(func);
+  if (auto it = function_ops.find(func); it != function_ops.end()) return it->second;
+  const auto id = op_named(ask(function_namer, func).get(), Level::TorchFunction);
+  if (id == 0 || function_ops.size() >= kMaxCached) return id;
+  Py_INCREF(func);
+  function_ops.emplace(func, id);
+  return id;
+}
+
+OpTarget dispatch_op(PyObject* func) {
+  if (auto it = dispatch_ops.find(func); it != dispatch_ops.end()) return it->second;
+  PyRef answer = ask(dispatch_namer, func);
+  OpTarget out{0, func};
+  if (answer && PyTuple_Check(answer.get()) && PyTuple_GET_SIZE(answer.get()) == 2) {
+    out.op_id = op_named(PyTuple_GET_ITEM(answer.get(), 0), Level::TorchDispatch);
+    PyObject* target = PyTuple_GET_ITEM(answer.get(), 1);
+    if (PyCallable_Check(target)) out.target = target;
+  } else {
+    out.op_id = op_named(nullptr, Level::TorchDispatch);
+  }
+  if (out.op_id == 0 || dispatch_ops.size() >= kMaxCached) return {out.op_id, func};
+  Py_INCREF(func), Py_INCREF(out.target);
+  dispatch_ops.emplace(func, out);
+  return out;
+}
+
+std::pair<std::uint32_t, PyObject*> resolve_dispatch(PyObject* func) {
+  const auto op = dispatch_op(func);
+  return {op.op_id, op.target};
+}
+
+/// "backward" while autograd runs a backward pass on this thread (its nodes, the hooks they run
+/// and the final callbacks queued on the engine: DDP's gradient synchronisation); "optimizer"
+/// inside optimizer.step(); else "forward".
+core::Phase current_phase(const ThreadState& state) {
+  bool backward = false;
+  if (torch_native::has_graph_task_id()) {
+    backward = torch_native::in_backward_pass();
+  } else if (backward_probe != nullptr) {
+    PyRef answer = PyRef::steal(PyObject_CallNoArgs(backward_probe));
+    if (answer && probe_returns_node) {
+      backward = answer.get() != Py_None;
+    } else if (answer) {
+      backward = PyLong_AsLong(answer.get()) != -1;
+    }
+    if (PyErr_Occurred()) PyErr_Clear();
+  }
+  if (backward) return core::Phase::Backward;
+  return state.in_optimizer > 0 ? core::Phase::Optimizer : core::Phase::Forward;
+}
+
+/// True while a torch.compile'd callable runs on this thread: one of the marker frames is on the
+/// stack. A walk of the stack, paid only for recorded calls and only in ignore policy.
+bool in_compiled_region() { return running_below(compiled_region_markers); }
+
+bool starts_backward(std::uint32_t op_id) {
+  const auto* recorder = core::Recorder::get();
+  if (op_id == 0 || recorder == nullptr) return false;
+  if (op_id >= backward_entries.size()) backward_entries.resize(op_id + 1, -1);
+  auto& known = backward_entries[op_id];
+  if (known < 0) {
+    const auto& name = recorder->op(op_id).name;
+    known = name == "torch.Tensor.backward" || name == "torch.autograd.backward" || name == "torch.autograd.grad";
+  }
+  return known == 1;
+}
+
+/// The backward check mode on this thread's dispatch stack for as long as it lives; a pending
+/// exception survives the pop.
+class BackwardCheckScope {
+ public:
+  BackwardCheckScope() {
+    PyRef pushed = PyRef::steal(PyObject_CallOneArg(push_dispatch_mode, backward_check_mode));
+    pushed_ = static_cast<bool>(pushed);
+    if (!pushed_) PyErr_Clear();
+  }
+  ~BackwardCheckScope() {
+    if (!pushed_) return;
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyRef popped = PyRef::steal(PyObject_CallNoArgs(pop_dispatch_mode));
+    if (!popped) PyErr_Clear();
+    PyErr_Restore(type, value, traceback);
+  }
+  BackwardCheckScope(const BackwardCheckScope&) = delete;
+  BackwardCheckScope& operator=(const BackwardCheckScope&) = delete;
+
+ private:
+  bool pushed_ = false;
+};
+
+void capture_call_args(ValueCapture& capture, PyObject* args, PyObject* kwargs) {
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); ++i) capture.value(PyTuple_GET_ITEM(args, i));
+  capture.begin_kwargs();
+  if (kwargs == nullptr) return;
+  PyObject *key, *value;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(kwargs, &pos, &key, &value)) {
+    const char* name = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : nullptr;
+    if (name == nullptr) PyErr_Clear();
+    capture.key(name ? name : "?");
+    capture.value(value);
+  }
+}
+
+/// A backward op under the backward check mode: recorded only when it is a NaN/Inf culprit.
+template <typename CallOriginal>
+PyObject* check_backward_op(std::uint32_t op_id, PyObject* args, PyObject* kwargs, CallOriginal&& call_original) {
+  auto* recorder = core::Recorder::get();
+  if (!RecordingGate::open() || recorder == nullptr || recorder->op(op_id).uninitialized_output) {
+    return call_original();
+  }
+  auto& state = thread_state();
+  if (state.busy || import_guard::importing(state)) return call_original();
+  const auto phase = current_phase(state);
+  const auto module = module_stack::current_module_id(phase);
+  if (phase != core::Phase::Backward || !module_stack::module_selected(module)) return call_original();
+  auto capture = [&](ValueCapture& c) { capture_call_args(c, args, kwargs); };
+  return record_call(*recorder, state, op_id, phase, module, capture, call_original, false, RecordUse::CheckOnly);
+}
+
+/// The shared body: normalizes (func, args, kwargs), then passes the call through or records it.
+/// `argv` is what torch passes to the mode's bound handler: (func, types[, args[, kwargs]]).
+template <typename Resolve>
+PyObject* handle(PyObject* const* argv, Py_ssize_t nargs, Resolve&& resolve, RecordUse use = RecordUse::Recorded) {
+  if (nargs < 2) {
+    PyErr_SetString(PyExc_TypeError, "ophook torch handler: expected (func, types, args, kwargs)");
+    return nullptr;
+  }
+  PyObject* func = argv[0];
+  PyRef args_ref;
+  PyObject* args = nargs > 2 ? argv[2] : nullptr;
+  if (args == nullptr || !PyTuple_Check(args)) {
+    args_ref = PyRef::steal(args == nullptr || args == Py_None ? PyTuple_New(0) : PySequence_Tuple(args));
+    if (!args_ref) return nullptr;
+    args = args_ref.get();
+  }
+  PyObject* kwargs = nargs > 3 && argv[3] != Py_None ? argv[3] : nullptr;
+  if (kwargs != nullptr && !PyDict_Check(kwargs)) {
+    PyErr_SetString(PyExc_TypeError, "ophook torch handler: kwargs must be a dict");
+    return nullptr;
+  }
+  if (kwargs != nullptr && PyDict_GET_SIZE(kwargs) == 0) kwargs = nullptr;  // what func(*args) would pass
+  const auto resolved = resolve(func);
+  // Plain variables rather than a structured binding: clang 14 cannot capture those in lambdas.
+  const std::uint32_t op_id = resolved.first;
+  PyObject* const target = resolved.second;
+  auto call_original = [&] { return PyObject_Call(target, args, kwargs); };
+  if (op_id == 0) return call_original();
+  if (use == RecordUse::CheckOnly) return check_backward_op(op_id, args, kwargs, call_original);
+  PyObject* rule = has_overrides() ? override_for(op_id) : nullptr;
+  ThreadState* state = nullptr;
+  auto* recorder = recorder_for(op_id, state);
+  if ((rule == nullptr && recorder == nullptr) || in_compiled_region()) return call_original();
+  auto capture = [&](ValueCapture& c) { capture_call_args(c, args, kwargs); };
+  // An @ophook.override rule gets the op itself as `original`: inside this handler the mode is
+  // off, so calling it runs the real op.
+  auto run_rule = [&] { return run_override(rule, target, op_id, args, kwargs); };
+  core::Phase phase = core::Phase::None;
+  std::uint32_t module = 0;
+  if (recorder != nullptr) {
+    phase = current_phase(*state);
+    module = module_stack::current_module_id(phase);
+    if (!module_stack::module_selected(module)) recorder = nullptr;  // OPHOOK_MODULES
+  }
+  if (recorder == nullptr) return rule == nullptr ? call_original() : run_rule();
+  if (rule == nullptr) return record_call(*recorder, *state, op_id, phase, module, capture, call_original);
+  return record_call(*recorder, *state, op_id, phase, module, capture, run_rule, true);
+}
+
+}  // namespace
+
+void set_compiled_region_markers(const std::vector<PyObject*>& codes) {
+  for (auto* code : compiled_region_markers) Py_DECREF(code);
+  compiled_region_markers = codes;
+  for (auto* code : compiled_region_markers) Py_INCREF(code);
+}
+
+bool configure(PyObject* torch, PyObject* function_namer_, PyObject* dispatch_namer_) {
+  if (self_name == nullptr) {
+    self_name = PyUnicode_InternFromString("__self__");
+    name_name = PyUnicode_InternFromString("__name__");
+  }
+  Py_XINCREF(function_namer_), Py_XDECREF(function_namer), function_namer = function_namer_;
+  Py_XINCREF(dispatch_namer_), Py_XDECREF(dispatch_namer), dispatch_namer = dispatch_namer_;
+  torch_native::find(torch);
+  if (backward_probe == nullptr) {
+    PyRef c = PyRef::steal(PyObject_GetAttrString(torch, "_C"));
+    for (const char* name : {"_current_graph_task_id", "_current_autograd_node"}) {
+      backward_probe = c ? PyObject_GetAttrString(c.get(), name) : nullptr;
+      PyErr_Clear();
+      probe_returns_node = std::string_view(name) == "_current_autograd_node";
+      if (backward_probe != nullptr) break;
+    }
+  }
+  return torch_native::has_graph_task_id() || backward_probe != nullptr;
+}
+
+void clear_caches() {
+  for (auto& [func, id] : function_ops) Py_DECREF(func);
+  function_ops.clear();
+  for (auto& [func, entry] : dispatch_ops) Py_DECREF(func), Py_DECREF(entry.target);
+  dispatch_ops.clear();
+  for (auto& [key, id] : accessor_ops) Py_DECREF(key.first), Py_DECREF(key.second);
+  accessor_ops.clear();
+}
+
+void set_backward_check(PyObject* mode, PyObject* push, PyObject* pop) {
+  for (auto* held : {backward_check_mode, push_dispatch_mode, pop_dispatch_mode}) Py_XDECREF(held);
+  backward_check_mode = push_dispatch_mode = pop_dispatch_mode = nullptr;
+  if (mode == nullptr || push == nullptr || pop == nullptr) return;
+  Py_INCREF(mode), Py_INCREF(push), Py_INCREF(pop);
+  backward_check_mode = mode, push_dispatch_mode = push, pop_dispatch_mode = pop;
+}
+
+PyObject* on_torch_function(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  auto resolve = [](PyObject* func) { return std::pair{function_op(func), func}; };
+  if (backward_check_mode == nullptr || nargs < 1 || !starts_backward(function_op(args[0]))) {
+    return handle(args, nargs, resolve);
+  }
+  BackwardCheckScope check;
+  return handle(args, nargs, resolve);
+}
+
+PyObject* on_torch_dispatch(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  return handle(args, nargs, resolve_dispatch);
+}
+
+PyObject* on_torch_dispatch_check(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  return handle(args, nargs, resolve_dispatch, RecordUse::CheckOnly);
+}
+
+}  // namespace ophook::py::torch_handlers

@@ -1,0 +1,196 @@
+#include "torch/module_stack.hpp"
+
+#include <memory>
+#include <regex>
+#include <unordered_map>
+#include <vector>
+
+#include "ophook/recorder.hpp"
+#include "thread_state.hpp"
+#include "torch/backward_modules.hpp"
+#include "torch/native.hpp"
+
+namespace ophook::py::module_stack {
+namespace {
+
+struct Frame {
+  PyObject* module;  // borrowed: alive while its forward runs
+  std::uint32_t name_id;
+  bool recomputed;  // run during a backward pass: activation checkpointing's recomputation
+};
+
+bool in_backward_pass() noexcept { return torch_native::has_graph_task_id() && torch_native::in_backward_pass(); }
+
+thread_local std::vector<Frame> frames;
+
+PyObject* jit_probe = nullptr;
+PyTypeObject* traced_module_type = nullptr;
+PyObject* jit_guard = nullptr;
+thread_local bool jit_watch = false;  // the guard asked to see every forward on this thread
+
+bool jit_at_work(PyObject* module) {
+  if (PyObject_TypeCheck(module, traced_module_type)) return true;
+  PyRef state = PyRef::steal(PyObject_CallNoArgs(jit_probe));
+  PyErr_Clear();
+  return state && state.get() != Py_None;
+}
+
+/// Lets the guard step the dispatch mode aside or back: at a forward's start when torch.jit is
+/// at work, and at every start and end while the mode is aside.
+void consult_jit_guard(PyObject* module, bool entering) {
+  if (jit_guard == nullptr) return;
+  if (!jit_watch && (!entering || !jit_at_work(module))) return;
+  PyRef watch = PyRef::steal(PyObject_CallFunctionObjArgs(jit_guard, module, entering ? Py_True : Py_False, nullptr));
+  if (watch) jit_watch = watch.get() == Py_True;
+  PyErr_Clear();
+}
+
+struct Named {
+  std::uint32_t name_id = 0;
+  PyObject* weakref = nullptr;  // owned; its callback forgets the module when it dies
+};
+
+PyObject* namer = nullptr;
+std::unordered_map<PyObject*, Named> names;          // module → name
+std::unordered_map<PyObject*, PyObject*> referents;  // weakref → module
+
+PyObject* forget(PyObject*, PyObject* weakref) {
+  if (auto it = referents.find(weakref); it != referents.end()) {
+    names.erase(it->second);
+    referents.erase(it);
+    Py_DECREF(weakref);
+  }
+  Py_RETURN_NONE;
+}
+
+PyMethodDef forget_def = {"_ophook_forget_module", reinterpret_cast<PyCFunction>(&forget), METH_O, nullptr};
+
+PyObject* forget_callback() {
+  static PyObject* callback = PyCFunction_New(&forget_def, nullptr);
+  return callback;
+}
+
+// Registers the backward hooks of a module forward: tracker(module, tensors_or_structure, is_output).
+PyObject* backward_tracker = nullptr;
+
+void track_backward(PyObject* module, PyObject* values, bool outputs) {
+  if (backward_tracker == nullptr) return;
+  BusyScope busy;  // the tracker's tensor hooks are not the program's calls
+  PyRef done = PyRef::steal(
+      PyObject_CallFunctionObjArgs(backward_tracker, module, values, outputs ? Py_True : Py_False, nullptr));
+  if (!done) PyErr_Clear();
+}
+
+std::unique_ptr<std::regex> module_filter;
+std::vector<std::int8_t> module_verdicts;  // by name id: -1 unknown, 0 left out, 1 selected
+
+}  // namespace
+
+std::uint32_t name_id(PyObject* module) {
+  if (auto it = names.find(module); it != names.end()) return it->second.name_id;
+  auto* recorder = core::Recorder::get();
+  if (namer == nullptr || recorder == nullptr) return 0;
+  std::uint32_t id = 0;
+  {
+    BusyScope busy;  // the namer walks named_children(): not the program's calls
+    PyRef name = PyRef::steal(PyObject_CallOneArg(namer, module));
+    const char* text = name && PyUnicode_Check(name.get()) ? PyUnicode_AsUTF8(name.get()) : nullptr;
+    if (text == nullptr) {
+      PyErr_Clear();
+      return 0;
+    }
+    id = recorder->intern(text);
+  }
+  PyObject* weakref = PyWeakref_NewRef(module, forget_callback());
+  if (weakref == nullptr) {
+    PyErr_Clear();  // a module type without weakref support: name it again on each forward
+    return id;
+  }
+  names[module] = {id, weakref};
+  referents[weakref] = module;
+  return id;
+}
+
+void set_backward_tracker(PyObject* tracker) {
+  Py_XINCREF(tracker);
+  Py_XDECREF(backward_tracker);
+  backward_tracker = tracker;
+}
+
+void set_module_filter(const std::string& pattern) {
+  module_verdicts.clear();
+  module_filter = pattern.empty() ? nullptr : std::make_unique<std::regex>(pattern, std::regex::ECMAScript);
+}
+
+bool module_selected(std::uint32_t id) {
+  if (!module_filter) return true;
+  if (id == 0) return false;
+  if (id >= module_verdicts.size()) module_verdicts.resize(id + 1, -1);
+  auto& verdict = module_verdicts[id];
+  if (verdict < 0) {
+    const auto* recorder = core::Recorder::get();
+    verdict = recorder != nullptr && std::regex_search(recorder->text(id), *module_filter) ? 1 : 0;
+  }
+  return verdict == 1;
+}
+
+void set_module_namer(PyObject* callable) {
+  Py_XINCREF(callable);
+  Py_XDECREF(namer);
+  namer = callable;
+}
+
+std::uint32_t current_module_id(core::Phase phase) noexcept {
+  // A forward recomputed inside backward (checkpointing) runs in its own module, not in the one
+  // whose gradient is being computed.
+  if (phase == core::Phase::Backward && (frames.empty() || !frames.back().recomputed)) {
+    return backward_modules::current();
+  }
+  return frames.empty() ? 0 : frames.back().name_id;
+}
+
+void set_jit_guard(PyObject* probe, PyObject* traced_type, PyObject* guard) {
+  Py_XINCREF(probe);
+  Py_XINCREF(traced_type);
+  Py_XINCREF(guard);
+  Py_XDECREF(jit_probe);
+  Py_XDECREF(reinterpret_cast<PyObject*>(traced_module_type));
+  Py_XDECREF(jit_guard);
+  jit_probe = probe;
+  traced_module_type = reinterpret_cast<PyTypeObject*>(traced_type);
+  jit_guard = guard;
+}
+
+void clear_names() {
+  for (auto& [weakref, module] : referents) Py_DECREF(weakref);
+  referents.clear();
+  names.clear();
+}
+
+PyObject* forward_pre_hook(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  // An optimizer step that raised never ran its post-hook: a new forward pass ends its phase.
+  if (frames.empty()) thread_state().in_optimizer = 0;
+  if (nargs >= 1) {
+    frames.push_back({args[0], name_id(args[0]), in_backward_pass()});
+    consult_jit_guard(args[0], /*entering=*/true);
+    if (nargs >= 2) track_backward(args[0], args[1], /*outputs=*/false);
+  }
+  Py_RETURN_NONE;
+}
+
+PyObject* forward_hook(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs < 1) Py_RETURN_NONE;
+  // Pop up to and including this module: a forward that raised past inner modules whose hooks
+  // did not run leaves nothing behind.
+  for (auto i = frames.size(); i > 0; --i) {
+    if (frames[i - 1].module == args[0]) {
+      frames.resize(i - 1);
+      break;
+    }
+  }
+  consult_jit_guard(args[0], /*entering=*/false);
+  if (nargs >= 3) track_backward(args[0], args[nargs - 1], /*outputs=*/true);
+  Py_RETURN_NONE;
+}
+
+}  // namespace ophook::py::module_stack
