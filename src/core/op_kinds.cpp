@@ -8,8 +8,11 @@ namespace ophook::core {
 namespace {
 
 /// The function name inside a qualified op: "torch.Tensor.new_empty" → "new_empty",
-/// "aten.empty.memory_format" → "empty" (aten names end in an overload).
+/// "aten.empty.memory_format" → "empty" (aten names end in an overload), and the same for the op
+/// reached through torch.ops at the torch_function level, "torch.ops.aten.empty.memory_format"
+/// (DDP's forward calls it so): both name one aten op.
 std::string_view function_name(std::string_view op) {
+  if (op.starts_with("torch.ops.aten.")) op.remove_prefix(10);
   if (op.starts_with("aten.")) {
     op.remove_prefix(5);
     return op.substr(0, op.find('.'));
