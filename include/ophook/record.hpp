@@ -44,6 +44,11 @@ struct ArrayCapture {
   /// Statistics computed where the values live (a tensor on its device, docs/devices.md): the
   /// writer uses them instead of computing statistics from `data`, which such an array lacks.
   std::optional<ArrayStats> given_stats;
+  /// OPHOOK_NAN in `trace` mode: the caller's own bytes, `live_nbytes` of them densely packed,
+  /// checked where they lie instead of copied. Valid only while the call runs; the writer never
+  /// reads them.
+  const std::byte* live = nullptr;
+  std::size_t live_nbytes = 0;
 
   /// A buffer of at least `n` bytes at `data`: `spare` when given (CaptureBufferPool), else the
   /// slot's own when big enough, else a fresh one; sets nbytes.
@@ -64,6 +69,8 @@ struct ArrayCapture {
     captured = false;
     nbytes = 0;
     given_stats.reset();
+    live = nullptr;
+    live_nbytes = 0;
   }
 };
 

@@ -33,6 +33,26 @@ bool returns_uninitialized_memory(std::string_view op) {
   return false;
 }
 
+bool writes_into_arguments_by_name(std::string_view op) {
+  static constexpr std::array<std::string_view, 15> kInPlaceOperators = {
+      "__iadd__", "__isub__",     "__imul__", "__imatmul__", "__itruediv__", "__ifloordiv__", "__idiv__",
+      "__imod__", "__ipow__",     "__ilshift__", "__irshift__", "__iand__", "__ixor__",     "__ior__",
+      "__setitem__"};
+  const std::string_view name = function_name(op);
+  if (std::find(kInPlaceOperators.begin(), kInPlaceOperators.end(), name) != kInPlaceOperators.end()) return true;
+  if (!name.starts_with("__") && name.ends_with('_')) return true;
+  // An aten overload's name after the function: "out", "dim_max", "grad_input" (the output
+  // tensors are arguments of out= overloads).
+  if (op.starts_with("torch.ops.aten.")) op.remove_prefix(10);
+  if (op.starts_with("aten.")) {
+    const std::size_t dot = op.find('.', 5);
+    const std::string_view overload = dot == std::string_view::npos ? std::string_view() : op.substr(dot + 1);
+    return overload == "out" || overload.ends_with("_out") || overload.starts_with("out_") ||
+           overload == "dim_max" || overload == "dim_min" || overload == "grad_input";
+  }
+  return false;
+}
+
 bool is_metadata_query(std::string_view op) {
   // Names at each level, kept in step with docs/torch.md's list.
   static constexpr std::array<std::string_view, 28> kTorch = {

@@ -1,10 +1,12 @@
 #include "call_recording.hpp"
 
+#include <span>
 #include <string>
 #include <string_view>
 
 #include "torch/device_readback.hpp"
 #include "ophook/log.hpp"
+#include "ophook/op_kinds.hpp"
 #include "ophook/stats.hpp"
 
 namespace ophook::py {
@@ -44,16 +46,45 @@ void capture_outputs(ValueCapture& capture, PyObject* result) {
 namespace ophook::py {
 namespace {
 
-bool any_nonfinite(const core::Recorder& recorder, const core::CallRecord& record, std::size_t from, std::size_t to) {
+/// The bytes the check reads: the copy, or the caller's own array while the call runs.
+std::span<const std::byte> checked_bytes(const core::ArrayCapture& array) {
+  if (array.captured) return {array.data.get(), array.nbytes};
+  return {array.live, array.live ? array.live_nbytes : 0};
+}
+
+}  // namespace
+
+bool any_nonfinite(const core::Recorder& recorder, const core::CallRecord& record, std::size_t from, std::size_t to,
+                   Arrays which) {
   for (std::size_t i = from; i < to; ++i) {
     const auto& array = record.arrays[i];
+    if (which != Arrays::All && (array.live != nullptr) != (which == Arrays::InPlace)) continue;
     if (array.given_stats && array.given_stats->nan + array.given_stats->inf > 0) return true;
-    if (!array.captured) continue;
+    const auto bytes = checked_bytes(array);
+    if (bytes.data() == nullptr) continue;
     const auto& descr = recorder.dtype(array.dtype_id).descr;
-    if (!descr.empty() && core::has_nonfinite(descr, array.data.get(), array.nbytes)) return true;
+    if (!descr.empty() && core::has_nonfinite(descr, bytes.data(), bytes.size())) return true;
   }
   return false;
 }
+
+bool may_write_inputs(const core::Recorder& recorder, std::uint32_t op_id, const ValueCapture& capture) {
+  if (capture.inputs_may_be_written()) return true;
+  const auto& op = recorder.op(op_id);
+  switch (op.level) {
+    case core::Level::Ufunc:
+    case core::Level::UfuncMethod:
+      return false;  // only through out=, positional outputs or at(), which the capture noted
+    case core::Level::ArrayFunction:
+      return true;  // np.copyto, np.put, np.fill_diagonal, ...: judged before, to be safe
+    case core::Level::TorchFunction:
+    case core::Level::TorchDispatch:
+      return core::writes_into_arguments_by_name(op.name);
+  }
+  return true;
+}
+
+namespace {
 
 std::string describe_call(const core::Recorder& recorder, const core::CallRecord& record) {
   std::string out = "seq " + std::to_string(record.seq) + " " + recorder.op(record.op_id).name;
@@ -96,8 +127,9 @@ bool errstate_silences(const core::Recorder& recorder, const core::CallRecord& r
   for (std::size_t i = first_output; i < record.arrays.size(); ++i) {
     const auto& array = record.arrays[i];
     const auto& descr = recorder.dtype(array.dtype_id).descr;
-    if (!array.captured || descr.empty()) continue;
-    const auto stats = core::compute_stats(descr, array.data.get(), array.nbytes);
+    const auto bytes = checked_bytes(array);
+    if (bytes.data() == nullptr || descr.empty()) continue;
+    const auto stats = core::compute_stats(descr, bytes.data(), bytes.size());
     nan += stats.nan, inf += stats.inf;
   }
   if (nan && !silenced("invalid")) return false;
@@ -149,11 +181,17 @@ void return_check_record(core::RecordPtr record) noexcept {
 }
 
 PyObject* check_nonfinite(core::Recorder& recorder, core::RecordPtr& record, std::size_t first_output,
-                          PyObject* result, RecordUse use) {
+                          std::optional<bool> inputs_nonfinite_before, PyObject* result, RecordUse use) {
   device_readback::resolve(*record);  // tensors on devices: their counts, one synchronisation
+  // Outputs first: the inputs are looked at only for a NaN/Inf (those the call could not write
+  // into are as they were before it).
+  auto inputs_nonfinite = [&] {
+    if (!inputs_nonfinite_before) return any_nonfinite(recorder, *record, 0, first_output, Arrays::All);
+    return *inputs_nonfinite_before || any_nonfinite(recorder, *record, 0, first_output, Arrays::Copied);
+  };
   const bool fresh = !record->nonfinite_scalar_input &&
-                     any_nonfinite(recorder, *record, first_output, record->arrays.size()) &&
-                     !any_nonfinite(recorder, *record, 0, first_output);
+                     any_nonfinite(recorder, *record, first_output, record->arrays.size(), Arrays::All) &&
+                     !inputs_nonfinite();
   if (fresh && group_of(recorder.op(record->op_id).level) == LevelGroup::Numpy &&
       errstate_silences(recorder, *record, first_output)) {
     record->nonfinite_expected = true;  // the program said it expects this: counted, not reported

@@ -1,5 +1,6 @@
 #pragma once
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "import_guard.hpp"
@@ -57,7 +58,20 @@ enum class RecordUse : std::uint8_t {
 /// culprit: it is counted as expected instead. Submits the record (a CheckOnly one only when it is
 /// a culprit). Returns the (possibly new) result.
 PyObject* check_nonfinite(core::Recorder& recorder, core::RecordPtr& record, std::size_t first_output,
-                          PyObject* result, RecordUse use);
+                          std::optional<bool> inputs_nonfinite_before, PyObject* result, RecordUse use);
+
+/// Which arrays of a record any_nonfinite looks at: all, those read in place (the caller's own,
+/// OPHOOK_NAN in `trace` mode), or the others (copies, device counts: taken before the call).
+enum class Arrays : std::uint8_t { All, InPlace, Copied };
+
+/// Whether any of arrays [from, to) of `record` (those `which` selects) holds NaN/Inf.
+bool any_nonfinite(const core::Recorder& recorder, const core::CallRecord& record, std::size_t from, std::size_t to,
+                   Arrays which);
+
+/// Whether a call may write into its inputs, so that OPHOOK_NAN must judge those it reads in
+/// place before it runs: out=, inplace=, positional outputs or ufunc.at in the call, an array
+/// function (to be safe), a torch op named in place (core::writes_into_arguments_by_name).
+bool may_write_inputs(const core::Recorder& recorder, std::uint32_t op_id, const ValueCapture& capture);
 
 /// A record for a CheckOnly call (this thread's spare, else a fresh one), and where it goes back
 /// when the call was no culprit: no seq is spent and no record reaches the writer.
@@ -95,6 +109,12 @@ PyObject* record_call(core::Recorder& recorder, ThreadState& state, std::uint32_
   record->tid = current_tid(state);
   ValueCapture capture(*record, recorder);
   capture_inputs(capture);
+  // Inputs read in place are judged now when the call may write into them, else only after it
+  // and only for a NaN/Inf in its outputs.
+  std::optional<bool> inputs_nonfinite_before;
+  if (capture.checks_in_place() && may_write_inputs(recorder, op_id, capture)) {
+    inputs_nonfinite_before = any_nonfinite(recorder, *record, 0, record->arrays.size(), Arrays::InPlace);
+  }
 
   ++depth;
   const auto enclosing = check_only ? state.innermost_seq : std::exchange(state.innermost_seq, record->seq);
@@ -114,7 +134,7 @@ PyObject* record_call(core::Recorder& recorder, ThreadState& state, std::uint32_
   }
   if (result != nullptr && recorder.config().nan != core::NanPolicy::Off &&
       !recorder.op(op_id).uninitialized_output) {
-    return check_nonfinite(recorder, record, first_output, result, use);
+    return check_nonfinite(recorder, record, first_output, inputs_nonfinite_before, result, use);
   }
   if (check_only) {
     return_check_record(std::move(record));

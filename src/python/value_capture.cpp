@@ -28,8 +28,8 @@ void register_array_like_capturer(ArrayLikeCapturer capturer) {
 
 ValueCapture::ValueCapture(core::CallRecord& record, core::Recorder& recorder)
     : record_(record), recorder_(recorder), writer_(record.values),
-      // OPHOOK_NAN checks the captured bytes, so they are taken in trace mode too.
-      copy_data_(recorder.config().mode != core::Mode::Trace || recorder.config().nan != core::NanPolicy::Off) {}
+      copy_data_(recorder.config().mode != core::Mode::Trace),
+      checks_in_place_(recorder.config().mode == core::Mode::Trace && recorder.config().nan != core::NanPolicy::Off) {}
 
 void ValueCapture::begin_outputs() {
   record_.outputs_offset = offset();

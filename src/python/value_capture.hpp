@@ -22,7 +22,12 @@ class ValueCapture {
   ValueCapture(core::CallRecord& record, core::Recorder& recorder);
 
   void value(PyObject* object);
-  void key(std::string_view name) { writer_.key(name); }
+  void key(std::string_view name) {
+    // out= and inplace= name arguments the call writes into (numpy's out=, torch's out= and
+    // F.relu(x, inplace=True)): OPHOOK_NAN then judges the inputs before the call runs.
+    if (name == "out" || name == "inplace") inputs_may_be_written_ = true;
+    writer_.key(name);
+  }
   void begin_kwargs() { record_.kwargs_offset = offset(); }
   /// Outputs never alias inputs: they hold post-call values.
   void begin_outputs();
@@ -30,7 +35,16 @@ class ValueCapture {
   // For capturers of array-like types (NumPy here, torch tensors elsewhere):
   core::CallRecord& record() { return record_; }
   core::Recorder& recorder() { return recorder_; }
+  /// Whether array bytes are copied for the writer (modes stats and dump).
   bool copy_data() const { return copy_data_; }
+  /// OPHOOK_NAN in `trace` mode: arrays are checked where they lie (ArrayCapture::live), with no
+  /// copy; only an array that is not one dense block is copied for the check.
+  bool checks_in_place() const { return checks_in_place_; }
+  /// Whether an array is copied: `dense` says it could be checked in place.
+  bool copies(bool dense) const { return copy_data_ || (checks_in_place_ && !dense); }
+  /// The call may write into an input (a ufunc's positional output, out=, inplace=).
+  void note_inputs_may_be_written() { inputs_may_be_written_ = true; }
+  bool inputs_may_be_written() const { return inputs_may_be_written_; }
   /// Index an earlier capture of `object` in the current section, or -1.
   std::int32_t alias_of(PyObject* object) const;
   /// Appends `array` as the value for `object` and returns its index.
@@ -51,6 +65,8 @@ class ValueCapture {
   core::Recorder& recorder_;
   core::ValueWriter writer_;
   bool copy_data_;
+  bool checks_in_place_;
+  bool inputs_may_be_written_ = false;
   bool in_outputs_ = false;
   // This section's arrays: a few inline (no allocation per call), the rest in overflow_.
   static constexpr std::size_t kInlineSeen = 8;

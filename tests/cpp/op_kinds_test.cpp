@@ -22,5 +22,19 @@ TEST(OpKinds, KnowsTheOpsReturningUninitializedMemory) {
   }
 }
 
+TEST(OpKinds, KnowsTheTorchOpsThatWriteIntoTheirArgumentsByName) {
+  for (const char* op :
+       {"torch.Tensor.add_", "torch.nn.init.normal_", "torch._foreach_add_", "torch.Tensor.__iadd__",
+        "torch.Tensor.__setitem__", "aten.add_.Tensor", "aten._foreach_mul_.List", "aten.add.out",
+        "aten.max.dim_max", "aten.sum.IntList_out", "torch.ops.aten.copy_.default", "aten.copy_.default"}) {
+    EXPECT_TRUE(writes_into_arguments_by_name(op)) << op;
+  }
+  for (const char* op : {"torch.add", "torch.Tensor.__add__", "torch.Tensor.__getitem__", "aten.add.Tensor",
+                         "aten.max.dim", "torch.nn.functional.relu", "aten.mm.default",
+                         "torch.ops.aten.empty.memory_format", "numpy.add"}) {
+    EXPECT_FALSE(writes_into_arguments_by_name(op)) << op;
+  }
+}
+
 }  // namespace
 }  // namespace ophook::core

@@ -131,3 +131,49 @@ def test_bad_rules_file_is_reported_and_program_runs(runner, tmp_path):
                      env={"OPHOOK_OVERRIDES": str(tmp_path / "missing.py")})
     assert run.stdout == "[2.0, 2.0]\n"
     assert "OPHOOK_OVERRIDES" in run.stderr and "missing.py" in run.stderr
+
+
+# OPHOOK_NAN in `trace` mode reads arrays where they lie, with no copy: inputs before the call only
+# when it can write into them, else after it and only for a NaN/Inf in its outputs. Each program
+# plants one culprit that writes into its own input (so a look after the call would see the NaN
+# in the input too and excuse it) among calls whose inputs already hold NaN (no culprits). The
+# culprit must be the same as with copies (`stats`) and where the program says it is.
+IN_PLACE_CULPRITS = {
+    "out_keyword": ("a = np.linspace(-1.0, 1.0, 8)\nb = a * 2.0\nnp.log(a, out=a)", "numpy.log"),
+    "positional_out": ("a = np.linspace(-1.0, 1.0, 8)\nb = a * 2.0\nnp.sqrt(a, a)", "numpy.sqrt"),
+    "augmented": ("a = np.full(8, 1e308)\nb = a + 1.0\na *= 10.0", "numpy.multiply"),
+    "copyto": ("a = np.ones(4)\nb = a + 1.0\nnp.copyto(a, np.log(-b))", "numpy.log"),
+    "strided": ("m = np.linspace(-1.0, 1.0, 16).reshape(4, 4)\nv = m[:, ::2]\nnp.log(v, out=v)", "numpy.log"),
+    "torch_inplace_method": ("import torch\nt = torch.linspace(-1.0, 1.0, 8)\nu = t * 2.0\nt.log_()", "torch.Tensor.log_"),
+    "torch_out": ("import torch\nt = torch.linspace(-1.0, 1.0, 8)\nu = t * 2.0\ntorch.log(t, out=t)", "torch.log"),
+    "torch_inplace_operator": ("import torch\nt = torch.full((8,), 3e38)\nu = t + 1.0\nt *= 10.0",
+                               "torch.Tensor.mul_"),
+    "torch_transposed": ("import torch\nt = torch.linspace(-1.0, 1.0, 16).reshape(4, 4).t()\nu = t + 1.0\nt.log_()",
+                         "torch.Tensor.log_"),
+}
+NOT_CULPRITS = """
+import numpy as np
+n = np.array([np.nan, 1.0, 2.0])
+n2 = n * 3.0               # NaN in: not fresh
+n += 1.0                   # NaN in, in place: not fresh
+"""
+
+
+@pytest.mark.parametrize("case", sorted(IN_PLACE_CULPRITS))
+def test_nan_check_in_place_finds_culprits_that_write_into_their_inputs(runner, case):
+    code, op = IN_PLACE_CULPRITS[case]
+    program = "import numpy as np\n" + NOT_CULPRITS + code
+    culprit_line = program.count("\n") + 1  # the code's last line
+    program += "\nprint('done')\n"
+    levels = "numpy,torch_function"
+    firsts = {}
+    for mode in ("trace", "stats"):
+        run = runner.run(program, env={"OPHOOK_NAN": "warn", "OPHOOK_MODE": mode, "OPHOOK_LEVELS": levels})
+        assert run.stdout == "done\n"
+        first = run.summary()["first_nonfinite"]
+        assert first is not None and first["op"] == op, (mode, first, run.stderr)
+        assert first["source"].split(":")[-2] == str(culprit_line), first
+        firsts[mode] = (first["seq"], first["op"], first["source"].split(":", 1)[1])  # each run its own script
+        warnings = [l for l in run.stderr.splitlines() if "first NaN/Inf" in l]
+        assert len(warnings) == 1 and op in warnings[0]
+    assert firsts["trace"] == firsts["stats"]

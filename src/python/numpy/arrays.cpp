@@ -86,10 +86,12 @@ void capture_array(ValueCapture& capture, PyObject* object, PyArrayObject* array
   const int nd = PyArray_NDIM(array);
   const npy_intp* dims = PyArray_DIMS(array);
   const auto& dtype = dtype_entry(capture.recorder(), PyArray_DESCR(array));
-  const bool copy = capture.copy_data() && dtype.savable;
+  const bool dense = PyArray_IS_C_CONTIGUOUS(array) || PyArray_IS_F_CONTIGUOUS(array);
+  const bool copy = capture.copies(dense) && dtype.savable;
+  const bool live = !copy && capture.checks_in_place() && dtype.savable;
   const auto item = static_cast<std::size_t>(PyArray_ITEMSIZE(array));
-  // The byte count only when copying: PyArray_SIZE is a call per array, in trace mode for nothing.
-  const auto n = copy ? static_cast<std::size_t>(PyArray_SIZE(array)) * item : 0;
+  // The byte count only when read: PyArray_SIZE is a call per array, in trace mode for nothing.
+  const auto n = copy || live ? static_cast<std::size_t>(PyArray_SIZE(array)) * item : 0;
   // Refused beyond OPHOOK_QUEUE_BYTES; else copied once the writer has room (capture_budget.hpp).
   auto budget = copy ? reserve_copy(capture, n) : CopyBudget{false, dtype.reason_id, {}};
   auto& out = capture.new_array(object);
@@ -98,6 +100,11 @@ void capture_array(ValueCapture& capture, PyObject* object, PyArrayObject* array
   out.dtype_id = dtype.dtype_id;
   out.python_type = type;
   out.no_data_reason_id = budget.reason_id;
+  if (live) {
+    // A dense array (C or Fortran order, so its data pointer is its lowest address) is one block.
+    out.live = static_cast<const std::byte*>(PyArray_DATA(array));
+    out.live_nbytes = n;
+  }
   if (budget.copy) {
     const npy_intp* strides = PyArray_STRIDES(array);
     static_assert(sizeof(npy_intp) == sizeof(std::int64_t));

@@ -18,6 +18,7 @@ struct PatchedCallable {
   vectorcallfunc original = nullptr;
   PyObject* original_callable = nullptr;  // made for override rules on first use
   std::uint32_t op_id = 0;
+  int nin = -1;  // a ufunc's inputs: positional arguments past them are outputs it writes into
   std::string name;
   std::array<std::uint32_t, kMethods.size()> method_op_ids{};  // ufuncs: registered on first call
 };
@@ -89,8 +90,13 @@ PyObject* hooked_vectorcall(const PointerTable<PatchedCallable>& table, PyObject
   auto& entry = *table.find(callable);  // only patched objects reach a trampoline
   const auto original = entry.original;
   const auto op = entry.op_id;
+  const auto nin = entry.nin;
   return hooked_call(
-      op, [&](ValueCapture& c) { capture_vectorcall_args(c, args, nargsf, kwnames); },
+      op,
+      [&](ValueCapture& c) {
+        capture_vectorcall_args(c, args, nargsf, kwnames);
+        if (nin >= 0 && PyVectorcall_NARGS(nargsf) > nin) c.note_inputs_may_be_written();
+      },
       [&] { return original(callable, args, nargsf, kwnames); },
       [&](PyObject* rule) {
         return run_rule(rule, original_of(entry), op, args, PyVectorcall_NARGS(nargsf), kwnames);
@@ -136,13 +142,25 @@ PyObject* method_rule(PyObject* rule, PyObject* self, std::uint32_t op, PyObject
   return original ? run_override(rule, original.get(), op, args, kwargs) : nullptr;
 }
 
+/// Whether ufunc method M writes into one of `nargs` positional arguments: at() into its first,
+/// reduce/accumulate/reduceat into a positional `out` (outer takes out= only, seen as a keyword).
+template <std::size_t M>
+bool method_writes_positionally(Py_ssize_t nargs) {
+  constexpr std::array<Py_ssize_t, kMethods.size()> kOutPosition = {3, 3, 4, -1, 0};
+  return kOutPosition[M] >= 0 && nargs > kOutPosition[M];
+}
+
 template <std::size_t M>
 PyObject* method_fastcall_trampoline(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   const auto original = reinterpret_cast<_PyCFunctionFastWithKeywords>(reinterpret_cast<void*>(methods[M].original));
   const auto op = method_op<M>(self);
   if (op == 0) return original(self, args, nargs, kwnames);
   return hooked_call(
-      op, [&](ValueCapture& c) { capture_vectorcall_args(c, args, static_cast<size_t>(nargs), kwnames); },
+      op,
+      [&](ValueCapture& c) {
+        capture_vectorcall_args(c, args, static_cast<size_t>(nargs), kwnames);
+        if (method_writes_positionally<M>(nargs)) c.note_inputs_may_be_written();
+      },
       [&] { return original(self, args, nargs, kwnames); },
       [&](PyObject* rule) {
         PyRef tuple = PyRef::steal(vectorcall_args_tuple(args, nargs));
@@ -157,7 +175,11 @@ PyObject* method_keywords_trampoline(PyObject* self, PyObject* args, PyObject* k
   const auto op = method_op<M>(self);
   if (op == 0) return original(self, args, kwargs);
   return hooked_call(
-      op, [&](ValueCapture& c) { capture_tuple_dict_args(c, args, kwargs); },
+      op,
+      [&](ValueCapture& c) {
+        capture_tuple_dict_args(c, args, kwargs);
+        if (method_writes_positionally<M>(args ? PyTuple_GET_SIZE(args) : 0)) c.note_inputs_may_be_written();
+      },
       [&] { return original(self, args, kwargs); },
       [&](PyObject* rule) { return method_rule<M>(rule, self, op, args, kwargs); });
 }
@@ -168,7 +190,12 @@ PyObject* method_varargs_trampoline(PyObject* self, PyObject* args) {
   const auto op = method_op<M>(self);
   if (op == 0) return original(self, args);
   return hooked_call(
-      op, [&](ValueCapture& c) { capture_tuple_dict_args(c, args, nullptr); }, [&] { return original(self, args); },
+      op,
+      [&](ValueCapture& c) {
+        capture_tuple_dict_args(c, args, nullptr);
+        if (method_writes_positionally<M>(args ? PyTuple_GET_SIZE(args) : 0)) c.note_inputs_may_be_written();
+      },
+      [&] { return original(self, args); },
       [&](PyObject* rule) { return method_rule<M>(rule, self, op, args, nullptr); });
 }
 
@@ -200,7 +227,13 @@ int patch_table(PointerTable<PatchedCallable>& table,
     auto* slot = vectorcall_slot(object);
     if (slot == nullptr || *slot == trampoline || table.contains(object)) continue;
     Py_INCREF(object);
-    table.insert(object, PatchedCallable{object, *slot, nullptr, recorder->op_id(name, level), name, {}});
+    int nin = -1;
+    if (level == Level::Ufunc) {
+      PyRef value = PyRef::steal(PyObject_GetAttrString(object, "nin"));
+      nin = value && PyLong_Check(value.get()) ? static_cast<int>(PyLong_AsLong(value.get())) : 0;  // 0: judged before
+      PyErr_Clear();
+    }
+    table.insert(object, PatchedCallable{object, *slot, nullptr, recorder->op_id(name, level), nin, name, {}});
     *slot = trampoline;
     ++patched;
   }
