@@ -2,6 +2,7 @@
 #include "ophook/export.hpp"
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 namespace ophook::core {
@@ -12,6 +13,14 @@ inline std::size_t element_count(std::span<const std::int64_t> shape) noexcept {
   for (auto n : shape) count *= static_cast<std::size_t>(n);
   return count;
 }
+
+/// When the distinct elements of an array of `shape` with these strides (in elements) fill one
+/// block that starts at its data pointer - in C order or any other order of its dimensions (a
+/// transposed matrix), each element repeated along any broadcast (stride 0) dimension - the number
+/// of elements in that block; else nullopt (a gap between elements, a negative stride, overlap).
+/// Whatever is true of every element of the block (no NaN in it) is true of the array. Pure.
+OPHOOK_API std::optional<std::size_t> one_block_elements(std::span<const std::int64_t> shape,
+                                                         std::span<const std::int64_t> strides) noexcept;
 
 /// Copies an n-dimensional strided array (strides in bytes, any sign, zero for broadcast
 /// dimensions) into `dst` in C order. `dst` must hold product(shape) * item_size bytes.

@@ -7,6 +7,7 @@ runs per op (except the function mode's compile check under OPHOOK_COMPILE=ignor
 per-thread stack fed by torch's global nn.Module forward hooks (also C++ functions).
 """
 import atexit
+import functools
 import json
 import os
 import sys
@@ -357,8 +358,10 @@ def install(torch):
     if "torch_dispatch" in levels or nan_check:
         installation.track_backward_modules()
     if installation.backward_check_mode is not None:
+        # The pop names the user stack (None): torch 2.13 takes no default, and a mode left on the
+        # stack by each backward would check every later op once more per step.
         _ophook.torch_set_backward_check(installation.backward_check_mode, torch._C._push_on_torch_dispatch_stack,
-                                         torch._C._pop_torch_dispatch_stack)
+                                         functools.partial(torch._C._pop_torch_dispatch_stack, None))
     installation.apply_compile_policy()
     installation.push_here(owner=True)
     installation.wrap_threads()

@@ -2,6 +2,8 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 #include <vector>
 
@@ -75,6 +77,27 @@ void strided_copy(std::byte* dst, const std::byte* src, std::span<const std::int
     }
     if (outer == 1) return;
   }
+}
+
+std::optional<std::size_t> one_block_elements(std::span<const std::int64_t> shape,
+                                              std::span<const std::int64_t> strides) noexcept {
+  // The dimensions that are stepped, smallest stride first: each stride must be the span of the
+  // dimensions below it. Up to 16 dimensions without allocating; more are left to the copy.
+  std::array<std::pair<std::int64_t, std::int64_t>, 16> steps{};  // (stride, size)
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 0) return 0;                       // no element at all
+    if (shape[i] == 1 || strides[i] == 0) continue;    // never stepped, or the same elements again
+    if (n == steps.size() || strides[i] < 0) return std::nullopt;
+    steps[n++] = {strides[i], shape[i]};
+  }
+  std::sort(steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(n));
+  std::int64_t expected = 1;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (steps[i].first != expected) return std::nullopt;
+    expected *= steps[i].second;
+  }
+  return static_cast<std::size_t>(expected);
 }
 
 }  // namespace ophook::core

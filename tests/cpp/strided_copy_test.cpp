@@ -32,3 +32,25 @@ TEST(StridedCopy, ContiguousTransposedNegativeAndBroadcast) {
 
 }  // namespace
 }  // namespace ophook::core
+
+namespace ophook::core {
+namespace {
+
+TEST(OneBlockElements, AnyOrderOfDenseDimensionsAndBroadcastsButNoGapOrNegativeStride) {
+  using V = std::vector<std::int64_t>;
+  EXPECT_EQ(one_block_elements(V{4, 3}, V{3, 1}), 12u);          // C order
+  EXPECT_EQ(one_block_elements(V{4, 3}, V{1, 4}), 12u);          // transposed
+  EXPECT_EQ(one_block_elements(V{2, 3, 4}, V{4, 8, 1}), 24u);    // permuted
+  EXPECT_EQ(one_block_elements(V{1, 5, 1}, V{99, 1, -7}), 5u);   // size-1 dimensions never stepped
+  EXPECT_EQ(one_block_elements(V{128, 512}, V{0, 0}), 1u);       // one value broadcast
+  EXPECT_EQ(one_block_elements(V{4, 3}, V{0, 1}), 3u);           // one row broadcast
+  EXPECT_EQ(one_block_elements(V{}, V{}), 1u);                   // 0-d
+  EXPECT_EQ(one_block_elements(V{0, 3}, V{3, 1}), 0u);           // empty
+  EXPECT_EQ(one_block_elements(V{4, 3}, V{6, 2}), std::nullopt);  // every second element
+  EXPECT_EQ(one_block_elements(V{4, 3}, V{4, 1}), std::nullopt);  // a gap after each row
+  EXPECT_EQ(one_block_elements(V{4, 3}, V{3, -1}), std::nullopt); // reversed rows
+  EXPECT_EQ(one_block_elements(V{2, 2}, V{1, 1}), std::nullopt);  // overlapping
+}
+
+}  // namespace
+}  // namespace ophook::core

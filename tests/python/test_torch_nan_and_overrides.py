@@ -123,6 +123,28 @@ def test_uninitialized_memory_and_nan_arguments_are_no_finding(tmp_path, level):
     assert summary(tmp_path / "out")["first_nonfinite"]["op"] == log_op
 
 
+# The backward check (OPHOOK_NAN with the default levels) pushes a dispatch mode for each
+# backward pass and must take it off again: a mode left behind changed what the program sees and
+# checked every later op once more per step (torch 2.13's pop takes the stack's key).
+BACKWARDS = """
+import torch
+from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+w = torch.randn(8, 8, requires_grad=True)
+for step in range(4):
+    (torch.randn(2, 8) @ w).sum().backward()
+    torch.autograd.grad((w * 2.0).sum(), w)
+    print(step, len(_get_current_dispatch_mode_stack()))
+"""
+
+
+def test_backward_check_leaves_the_dispatch_mode_stack_as_it_was(tmp_path):
+    plain = run_script(tmp_path, BACKWARDS, preload=False)
+    for mode in ("trace", "stats"):
+        hooked = run_script(tmp_path, BACKWARDS, nan="warn", mode=mode)
+        assert hooked.stdout == plain.stdout == "".join("%d 0\n" % step for step in range(4))
+        assert "could not leave" not in hooked.stderr
+
+
 RULES = """
 import ophook, torch
 

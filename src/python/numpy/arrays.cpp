@@ -1,6 +1,7 @@
 #include "numpy/arrays.hpp"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -72,6 +73,25 @@ void note_layout(core::ArrayCapture& out, const npy_intp* byte_strides, int nd, 
   out.set_strides(elements);
 }
 
+/// How many elements lie in the one block of memory, starting at the array's data pointer, that
+/// holds all its values (in any order of its dimensions, repeated along broadcast ones); nullopt
+/// when there is no such block. OPHOOK_NAN reads such an array in place.
+std::optional<std::size_t> one_block(PyArrayObject* array) {
+  const int nd = PyArray_NDIM(array);
+  if (PyArray_IS_C_CONTIGUOUS(array) || PyArray_IS_F_CONTIGUOUS(array)) return static_cast<std::size_t>(PyArray_SIZE(array));
+  const npy_intp item = PyArray_ITEMSIZE(array);
+  const npy_intp* byte_strides = PyArray_STRIDES(array);
+  thread_local std::vector<std::int64_t> elements;  // reused: no allocation per array
+  elements.clear();
+  for (int i = 0; i < nd; ++i) {
+    if (item <= 0 || byte_strides[i] % item != 0) return std::nullopt;
+    elements.push_back(byte_strides[i] / item);
+  }
+  static_assert(sizeof(npy_intp) == sizeof(std::int64_t));
+  return core::one_block_elements({reinterpret_cast<const std::int64_t*>(PyArray_DIMS(array)), static_cast<std::size_t>(nd)},
+                                  elements);
+}
+
 void capture_array(ValueCapture& capture, PyObject* object, PyArrayObject* array, core::ArrayType type) {
   if (auto alias = capture.alias_of(object); alias >= 0) {
     auto& copy = capture.new_array(object);
@@ -86,12 +106,12 @@ void capture_array(ValueCapture& capture, PyObject* object, PyArrayObject* array
   const int nd = PyArray_NDIM(array);
   const npy_intp* dims = PyArray_DIMS(array);
   const auto& dtype = dtype_entry(capture.recorder(), PyArray_DESCR(array));
-  const bool dense = PyArray_IS_C_CONTIGUOUS(array) || PyArray_IS_F_CONTIGUOUS(array);
-  const bool copy = capture.copies(dense) && dtype.savable;
-  const bool live = !copy && capture.checks_in_place() && dtype.savable;
+  const auto block = capture.checks_in_place() ? one_block(array) : std::nullopt;
+  const bool copy = capture.copies(block.has_value()) && dtype.savable;
+  const bool live = !copy && block && dtype.savable;
   const auto item = static_cast<std::size_t>(PyArray_ITEMSIZE(array));
-  // The byte count only when read: PyArray_SIZE is a call per array, in trace mode for nothing.
-  const auto n = copy || live ? static_cast<std::size_t>(PyArray_SIZE(array)) * item : 0;
+  // The byte count only when copying: PyArray_SIZE is a call per array, in trace mode for nothing.
+  const auto n = copy ? static_cast<std::size_t>(PyArray_SIZE(array)) * item : 0;
   // Refused beyond OPHOOK_QUEUE_BYTES; else copied once the writer has room (capture_budget.hpp).
   auto budget = copy ? reserve_copy(capture, n) : CopyBudget{false, dtype.reason_id, {}};
   auto& out = capture.new_array(object);
@@ -101,9 +121,8 @@ void capture_array(ValueCapture& capture, PyObject* object, PyArrayObject* array
   out.python_type = type;
   out.no_data_reason_id = budget.reason_id;
   if (live) {
-    // A dense array (C or Fortran order, so its data pointer is its lowest address) is one block.
     out.live = static_cast<const std::byte*>(PyArray_DATA(array));
-    out.live_nbytes = n;
+    out.live_nbytes = *block * item;
   }
   if (budget.copy) {
     const npy_intp* strides = PyArray_STRIDES(array);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "call_recording.hpp"
+#include "ophook/log.hpp"
 #include "torch/module_stack.hpp"
 #include "torch/native.hpp"
 
@@ -156,28 +157,43 @@ bool starts_backward(std::uint32_t op_id) {
 }
 
 /// The backward check mode on this thread's dispatch stack for as long as it lives; a pending
-/// exception survives the pop.
+/// exception survives the pop. Pushed once per thread: Tensor.backward calls autograd.backward,
+/// which the function mode sees too, and a mode pushed twice would check every op twice (each
+/// copy passes the op on to the one below it).
 class BackwardCheckScope {
  public:
   BackwardCheckScope() {
+    if (pushed_on_this_thread) return;
     PyRef pushed = PyRef::steal(PyObject_CallOneArg(push_dispatch_mode, backward_check_mode));
     pushed_ = static_cast<bool>(pushed);
     if (!pushed_) PyErr_Clear();
+    pushed_on_this_thread = pushed_;
   }
   ~BackwardCheckScope() {
     if (!pushed_) return;
+    pushed_on_this_thread = false;
     PyObject *type, *value, *traceback;
     PyErr_Fetch(&type, &value, &traceback);
     PyRef popped = PyRef::steal(PyObject_CallNoArgs(pop_dispatch_mode));
-    if (!popped) PyErr_Clear();
+    if (!popped) {
+      // Said once: the program's dispatch mode stack now holds a mode it did not push.
+      static bool said = false;
+      if (!std::exchange(said, true)) {
+        core::logger().warn("the backward NaN check could not leave the dispatch mode stack: {}",
+                            describe_pending_exception());
+      }
+      PyErr_Clear();
+    }
     PyErr_Restore(type, value, traceback);
   }
   BackwardCheckScope(const BackwardCheckScope&) = delete;
   BackwardCheckScope& operator=(const BackwardCheckScope&) = delete;
 
  private:
+  static thread_local bool pushed_on_this_thread;
   bool pushed_ = false;
 };
+thread_local bool BackwardCheckScope::pushed_on_this_thread = false;
 
 void capture_call_args(ValueCapture& capture, PyObject* args, PyObject* kwargs) {
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); ++i) capture.value(PyTuple_GET_ITEM(args, i));

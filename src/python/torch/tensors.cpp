@@ -146,17 +146,6 @@ bool has_lazy_bits(PyObject* tensor, const TorchDtype& dtype) {
   return call(tensor, names.is_neg).get() != Py_False;
 }
 
-/// Whether elements with these strides (in elements) lie in C order with no gap.
-bool is_c_contiguous(std::span<const std::int64_t> shape, std::span<const std::int64_t> strides) {
-  std::int64_t expected = 1;
-  for (std::size_t i = shape.size(); i-- > 0;) {
-    if (shape[i] == 1) continue;  // any stride: the dimension is never stepped
-    if (strides[i] != expected) return false;
-    expected *= shape[i];
-  }
-  return true;
-}
-
 /// The common case — a CPU tensor in strided layout — read through torch's DLPack exporter: no
 /// Python attribute, no allocation. False when the tensor needs the attribute path (other
 /// layouts and devices, lazy conjugate/negative bits, a shape that changed while the GIL was
@@ -171,11 +160,13 @@ bool capture_dense(ValueCapture& capture, PyObject* tensor) {
     if (dtype == nullptr) return false;
   }
   std::span<const std::int64_t> shape(view.shape, view.ndim);
-  // Checked in place: a C-contiguous tensor stored as its file dtype (no widening; a lazy
-  // conjugate or negative bit changes no NaN or Inf).
-  const bool dense = dtype->widen == nullptr && is_c_contiguous(shape, {view.strides, view.ndim});
-  const bool copy = capture.copies(dense) && dtype->reason_id == 0;
-  const bool live = !copy && capture.checks_in_place() && dtype->reason_id == 0;
+  // Checked in place: a tensor whose values lie in one block (in any order of its dimensions,
+  // broadcast or not) stored as its file dtype (no widening; a lazy conjugate or negative bit changes no NaN or Inf).
+  const auto block = capture.checks_in_place() && dtype->widen == nullptr
+                         ? core::one_block_elements(shape, {view.strides, view.ndim})
+                         : std::nullopt;
+  const bool copy = capture.copies(block.has_value()) && dtype->reason_id == 0;
+  const bool live = !copy && block && dtype->reason_id == 0;
   if (copy && has_lazy_bits(tensor, *dtype)) return false;
   CopyBudget budget;
   if (copy) {
@@ -194,7 +185,7 @@ bool capture_dense(ValueCapture& capture, PyObject* tensor) {
   out.no_data_reason_id = copy ? budget.reason_id : dtype->reason_id;
   if (live) {
     out.live = view.data;
-    out.live_nbytes = element_count(shape) * dtype->item_size;
+    out.live_nbytes = *block * dtype->item_size;
   }
   if (budget.copy) {
     thread_local std::vector<std::int64_t> byte_strides;  // reused: no allocation per tensor
