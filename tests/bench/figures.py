@@ -6,6 +6,7 @@ import figures_process
 import figures_replay
 import figures_storage
 import figures_torch
+import figures_values
 
-FIGURE_GROUPS = (figures_numpy.GROUPS + figures_torch.GROUPS + figures_storage.GROUPS + figures_process.GROUPS
+FIGURE_GROUPS = (figures_numpy.GROUPS + figures_torch.GROUPS + figures_values.GROUPS + figures_storage.GROUPS + figures_process.GROUPS
                  + figures_compare.GROUPS + figures_replay.GROUPS + figures_cpp.GROUPS)
