@@ -122,3 +122,23 @@ def test_input_errors_exit_2_naming_the_file(tmp_path):
     proc = run_ophook("report", run)
     assert proc.returncode == 2 and "summary.json" in proc.stderr
     assert run_ophook("report").returncode == 2
+
+
+def test_first_nonfinite_is_the_earliest_over_the_ranks_by_step_then_time(tmp_path):
+    """A NaN on each of two ranks: the run's first is the one of the earlier step, whichever rank
+    and whenever on the clock; within a step, the earlier on the clock. The line names the rank."""
+    def rank_run(rank, step, t0):
+        run = simple_program(RunDir(tmp_path / "run" / ("rank%d" % rank), mode="stats"), nan_at=(0, rank))
+        for record in run.records:
+            record["step"], record["t_ns"] = step, t0 + record["seq"] * 10_000
+        run.write()
+        return run
+
+    rank_run(0, step=3, t0=1_000_000)
+    rank_run(1, step=2, t0=9_000_000)   # later on the clock, but an earlier step
+    line = next(l for l in run_ophook("report", tmp_path / "run").stdout.splitlines() if "first NaN/Inf" in l)
+    assert "op=numpy.matmul" in line and "step=2" in line and line.endswith("in rank1"), line
+
+    rank_run(0, step=2, t0=1_000_000)   # the same step, earlier on the clock
+    line = next(l for l in run_ophook("report", tmp_path / "run").stdout.splitlines() if "first NaN/Inf" in l)
+    assert "step=2" in line and line.endswith("in rank0"), line

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <unordered_map>
+#include <utility>
 
 #include "ophook/error.hpp"
 #include "ophook/op_kinds.hpp"
@@ -141,8 +143,18 @@ RunReport load_run_report(const fs::path& dir) {
                                           (dir / "trace.jsonl").string()));
   }
   total_ops(report);
-  for (std::size_t i = 0; i < report.processes.size() && !report.first_nonfinite; ++i) {
-    report.first_nonfinite = find_first_nonfinite(report.processes[i], i);
+  // The run's first NaN/Inf is the earliest over its processes: by step, then by time (every
+  // process of a run shares CLOCK_MONOTONIC); one known only from a summary.json comes after those
+  // with a record, in process order.
+  auto order = [](const NonfiniteCall& hit) {
+    constexpr auto kUnknown = std::numeric_limits<std::int64_t>::max();
+    return hit.record ? std::pair{hit.record->step, hit.record->t_ns} : std::pair{kUnknown, kUnknown};
+  };
+  for (std::size_t i = 0; i < report.processes.size(); ++i) {
+    auto hit = find_first_nonfinite(report.processes[i], i);
+    if (hit && (!report.first_nonfinite || order(*hit) < order(*report.first_nonfinite))) {
+      report.first_nonfinite = std::move(hit);
+    }
   }
   return report;
 }

@@ -41,7 +41,7 @@ struct RunReport {
   std::vector<OpTotals> ops;          // over all processes, most calls first
   std::uint64_t total_calls = 0;
   double total_ns = 0;
-  std::optional<NonfiniteCall> first_nonfinite;
+  std::optional<NonfiniteCall> first_nonfinite;  // the earliest over the processes: by step, then time
   std::vector<std::string> warnings;
 };
 
