@@ -38,32 +38,27 @@ changed_units() {
   {
     grep -xF -f <(echo "$all_files") <<<"$changed" || true
     if [[ -n $headers ]]; then
-      # ninja's dependency log: "<object>: #deps N ..." then one indented header per line. The
+      # ninja's dependency log: "<object>: #deps N ..." then one indented header per line. Each
       # object's source comes from compile_commands.json; a unit the build never compiled (the
       # fuzz harnesses outside the asan preset) has no entry and is linted whenever a header changed.
-      ninja -C "$build" -t deps 2>/dev/null | awk -v headers="$headers" '
-        BEGIN { n = split(headers, list, "\n"); for (i = 1; i <= n; i++) wanted[list[i]] = 1 }
-        /^[^ ].*: #deps/ { object = $1; sub(/:$/, "", object); next }
-        /^ +\// { gsub(/^ +/, ""); if ($0 in wanted) print object }' |
-        sort -u >"$tmp/objects"
-      python3 - "$build/compile_commands.json" "$tmp/objects" <<'PY'
+      ninja -C "$build" -t deps >"$tmp/deps" 2>/dev/null || true
+      echo "$headers" >"$tmp/headers"
+      python3 - "$build" "$tmp/deps" "$tmp/headers" <<'PY'
 import json, os, sys
-entries = json.load(open(sys.argv[1]))
-objects = set(open(sys.argv[2]).read().split())
-for e in entries:
-    out = e.get("output", "")
-    if out in objects or os.path.join(e["directory"], out) in objects:
-        print(e["file"])
-PY
-      ninja -C "$build" -t deps 2>/dev/null | grep -oE '^[^ ].*\.o' | sort -u >"$tmp/compiled"
-      python3 - "$build/compile_commands.json" "$tmp/compiled" <<'PY'
-import json, os, sys
-entries = json.load(open(sys.argv[1]))
-compiled = set(open(sys.argv[2]).read().split())
-for e in entries:
-    out = e.get("output", "")
-    if out not in compiled and os.path.join(e["directory"], out) not in compiled:
-        print(e["file"])
+build, deps_file, headers_file = sys.argv[1:4]
+changed = {os.path.normpath(line) for line in open(headers_file).read().split()}
+compiled, including, obj = set(), set(), None
+for line in open(deps_file):
+    if not line.startswith(" ") and ": #deps" in line:
+        obj = os.path.normpath(os.path.join(build, line.split(": #deps")[0]))
+        compiled.add(obj)
+    elif line.strip() and obj is not None:
+        if os.path.normpath(os.path.join(build, line.strip())) in changed:
+            including.add(obj)
+for entry in json.load(open(os.path.join(build, "compile_commands.json"))):
+    out = os.path.normpath(os.path.join(entry["directory"], entry.get("output", "")))
+    if out in including or out not in compiled:
+        print(entry["file"])
 PY
     fi
   } | grep -xF -f <(echo "$all_files") | sort -u || true
