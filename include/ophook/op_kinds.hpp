@@ -2,6 +2,7 @@
 #include <string_view>
 
 #include "ophook/export.hpp"
+#include "ophook/record.hpp"
 
 namespace ophook::core {
 
@@ -19,12 +20,13 @@ OPHOOK_API bool returns_uninitialized_memory(std::string_view op);
 /// docs/torch.md. Recorded only with OPHOOK_ACCESSORS=1. Pure.
 OPHOOK_API bool is_metadata_query(std::string_view op);
 
-/// True for torch ops that write into their arguments by their name: in-place methods and
-/// functions (torch.Tensor.add_, torch.nn.init.normal_, aten.add_.Tensor, aten._foreach_mul_.List),
-/// in-place operators (torch.Tensor.__iadd__, __setitem__) and aten out= overloads
-/// (aten.add.out, aten.max.dim_max). OPHOOK_NAN judges such a call's inputs before it runs. Other
-/// ways to write into an argument (out=, inplace=True, a ufunc's positional outputs) are seen in
-/// the call's arguments, not in its name. Pure.
-OPHOOK_API bool writes_into_arguments_by_name(std::string_view op);
+/// True for ops that may write into their arguments whatever the call passes: every NumPy array
+/// function (np.copyto, np.put, np.fill_diagonal, ...: judged so to be safe), and torch ops named
+/// in place - in-place methods and functions (torch.Tensor.add_, torch.nn.init.normal_,
+/// aten.add_.Tensor, aten._foreach_mul_.List), in-place operators (torch.Tensor.__iadd__,
+/// __setitem__) and aten out= overloads (aten.add.out, aten.max.dim_max). A ufunc writes into an
+/// argument only as the call says (out=, positional outputs, ufunc.at), which the capture sees.
+/// OPHOOK_NAN judges the inputs of such calls before they run. Pure.
+OPHOOK_API bool writes_into_arguments(std::string_view op, Level level);
 
 }  // namespace ophook::core

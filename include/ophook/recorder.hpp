@@ -29,6 +29,7 @@ struct OpEntry {
   bool recorded = false;  // passes OPHOOK_INCLUDE/OPHOOK_EXCLUDE
   bool dumped = false;    // dump mode gives its arrays files (OPHOOK_DUMP_INCLUDE)
   bool uninitialized_output = false;  // returns_uninitialized_memory(name): no NaN finding
+  bool writes_arguments = false;      // writes_into_arguments(name, level): OPHOOK_NAN judges inputs first
 };
 
 /// The process's recorder: configuration, op/string/dtype tables, the sequence counter, the queue

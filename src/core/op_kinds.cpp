@@ -11,8 +11,15 @@ namespace {
 /// "aten.empty.memory_format" → "empty" (aten names end in an overload), and the same for the op
 /// reached through torch.ops at the torch_function level, "torch.ops.aten.empty.memory_format"
 /// (DDP's forward calls it so): both name one aten op.
+/// "torch.ops.aten.X.overload" (an aten op reached through torch.ops at the torch_function level)
+/// as the aten op it names, "aten.X.overload"; any other name as it is.
+std::string_view as_aten(std::string_view op) {
+  if (op.starts_with("torch.ops.aten.")) op.remove_prefix(std::string_view("torch.ops.").size());
+  return op;
+}
+
 std::string_view function_name(std::string_view op) {
-  if (op.starts_with("torch.ops.aten.")) op.remove_prefix(10);
+  op = as_aten(op);
   if (op.starts_with("aten.")) {
     op.remove_prefix(5);
     return op.substr(0, op.find('.'));
@@ -33,7 +40,9 @@ bool returns_uninitialized_memory(std::string_view op) {
   return false;
 }
 
-bool writes_into_arguments_by_name(std::string_view op) {
+bool writes_into_arguments(std::string_view op, Level level) {
+  if (level == Level::ArrayFunction) return true;
+  if (level != Level::TorchFunction && level != Level::TorchDispatch) return false;
   static constexpr std::array<std::string_view, 15> kInPlaceOperators = {
       "__iadd__", "__isub__",     "__imul__", "__imatmul__", "__itruediv__", "__ifloordiv__", "__idiv__",
       "__imod__", "__ipow__",     "__ilshift__", "__irshift__", "__iand__", "__ixor__",     "__ior__",
@@ -43,14 +52,12 @@ bool writes_into_arguments_by_name(std::string_view op) {
   if (!name.starts_with("__") && name.ends_with('_')) return true;
   // An aten overload's name after the function: "out", "dim_max", "grad_input" (the output
   // tensors are arguments of out= overloads).
-  if (op.starts_with("torch.ops.aten.")) op.remove_prefix(10);
-  if (op.starts_with("aten.")) {
-    const std::size_t dot = op.find('.', 5);
-    const std::string_view overload = dot == std::string_view::npos ? std::string_view() : op.substr(dot + 1);
-    return overload == "out" || overload.ends_with("_out") || overload.starts_with("out_") ||
-           overload == "dim_max" || overload == "dim_min" || overload == "grad_input";
-  }
-  return false;
+  op = as_aten(op);
+  if (!op.starts_with("aten.")) return false;
+  const std::size_t dot = op.find('.', 5);
+  const std::string_view overload = dot == std::string_view::npos ? std::string_view() : op.substr(dot + 1);
+  return overload == "out" || overload.ends_with("_out") || overload.starts_with("out_") ||
+         overload == "dim_max" || overload == "dim_min" || overload == "grad_input";
 }
 
 bool is_metadata_query(std::string_view op) {

@@ -132,7 +132,8 @@ void Recorder::start_writer(std::string output_path, WriterThread thread) {
 std::uint32_t Recorder::op_id(std::string_view name, Level level) {
   const std::string key(name);
   return ops_.id_of(key, [&] {
-    return OpEntry{key, sanitize_op_name(key), level, passes_filters(key), dumps(key), returns_uninitialized_memory(key)};
+    return OpEntry{key, sanitize_op_name(key), level, passes_filters(key), dumps(key), returns_uninitialized_memory(key),
+                   writes_into_arguments(key, level)};
   });
 }
 

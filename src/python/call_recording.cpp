@@ -6,7 +6,6 @@
 
 #include "torch/device_readback.hpp"
 #include "ophook/log.hpp"
-#include "ophook/op_kinds.hpp"
 #include "ophook/stats.hpp"
 
 namespace ophook::py {
@@ -69,19 +68,7 @@ bool any_nonfinite(const core::Recorder& recorder, const core::CallRecord& recor
 }
 
 bool may_write_inputs(const core::Recorder& recorder, std::uint32_t op_id, const ValueCapture& capture) {
-  if (capture.inputs_may_be_written()) return true;
-  const auto& op = recorder.op(op_id);
-  switch (op.level) {
-    case core::Level::Ufunc:
-    case core::Level::UfuncMethod:
-      return false;  // only through out=, positional outputs or at(), which the capture noted
-    case core::Level::ArrayFunction:
-      return true;  // np.copyto, np.put, np.fill_diagonal, ...: judged before, to be safe
-    case core::Level::TorchFunction:
-    case core::Level::TorchDispatch:
-      return core::writes_into_arguments_by_name(op.name);
-  }
-  return true;
+  return capture.inputs_may_be_written() || recorder.op(op_id).writes_arguments;
 }
 
 namespace {

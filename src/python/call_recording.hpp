@@ -69,8 +69,8 @@ bool any_nonfinite(const core::Recorder& recorder, const core::CallRecord& recor
                    Arrays which);
 
 /// Whether a call may write into its inputs, so that OPHOOK_NAN must judge those it reads in
-/// place before it runs: out=, inplace=, positional outputs or ufunc.at in the call, an array
-/// function (to be safe), a torch op named in place (core::writes_into_arguments_by_name).
+/// place before it runs: out=, inplace=, positional outputs or ufunc.at in the call, or an op
+/// that may by its kind (OpEntry::writes_arguments, decided once per op).
 bool may_write_inputs(const core::Recorder& recorder, std::uint32_t op_id, const ValueCapture& capture);
 
 /// A record for a CheckOnly call (this thread's spare, else a fresh one), and where it goes back

@@ -22,18 +22,21 @@ TEST(OpKinds, KnowsTheOpsReturningUninitializedMemory) {
   }
 }
 
-TEST(OpKinds, KnowsTheTorchOpsThatWriteIntoTheirArgumentsByName) {
+TEST(OpKinds, KnowsTheOpsThatMayWriteIntoTheirArguments) {
   for (const char* op :
        {"torch.Tensor.add_", "torch.nn.init.normal_", "torch._foreach_add_", "torch.Tensor.__iadd__",
         "torch.Tensor.__setitem__", "aten.add_.Tensor", "aten._foreach_mul_.List", "aten.add.out",
         "aten.max.dim_max", "aten.sum.IntList_out", "torch.ops.aten.copy_.default", "aten.copy_.default"}) {
-    EXPECT_TRUE(writes_into_arguments_by_name(op)) << op;
+    EXPECT_TRUE(writes_into_arguments(op, op[0] == 'a' ? Level::TorchDispatch : Level::TorchFunction)) << op;
   }
+  EXPECT_TRUE(writes_into_arguments("numpy.copyto", Level::ArrayFunction));
   for (const char* op : {"torch.add", "torch.Tensor.__add__", "torch.Tensor.__getitem__", "aten.add.Tensor",
                          "aten.max.dim", "torch.nn.functional.relu", "aten.mm.default",
-                         "torch.ops.aten.empty.memory_format", "numpy.add"}) {
-    EXPECT_FALSE(writes_into_arguments_by_name(op)) << op;
+                         "torch.ops.aten.empty.memory_format"}) {
+    EXPECT_FALSE(writes_into_arguments(op, op[0] == 'a' ? Level::TorchDispatch : Level::TorchFunction)) << op;
   }
+  EXPECT_FALSE(writes_into_arguments("numpy.add", Level::Ufunc));        // out= is the call's to say
+  EXPECT_FALSE(writes_into_arguments("numpy.add.reduce", Level::UfuncMethod));
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 """Per-process output directories (root, pid<PID>/, rank<R>/), fork, and the Python API."""
+import json
 import os
 
 import numpy as np
 
+from cli_fixtures import run_ophook
 from conftest import SHIM_DIR, arrays_in, summary, trace
 
 # The package importable without being started: what `pip install` gives, or the shim directory
@@ -173,8 +175,6 @@ def test_report_and_compare_agree_on_a_run_with_a_stale_process_directory(runner
     left there (a run never deletes directories). `report` and `compare` read the run's layout
     through one reader, so both leave the stale directory out, say so, and list the same
     processes."""
-    import json
-    from cli_fixtures import run_ophook
     code = """
 import os, sys, numpy as np
 a = np.arange(6.0) * 2.0
