@@ -14,6 +14,11 @@ inline std::size_t element_count(std::span<const std::int64_t> shape) noexcept {
   return count;
 }
 
+/// Whether an array of `shape` with these strides (in elements) lies in C order: its bytes, from
+/// its data pointer, are its values as a C-order copy would hold them (an array without elements
+/// counts as in C order). Sizes of 1 take any stride. Pure.
+OPHOOK_API bool is_c_order(std::span<const std::int64_t> shape, std::span<const std::int64_t> strides) noexcept;
+
 /// When the distinct elements of an array of `shape` with these strides (in elements) fill one
 /// block that starts at its data pointer - in C order or any other order of its dimensions (a
 /// transposed matrix), each element repeated along any broadcast (stride 0) dimension - the number

@@ -1,5 +1,7 @@
 #include "ophook/record.hpp"
 
+#include "ophook/strided_copy.hpp"
+
 #include <algorithm>
 
 namespace ophook::core {
@@ -39,15 +41,8 @@ constexpr std::size_t kKeptArraySlots = 16;
 
 void ArrayCapture::set_strides(std::span<const std::int64_t> element_strides) {
   strides.clear();
-  if (element_strides.size() != shape.size()) return;
-  std::int64_t expected = 1;  // C order's stride of the dimension at hand
-  bool c_order = true;
-  for (std::size_t i = shape.size(); i-- > 0;) {
-    if (shape[i] == 0) return;  // no element, no layout
-    if (shape[i] != 1 && element_strides[i] != expected) c_order = false;
-    expected *= shape[i];
-  }
-  if (!c_order) strides.assign(element_strides.begin(), element_strides.end());
+  if (element_strides.size() != shape.size() || element_count(shape) == 0) return;  // no element, no layout
+  if (!is_c_order(shape, element_strides)) strides.assign(element_strides.begin(), element_strides.end());
 }
 
 std::byte* ArrayCapture::reserve_data(std::size_t n, SpareBuffer spare) {

@@ -1,4 +1,4 @@
-// Per-array statistics and the xxh64 digest, computed on the writer thread.
+// Per-array statistics and the xxh64 digest, in one pass over the bytes.
 #include "ophook/stats.hpp"
 
 #include <fmt/format.h>
@@ -166,45 +166,101 @@ inline std::size_t block_kernel_span(std::size_t start, std::size_t end) noexcep
 // set-up cost more than they saved (4 ns of 54).
 constexpr std::size_t kShortestForBlocks = 64;
 
-// Two passes (sum, then squared deviations from the mean) as numpy computes std, so the result
-// stays accurate when the mean is large against the spread. A block whose elements are all
-// finite takes the block kernels when the type has them; the rest goes element by element.
+// Running moments of the finite values seen so far, merged chunk by chunk (Chan, Golub and
+// LeVeque's pairwise update), so that the spread stays accurate when the mean is large against it
+// without a second pass over the whole array.
+struct Moments {
+  std::uint64_t count = 0;
+  double mean = 0, m2 = 0;  // m2: sum of squared deviations from `mean`
+  void merge(std::uint64_t n, double chunk_mean, double chunk_m2) noexcept {
+    if (n == 0) return;
+    const std::uint64_t total = count + n;
+    const double delta = chunk_mean - mean;
+    mean += delta * (static_cast<double>(n) / static_cast<double>(total));
+    m2 += chunk_m2 + delta * delta * (static_cast<double>(count) * static_cast<double>(n) / static_cast<double>(total));
+    count = total;
+  }
+};
+
+// Elements per chunk: each chunk is hashed, then summarised in two passes (sum, then squared
+// deviations from its mean, as numpy computes std) while it is still in the L1 cache, so the
+// array is read from memory once for the digest and every statistic.
+constexpr std::size_t kChunk = 2048;
+
+// A block whose elements are all finite takes the block kernels when the type has them; the rest
+// goes element by element.
 template <typename Reader, bool kBlocks>
-void summarise(const std::byte* data, std::size_t count, ArrayStats& s) noexcept {
+void summarise(const std::byte* data, std::size_t count, ArrayStats& s, XXH64_state_t* digest) noexcept {
   using Native = std::conditional_t<kBlocks, typename NativeFloatOf<Reader>::type, void>;
   constexpr double kInf = std::numeric_limits<double>::infinity();
   double lo[kLanes] = {kInf, kInf, kInf, kInf};
   double hi[kLanes] = {-kInf, -kInf, -kInf, -kInf};
-  std::optional<float_blocks::Extremes> block_extremes;  // set up on first use: small arrays never pay
+  float_blocks::Extremes block_extremes;
   std::uint64_t nonfinite = 0, nan = 0;
   CompensatedSum total;
-  for (std::size_t start = 0; start < count; start += kBlock) {
-    const std::size_t end = std::min(count, start + kBlock);
-    std::size_t from = start;
-    if constexpr (!std::is_void_v<Native>) {
-      const std::size_t n = block_kernel_span(start, end);
-      double block_sum = 0;
-      if (n > 0 && !block_extremes) block_extremes.emplace();
-      if (n > 0 && float_blocks::extremes_and_sum<Native>(data, start, n, *block_extremes, block_sum)) {
-        total.add(block_sum);
-        from = start + n;
+  Moments moments;
+  for (std::size_t chunk = 0; chunk < count; chunk += kChunk) {
+    const std::size_t chunk_end = std::min(count, chunk + kChunk);
+    if (digest != nullptr) XXH64_update(digest, data + chunk * Reader::size, (chunk_end - chunk) * Reader::size);
+    const std::uint64_t nonfinite_before = nonfinite;
+    double chunk_sum = 0;
+    for (std::size_t start = chunk; start < chunk_end; start += kBlock) {
+      const std::size_t end = std::min(chunk_end, start + kBlock);
+      std::size_t from = start;
+      if constexpr (!std::is_void_v<Native>) {
+        const std::size_t n = block_kernel_span(start, end);
+        double block_sum = 0;
+        if (n > 0 && float_blocks::extremes_and_sum<Native>(data + start * sizeof(Native), n, block_extremes, block_sum)) {
+          total.add(block_sum);
+          chunk_sum += block_sum;
+          from = start + n;
+        }
       }
-    }
-    double sum[kLanes] = {};
-    for_each_in_lanes<Reader>(data, from, end,
-                              [&](std::size_t lane, double v) {
-                                if constexpr (Reader::floating) {
-                                  if (!std::isfinite(v)) [[unlikely]] {
-                                    ++nonfinite;
-                                    nan += std::isnan(v);
-                                    return;
+      double sum[kLanes] = {};
+      for_each_in_lanes<Reader>(data, from, end,
+                                [&](std::size_t lane, double v) {
+                                  if constexpr (Reader::floating) {
+                                    if (!std::isfinite(v)) [[unlikely]] {
+                                      ++nonfinite;
+                                      nan += std::isnan(v);
+                                      return;
+                                    }
                                   }
-                                }
-                                lo[lane] = std::min(lo[lane], v);
-                                hi[lane] = std::max(hi[lane], v);
-                                sum[lane] += v;
-                              });
-    total.add((sum[0] + sum[1]) + (sum[2] + sum[3]));
+                                  lo[lane] = std::min(lo[lane], v);
+                                  hi[lane] = std::max(hi[lane], v);
+                                  sum[lane] += v;
+                                });
+      const double block_sum = (sum[0] + sum[1]) + (sum[2] + sum[3]);
+      total.add(block_sum);
+      chunk_sum += block_sum;
+    }
+    const std::uint64_t chunk_finite = (chunk_end - chunk) - (nonfinite - nonfinite_before);
+    if (chunk_finite == 0) continue;
+    const double chunk_mean = chunk_sum / static_cast<double>(chunk_finite);
+    double chunk_m2 = 0;
+    for (std::size_t start = chunk; start < chunk_end; start += kBlock) {
+      const std::size_t end = std::min(chunk_end, start + kBlock);
+      std::size_t from = start;
+      if constexpr (!std::is_void_v<Native>) {
+        const std::size_t n = block_kernel_span(start, end);
+        double block_sum = 0;
+        if (n > 0 && float_blocks::squared_deviations<Native>(data + start * sizeof(Native), n, chunk_mean, block_sum)) {
+          chunk_m2 += block_sum;
+          from = start + n;
+        }
+      }
+      double sum[kLanes] = {};
+      for_each_in_lanes<Reader>(data, from, end,
+                                [&](std::size_t lane, double v) {
+                                  if constexpr (Reader::floating) {
+                                    if (!std::isfinite(v)) return;
+                                  }
+                                  const double d = v - chunk_mean;
+                                  sum[lane] += d * d;
+                                });
+      chunk_m2 += (sum[0] + sum[1]) + (sum[2] + sum[3]);
+    }
+    moments.merge(chunk_finite, chunk_mean, chunk_m2);
   }
   s.numeric = true;
   s.nan = nan;
@@ -214,77 +270,58 @@ void summarise(const std::byte* data, std::size_t count, ArrayStats& s) noexcept
   s.has_finite = true;
   s.min = std::min(std::min(lo[0], lo[1]), std::min(lo[2], lo[3]));
   s.max = std::max(std::max(hi[0], hi[1]), std::max(hi[2], hi[3]));
-  if (block_extremes) s.min = std::min(s.min, block_extremes->min()), s.max = std::max(s.max, block_extremes->max());
-  const double mean = std::clamp(total.value() / static_cast<double>(finite), s.min, s.max);
-  CompensatedSum squares;
-  for (std::size_t start = 0; start < count; start += kBlock) {
-    const std::size_t end = std::min(count, start + kBlock);
-    std::size_t from = start;
-    if constexpr (!std::is_void_v<Native>) {
-      const std::size_t n = block_kernel_span(start, end);
-      double block_sum = 0;
-      if (n > 0 && float_blocks::squared_deviations<Native>(data, start, n, mean, block_sum)) {
-        squares.add(block_sum);
-        from = start + n;
-      }
-    }
-    double sum[kLanes] = {};
-    for_each_in_lanes<Reader>(data, from, end,
-                              [&](std::size_t lane, double v) {
-                                if constexpr (Reader::floating) {
-                                  if (!std::isfinite(v)) return;
-                                }
-                                const double d = v - mean;
-                                sum[lane] += d * d;
-                              });
-    squares.add((sum[0] + sum[1]) + (sum[2] + sum[3]));
-  }
-  s.mean = mean;
-  s.std = std::sqrt(squares.value() / static_cast<double>(finite));
+  s.min = std::min(s.min, block_extremes.min), s.max = std::max(s.max, block_extremes.max);
+  s.mean = std::clamp(total.value() / static_cast<double>(finite), s.min, s.max);
+  s.std = std::sqrt(moments.m2 / static_cast<double>(finite));
 }
 
+/// Summarises the whole elements of `data` and feeds their bytes to `digest` (if any); returns how
+/// many bytes it hashed (the caller hashes the rest: a trailing partial element, or everything of
+/// a type without statistics).
 template <template <typename, bool> class Reader, typename T>
-void summarise_ordered(const ElementType& t, const std::byte* data, std::size_t nbytes,
-                       ArrayStats& s) noexcept {
+std::size_t summarise_ordered(const ElementType& t, const std::byte* data, std::size_t nbytes, ArrayStats& s,
+                              XXH64_state_t* digest) noexcept {
   const std::size_t count = nbytes / Reader<T, false>::size;
   if (t.swap) {
-    summarise<Reader<T, true>, false>(data, count, s);
+    summarise<Reader<T, true>, false>(data, count, s, digest);
   } else if (count < kShortestForBlocks || std::is_void_v<typename NativeFloatOf<Reader<T, false>>::type>) {
-    summarise<Reader<T, false>, false>(data, count, s);
+    summarise<Reader<T, false>, false>(data, count, s, digest);
   } else {
-    summarise<Reader<T, false>, true>(data, count, s);
+    summarise<Reader<T, false>, true>(data, count, s, digest);
   }
+  return count * Reader<T, false>::size;
 }
 
-void dispatch(const ElementType& t, const std::byte* data, std::size_t nbytes,
-              ArrayStats& s) noexcept {
+std::size_t dispatch(const ElementType& t, const std::byte* data, std::size_t nbytes, ArrayStats& s,
+                     XXH64_state_t* digest) noexcept {
   switch (t.kind) {
     case 'b':
-      if (t.size == 1) summarise<BoolReader, false>(data, nbytes, s);
-      return;
+      if (t.size != 1) return 0;
+      summarise<BoolReader, false>(data, nbytes, s, digest);
+      return nbytes;
     case 'i':
-      if (t.size == 1) summarise_ordered<RealReader, std::int8_t>(t, data, nbytes, s);
-      if (t.size == 2) summarise_ordered<RealReader, std::int16_t>(t, data, nbytes, s);
-      if (t.size == 4) summarise_ordered<RealReader, std::int32_t>(t, data, nbytes, s);
-      if (t.size == 8) summarise_ordered<RealReader, std::int64_t>(t, data, nbytes, s);
-      return;
+      if (t.size == 1) return summarise_ordered<RealReader, std::int8_t>(t, data, nbytes, s, digest);
+      if (t.size == 2) return summarise_ordered<RealReader, std::int16_t>(t, data, nbytes, s, digest);
+      if (t.size == 4) return summarise_ordered<RealReader, std::int32_t>(t, data, nbytes, s, digest);
+      if (t.size == 8) return summarise_ordered<RealReader, std::int64_t>(t, data, nbytes, s, digest);
+      return 0;
     case 'u':
-      if (t.size == 1) summarise_ordered<RealReader, std::uint8_t>(t, data, nbytes, s);
-      if (t.size == 2) summarise_ordered<RealReader, std::uint16_t>(t, data, nbytes, s);
-      if (t.size == 4) summarise_ordered<RealReader, std::uint32_t>(t, data, nbytes, s);
-      if (t.size == 8) summarise_ordered<RealReader, std::uint64_t>(t, data, nbytes, s);
-      return;
+      if (t.size == 1) return summarise_ordered<RealReader, std::uint8_t>(t, data, nbytes, s, digest);
+      if (t.size == 2) return summarise_ordered<RealReader, std::uint16_t>(t, data, nbytes, s, digest);
+      if (t.size == 4) return summarise_ordered<RealReader, std::uint32_t>(t, data, nbytes, s, digest);
+      if (t.size == 8) return summarise_ordered<RealReader, std::uint64_t>(t, data, nbytes, s, digest);
+      return 0;
     case 'f':
-      if (t.size == 2) summarise_ordered<RealReader, Half>(t, data, nbytes, s);
-      if (t.size == 4) summarise_ordered<RealReader, float>(t, data, nbytes, s);
-      if (t.size == 8) summarise_ordered<RealReader, double>(t, data, nbytes, s);
-      return;
+      if (t.size == 2) return summarise_ordered<RealReader, Half>(t, data, nbytes, s, digest);
+      if (t.size == 4) return summarise_ordered<RealReader, float>(t, data, nbytes, s, digest);
+      if (t.size == 8) return summarise_ordered<RealReader, double>(t, data, nbytes, s, digest);
+      return 0;
     case 'c':
-      if (t.size == 8) summarise_ordered<ComplexReader, float>(t, data, nbytes, s);
-      if (t.size == 16) summarise_ordered<ComplexReader, double>(t, data, nbytes, s);
-      return;
+      if (t.size == 8) return summarise_ordered<ComplexReader, float>(t, data, nbytes, s, digest);
+      if (t.size == 16) return summarise_ordered<ComplexReader, double>(t, data, nbytes, s, digest);
+      return 0;
     default:
-      return;
+      return 0;
   }
 }
 
@@ -347,16 +384,38 @@ bool nonfinite_components(const ElementType& t, const std::byte* data, std::size
 
 }  // namespace
 
-ArrayStats compute_stats(std::string_view descr, const std::byte* data, std::size_t nbytes) {
+namespace {
+
+const std::byte* nonnull(const std::byte* data, std::size_t& nbytes) noexcept {
   static constexpr std::byte kEmpty[1] = {};
-  if (data == nullptr) {
-    data = kEmpty;
-    nbytes = 0;
-  }
+  if (data != nullptr) return data;
+  nbytes = 0;
+  return kEmpty;
+}
+
+}  // namespace
+
+ArrayStats compute_stats(std::string_view descr, const std::byte* data, std::size_t nbytes) {
+  data = nonnull(data, nbytes);
   ArrayStats s;
-  s.xxh64 = XXH64(data, nbytes, 0);
-  dispatch(classify(descr), data, nbytes, s);
+  XXH64_state_t digest;
+  XXH64_reset(&digest, 0);
+  const std::size_t hashed = dispatch(classify(descr), data, nbytes, s, &digest);
+  XXH64_update(&digest, data + hashed, nbytes - hashed);
+  s.xxh64 = XXH64_digest(&digest);
   return s;
+}
+
+ArrayStats compute_value_stats(std::string_view descr, const std::byte* data, std::size_t nbytes) {
+  data = nonnull(data, nbytes);
+  ArrayStats s;
+  dispatch(classify(descr), data, nbytes, s, nullptr);
+  return s;
+}
+
+std::uint64_t compute_digest(const std::byte* data, std::size_t nbytes) noexcept {
+  data = nonnull(data, nbytes);
+  return XXH64(data, nbytes, 0);
 }
 
 std::uint64_t device_fingerprint_digest(std::uint64_t position_sum, std::uint64_t value_sum,

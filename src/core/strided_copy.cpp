@@ -79,6 +79,17 @@ void strided_copy(std::byte* dst, const std::byte* src, std::span<const std::int
   }
 }
 
+bool is_c_order(std::span<const std::int64_t> shape, std::span<const std::int64_t> strides) noexcept {
+  if (strides.size() != shape.size()) return false;
+  std::int64_t expected = 1;  // C order's stride of the dimension at hand
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] == 0) return true;
+    if (shape[i] != 1 && strides[i] != expected) return false;
+    expected *= shape[i];
+  }
+  return true;
+}
+
 std::optional<std::size_t> one_block_elements(std::span<const std::int64_t> shape,
                                               std::span<const std::int64_t> strides) noexcept {
   // The dimensions that are stepped, smallest stride first: each stride must be the span of the

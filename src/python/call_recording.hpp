@@ -115,6 +115,7 @@ PyObject* record_call(core::Recorder& recorder, ThreadState& state, std::uint32_
   if (capture.checks_in_place() && may_write_inputs(recorder, op_id, capture)) {
     inputs_nonfinite_before = any_nonfinite(recorder, *record, 0, record->arrays.size(), Arrays::InPlace);
   }
+  if (capture.summarises_in_place()) capture.inputs_captured(may_write_inputs(recorder, op_id, capture));
 
   ++depth;
   const auto enclosing = check_only ? state.innermost_seq : std::exchange(state.innermost_seq, record->seq);
@@ -132,6 +133,7 @@ PyObject* record_call(core::Recorder& recorder, ThreadState& state, std::uint32_
     record->has_error = true;
     record->error = describe_pending_exception();
   }
+  capture.finish_summaries();
   if (result != nullptr && recorder.config().nan != core::NanPolicy::Off &&
       !recorder.op(op_id).uninitialized_output) {
     return check_nonfinite(recorder, record, first_output, inputs_nonfinite_before, result, use);

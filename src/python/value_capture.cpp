@@ -5,6 +5,7 @@
 #include <string>
 
 #include "numpy/arrays.hpp"
+#include "ophook/stats.hpp"
 #include "thread_state.hpp"
 
 namespace ophook::py {
@@ -29,7 +30,35 @@ void register_array_like_capturer(ArrayLikeCapturer capturer) {
 ValueCapture::ValueCapture(core::CallRecord& record, core::Recorder& recorder)
     : record_(record), recorder_(recorder), writer_(record.values),
       copy_data_(recorder.config().mode != core::Mode::Trace),
-      checks_in_place_(recorder.config().mode == core::Mode::Trace && recorder.config().nan != core::NanPolicy::Off) {}
+      checks_in_place_(recorder.config().mode == core::Mode::Trace && recorder.config().nan != core::NanPolicy::Off),
+      summarises_in_place_(recorder.config().mode == core::Mode::Stats) {}
+
+void ValueCapture::summarise_in_place(core::ArrayCapture& array, const std::byte* data, std::size_t nbytes) {
+  const std::string_view descr = recorder_.dtype(array.dtype_id).descr;  // interned: outlives the batch
+  auto& batch = in_outputs_ ? output_summaries_ : input_summaries_;
+  const auto index = static_cast<std::uint32_t>(record_.arrays.size() - 1);
+  if (nbytes < core::SummaryBatch::kSharedBytes || !batch.add(descr, data, nbytes, index)) {
+    array.given_stats = core::compute_stats(descr, data, nbytes);
+  }
+}
+
+void ValueCapture::inputs_captured(bool inputs_may_change) {
+  if (input_summaries_.empty()) return;
+  input_summaries_.start();
+  if (inputs_may_change) input_summaries_.finish();
+}
+
+void ValueCapture::finish_summaries() {
+  output_summaries_.start();
+  // Both threads on what is left of both batches before either waits.
+  input_summaries_.run_open_jobs();
+  output_summaries_.run_open_jobs();
+  for (auto* batch : {&input_summaries_, &output_summaries_}) {
+    if (batch->empty()) continue;
+    batch->finish();
+    batch->for_each_result([&](std::uint32_t index, const core::ArrayStats& stats) { record_.arrays[index].given_stats = stats; });
+  }
+}
 
 void ValueCapture::begin_outputs() {
   record_.outputs_offset = offset();

@@ -7,6 +7,7 @@
 
 #include "ophook/record.hpp"
 #include "ophook/recorder.hpp"
+#include "ophook/summary_batch.hpp"
 #include "ophook/values.hpp"
 #include "python_common.hpp"
 
@@ -40,6 +41,19 @@ class ValueCapture {
   /// OPHOOK_NAN in `trace` mode: arrays are checked where they lie (ArrayCapture::live), with no
   /// copy; only an array that is not one dense block is copied for the check.
   bool checks_in_place() const { return checks_in_place_; }
+  /// `stats` mode: an array whose bytes lie in C order is summarised where it lies
+  /// (summarise_in_place), instead of copied for the writer.
+  bool summarises_in_place() const { return summarises_in_place_; }
+  /// Statistics and digest of `nbytes` C-order bytes at `data`, the values of `array` (the last
+  /// array added, its dtype set), into its given_stats: at once for a small array, else shared
+  /// with a helper thread (core::SummaryBatch) and settled by finish_summaries().
+  void summarise_in_place(core::ArrayCapture& array, const std::byte* data, std::size_t nbytes);
+  /// After the inputs are captured: the helper begins on them while the call runs, unless the
+  /// call may write into them (`inputs_may_change`): they are then summarised before it runs.
+  void inputs_captured(bool inputs_may_change);
+  /// After the outputs are captured, before anything reads a record's statistics: every
+  /// summary is done and none of the call's memory is read any more.
+  void finish_summaries();
   /// Whether an array is copied: `dense` says it could be checked in place.
   bool copies(bool dense) const { return copy_data_ || (checks_in_place_ && !dense); }
   /// The call may write into an input (a ufunc's positional output, out=, inplace=).
@@ -66,8 +80,10 @@ class ValueCapture {
   core::ValueWriter writer_;
   bool copy_data_;
   bool checks_in_place_;
+  bool summarises_in_place_;
   bool inputs_may_be_written_ = false;
   bool in_outputs_ = false;
+  core::SummaryBatch input_summaries_, output_summaries_;
   // This section's arrays: a few inline (no allocation per call), the rest in overflow_.
   static constexpr std::size_t kInlineSeen = 8;
   std::array<std::pair<PyObject*, std::uint32_t>, kInlineSeen> seen_{};

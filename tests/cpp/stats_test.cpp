@@ -1,5 +1,7 @@
 #include "ophook/stats.hpp"
 
+#include "float_blocks.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -385,6 +387,58 @@ TEST(NonFinite, ByteOrdersAndKinds) {
     EXPECT_FALSE(has_nonfinite(descr, bytes_of(all_ones).data(), 16)) << descr;
   }
   EXPECT_FALSE(has_nonfinite("<f4", nullptr, 0));
+}
+
+}  // namespace
+}  // namespace ophook::core
+
+namespace ophook::core {
+namespace {
+
+// The AVX2 kernels give the baseline's bits, on finite blocks and on blocks they must refuse.
+template <typename T>
+void expect_kernel_sets_agree(const float_blocks::Kernels& a, const float_blocks::Kernels& b, std::vector<T> values) {
+  const auto* data = reinterpret_cast<const std::byte*>(values.data());
+  const std::size_t n = values.size() / float_blocks::kStep * float_blocks::kStep;
+  auto extremes = [&](const float_blocks::Kernels& k, float_blocks::Extremes& e, double& sum) {
+    return std::is_same_v<T, float> ? k.extremes_and_sum_f32(data, n, e, sum) : k.extremes_and_sum_f64(data, n, e, sum);
+  };
+  auto squares = [&](const float_blocks::Kernels& k, double& sum) {
+    return std::is_same_v<T, float> ? k.squared_deviations_f32(data, n, 0.25, sum)
+                                    : k.squared_deviations_f64(data, n, 0.25, sum);
+  };
+  float_blocks::Extremes ea, eb;
+  double sa = 0, sb = 0;
+  const bool fa = extremes(a, ea, sa);
+  EXPECT_EQ(fa, extremes(b, eb, sb));
+  if (fa) {
+    EXPECT_EQ(sa, sb);
+    EXPECT_EQ(ea.min, eb.min);
+    EXPECT_EQ(ea.max, eb.max);
+  }
+  double qa = 0, qb = 0;
+  const bool ga = squares(a, qa);
+  EXPECT_EQ(ga, squares(b, qb));
+  if (ga) EXPECT_EQ(qa, qb);
+}
+
+TEST(FloatBlocks, Avx2KernelsGiveTheBaselinesBits) {
+  const float_blocks::Kernels* avx2 = float_blocks::avx2_kernels();
+  if (avx2 == nullptr || !__builtin_cpu_supports("avx2")) GTEST_SKIP() << "no AVX2 build or CPU";
+  std::vector<double> doubles(4096);
+  std::vector<float> floats(4096);
+  std::uint32_t state = 11;
+  for (std::size_t i = 0; i < doubles.size(); ++i) {
+    state = state * 1664525u + 1013904223u;
+    doubles[i] = static_cast<double>(state) / 3.0e6 - 700.0;
+    floats[i] = static_cast<float>(doubles[i]) * 1e-3f;
+  }
+  expect_kernel_sets_agree(*avx2, float_blocks::baseline_kernels(), doubles);
+  expect_kernel_sets_agree(*avx2, float_blocks::baseline_kernels(), floats);
+  doubles[100] = kNan;
+  floats[200] = static_cast<float>(kInf);
+  expect_kernel_sets_agree(*avx2, float_blocks::baseline_kernels(), doubles);
+  expect_kernel_sets_agree(*avx2, float_blocks::baseline_kernels(), floats);
 }
 
 }  // namespace

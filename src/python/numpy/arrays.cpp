@@ -106,8 +106,9 @@ void capture_array(ValueCapture& capture, PyObject* object, PyArrayObject* array
   const int nd = PyArray_NDIM(array);
   const npy_intp* dims = PyArray_DIMS(array);
   const auto& dtype = dtype_entry(capture.recorder(), PyArray_DESCR(array));
+  const bool summarised = capture.summarises_in_place() && dtype.savable && PyArray_IS_C_CONTIGUOUS(array);
   const auto block = capture.checks_in_place() ? one_block(array) : std::nullopt;
-  const bool copy = capture.copies(block.has_value()) && dtype.savable;
+  const bool copy = !summarised && capture.copies(block.has_value()) && dtype.savable;
   const bool live = !copy && block && dtype.savable;
   const auto item = static_cast<std::size_t>(PyArray_ITEMSIZE(array));
   // The byte count only when copying: PyArray_SIZE is a call per array, in trace mode for nothing.
@@ -123,6 +124,10 @@ void capture_array(ValueCapture& capture, PyObject* object, PyArrayObject* array
   if (live) {
     out.live = static_cast<const std::byte*>(PyArray_DATA(array));
     out.live_nbytes = *block * item;
+  }
+  if (summarised) {
+    capture.summarise_in_place(out, static_cast<const std::byte*>(PyArray_DATA(array)),
+                               static_cast<std::size_t>(PyArray_SIZE(array)) * item);
   }
   if (budget.copy) {
     const npy_intp* strides = PyArray_STRIDES(array);

@@ -165,7 +165,11 @@ bool capture_dense(ValueCapture& capture, PyObject* tensor) {
   const auto block = capture.checks_in_place() && dtype->widen == nullptr
                          ? core::one_block_elements(shape, {view.strides, view.ndim})
                          : std::nullopt;
-  const bool copy = capture.copies(block.has_value()) && dtype->reason_id == 0;
+  // `stats`: a tensor in C order stored as its file dtype, whose memory holds the values it stands
+  // for (no lazy conjugate or negative bit), is summarised where it lies.
+  const bool summarised = capture.summarises_in_place() && dtype->widen == nullptr && dtype->reason_id == 0 &&
+                          core::is_c_order(shape, {view.strides, view.ndim}) && !has_lazy_bits(tensor, *dtype);
+  const bool copy = !summarised && capture.copies(block.has_value()) && dtype->reason_id == 0;
   const bool live = !copy && block && dtype->reason_id == 0;
   if (copy && has_lazy_bits(tensor, *dtype)) return false;
   CopyBudget budget;
@@ -187,6 +191,7 @@ bool capture_dense(ValueCapture& capture, PyObject* tensor) {
     out.live = view.data;
     out.live_nbytes = *block * dtype->item_size;
   }
+  if (summarised) capture.summarise_in_place(out, view.data, element_count(shape) * dtype->item_size);
   if (budget.copy) {
     thread_local std::vector<std::int64_t> byte_strides;  // reused: no allocation per tensor
     byte_strides.assign(view.strides, view.strides + view.ndim);

@@ -1,0 +1,114 @@
+#pragma once
+// The block kernels of float_blocks.hpp as templates, written once with GCC vector extensions
+// (four doubles, eight floats per vector) and compiled twice: for the baseline (float_blocks.cpp)
+// and with AVX2 and FMA (float_blocks_avx2.cpp), which the dispatch in float_blocks.cpp picks on
+// a CPU that has them. Include only from those two files: every definition here has internal
+// linkage, so that the two compilations cannot be mixed up by the linker.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <type_traits>
+
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
+
+#include "float_blocks.hpp"
+
+namespace ophook::core::float_blocks {
+namespace {  // NOLINT(cert-dcl59-cpp,google-build-namespaces): one copy per instruction set, on purpose
+
+using Wide = double __attribute__((vector_size(32)));      // four doubles
+using Floats = float __attribute__((vector_size(32)));     // eight floats
+using FourFloats = float __attribute__((vector_size(16)));
+constexpr std::size_t kLanes = sizeof(Wide) / sizeof(double);
+constexpr std::size_t kParts = kStep / kLanes;  // accumulators, so that the adds overlap
+static_assert(kParts == 4);
+
+template <typename V>
+inline V load(const std::byte* p) noexcept {
+  V v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+/// Elements [4k, 4k + 4) of the step at `p` as doubles.
+template <typename T>
+inline Wide part(const std::byte* p, std::size_t k) noexcept {
+  static_assert(std::is_same_v<T, double> || std::is_same_v<T, float>);
+  if constexpr (std::is_same_v<T, double>) {
+    return load<Wide>(p + k * sizeof(Wide));
+  } else {
+#if defined(__AVX__)
+    // One vcvtps2pd: GCC 12 turns __builtin_convertvector into two half-width ones and a merge.
+    return reinterpret_cast<Wide>(_mm256_cvtps_pd(reinterpret_cast<__m128>(load<FourFloats>(p + k * sizeof(FourFloats)))));
+#else
+    return __builtin_convertvector(load<FourFloats>(p + k * sizeof(FourFloats)), Wide);
+#endif
+  }
+}
+
+inline double lanes_sum(Wide a, Wide b, Wide c, Wide d) noexcept {
+  const Wide v = (a + b) + (c + d);
+  return (v[0] + v[1]) + (v[2] + v[3]);
+}
+
+template <typename V>
+inline V lesser(V a, V b) noexcept { return a < b ? a : b; }
+template <typename V>
+inline V greater(V a, V b) noexcept { return a > b ? a : b; }
+
+// Float32's minimum and maximum are taken as float32, eight at a time (exact: a comparison does
+// not round), which halves their work; the sums are in double, as every statistic.
+template <typename T>
+inline bool extremes_and_sum_of(const std::byte* data, std::size_t n, Extremes& running,
+                                            double& sum) noexcept {
+  using Lanes = std::conditional_t<std::is_same_v<T, float>, Floats, Wide>;
+  constexpr std::size_t kPerLanes = sizeof(Lanes) / sizeof(T);
+  // ±Inf or a value of T: exact either way.
+  Lanes lo = Lanes{} + static_cast<T>(running.min), hi = Lanes{} + static_cast<T>(running.max);
+  Wide s0 = {}, s1 = {}, s2 = {}, s3 = {};
+  for (std::size_t i = 0; i < n; i += kStep) {
+    const std::byte* p = data + i * sizeof(T);
+    for (std::size_t k = 0; k < kStep / kPerLanes; k += 2) {
+      const Lanes a = load<Lanes>(p + k * sizeof(Lanes)), b = load<Lanes>(p + (k + 1) * sizeof(Lanes));
+      lo = lesser(lo, lesser(a, b));
+      hi = greater(hi, greater(a, b));
+    }
+    s0 += part<T>(p, 0), s1 += part<T>(p, 1), s2 += part<T>(p, 2), s3 += part<T>(p, 3);
+  }
+  sum = lanes_sum(s0, s1, s2, s3);
+  if (!std::isfinite(sum)) return false;
+  for (std::size_t k = 0; k < kPerLanes; ++k) {
+    running.min = std::min<double>(running.min, lo[k]);
+    running.max = std::max<double>(running.max, hi[k]);
+  }
+  return true;
+}
+
+template <typename T>
+inline bool squared_deviations_of(const std::byte* data, std::size_t n, double mean,
+                                              double& sum) noexcept {
+  const Wide centre = Wide{} + mean;
+  Wide s0 = {}, s1 = {}, s2 = {}, s3 = {};
+  for (std::size_t i = 0; i < n; i += kStep) {
+    const std::byte* p = data + i * sizeof(T);
+    const Wide d0 = part<T>(p, 0) - centre, d1 = part<T>(p, 1) - centre;
+    const Wide d2 = part<T>(p, 2) - centre, d3 = part<T>(p, 3) - centre;
+    s0 += d0 * d0, s1 += d1 * d1, s2 += d2 * d2, s3 += d3 * d3;
+  }
+  sum = lanes_sum(s0, s1, s2, s3);
+  return std::isfinite(sum);
+}
+
+/// The four kernels, as compiled in the including file.
+constexpr Kernels kKernels = {
+    extremes_and_sum_of<float>,
+    extremes_and_sum_of<double>,
+    squared_deviations_of<float>,
+    squared_deviations_of<double>,
+};
+
+}  // namespace
+}  // namespace ophook::core::float_blocks

@@ -1,0 +1,105 @@
+#include "ophook/summary_batch.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+namespace ophook::core {
+namespace {
+
+std::vector<std::byte> float_bytes(std::size_t count, float seed) {
+  std::vector<float> values(count);
+  for (std::size_t i = 0; i < count; ++i) values[i] = std::sin(seed + static_cast<float>(i) * 0.001f) * 100;
+  if (count > 10) values[count / 3] = NAN;
+  std::vector<std::byte> out(count * sizeof(float));
+  std::memcpy(out.data(), values.data(), out.size());
+  return out;
+}
+
+void expect_same(const ArrayStats& a, const ArrayStats& b) {
+  EXPECT_EQ(a.xxh64, b.xxh64);
+  EXPECT_EQ(a.nan, b.nan);
+  EXPECT_EQ(a.inf, b.inf);
+  EXPECT_EQ(a.min, b.min);
+  EXPECT_EQ(a.max, b.max);
+  EXPECT_EQ(a.mean, b.mean);
+  EXPECT_EQ(a.std, b.std);
+}
+
+// Every array's statistics, through the batch (both threads), equal compute_stats's.
+void summarise_and_check(const std::vector<std::vector<std::byte>>& arrays, bool start_early) {
+  SummaryBatch batch;
+  for (std::uint32_t i = 0; i < arrays.size(); ++i) ASSERT_TRUE(batch.add("<f4", arrays[i].data(), arrays[i].size(), i));
+  if (start_early) batch.start();
+  std::vector<bool> seen(arrays.size());
+  batch.finish();
+  batch.for_each_result([&](std::uint32_t index, const ArrayStats& stats) {
+    seen.at(index) = true;
+    expect_same(stats, compute_stats("<f4", arrays[index].data(), arrays[index].size()));
+  });
+  for (std::size_t i = 0; i < seen.size(); ++i) EXPECT_TRUE(seen[i]) << i;
+}
+
+TEST(SummaryBatch, ResultsEqualComputeStatsWhicheverThreadRanThem) {
+  std::vector<std::vector<std::byte>> arrays;
+  for (std::size_t i = 0; i < 5; ++i) arrays.push_back(float_bytes((1u << 16) + i * 1000, static_cast<float>(i)));
+  summarise_and_check(arrays, true);
+  summarise_and_check(arrays, false);  // never offered: all on this thread
+}
+
+TEST(SummaryBatch, AFullBatchRefusesMoreJobs) {
+  const auto bytes = float_bytes(64, 1);
+  SummaryBatch batch;
+  std::uint32_t added = 0;
+  while (batch.add("<f4", bytes.data(), bytes.size(), added)) ++added;
+  EXPECT_GT(added, 2u);
+  batch.finish();
+  std::uint32_t results = 0;
+  batch.for_each_result([&](std::uint32_t, const ArrayStats&) { ++results; });
+  EXPECT_EQ(results, added);
+}
+
+// Batches of several threads share the one helper; each is destroyed the moment it finishes, so
+// the sanitizer builds catch a helper that still touches one.
+TEST(SummaryBatch, ManyThreadsManyShortLivedBatches) {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([t] {
+      for (int round = 0; round < 60; ++round) {
+        std::vector<std::vector<std::byte>> arrays;
+        for (int i = 0; i < 3; ++i) arrays.push_back(float_bytes(4096 + static_cast<std::size_t>(round * 7 + i), static_cast<float>(t + i)));
+        summarise_and_check(arrays, true);
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+}
+
+TEST(SummaryBatch, AForkedChildGetsAHelperOfItsOwn) {
+  std::vector<std::vector<std::byte>> arrays = {float_bytes(1u << 15, 1), float_bytes(1u << 15, 2)};
+  summarise_and_check(arrays, true);  // the parent's helper is running
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    SummaryBatch batch;
+    for (std::uint32_t i = 0; i < 2; ++i) batch.add("<f4", arrays[i].data(), arrays[i].size(), i);
+    batch.start();
+    batch.finish();
+    bool same = true;
+    batch.for_each_result([&](std::uint32_t index, const ArrayStats& stats) {
+      same = same && stats.xxh64 == compute_stats("<f4", arrays[index].data(), arrays[index].size()).xxh64;
+    });
+    _exit(same ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+}  // namespace
+}  // namespace ophook::core

@@ -1,0 +1,118 @@
+"""`stats` mode summarises arrays where they lie, large ones shared with a helper thread that
+starts on a call's inputs while the call runs (docs/design.md, "Statistics in place"): the
+statistics and digests must be those of the values as they were before the call (inputs) and
+after it (outputs), exactly as the writer computes them from `dump`'s copies."""
+import ctypes
+import ctypes.util
+
+import numpy as np
+import pytest
+
+from conftest import arrays, load, run_script, trace
+
+# Every array of 1 Mi elements is above the size the helper takes (256 KiB); a few are below, or
+# not in C order (copied as before), or of dtypes without the fast kernels.
+PROGRAM = """
+import numpy as np
+import torch
+
+torch.set_num_threads(1)
+rng = np.random.default_rng(0)
+n = 1 << 20
+x = rng.standard_normal(n)
+y = rng.standard_normal(n)
+x[5], y[7] = np.nan, np.inf
+z = x + y                           # inputs while the helper runs beside the call
+x += y                              # writes its input: inputs summarised before it runs
+np.multiply(x, 2.0, out=y)          # out=
+np.add(z, 1.0, z)                   # a positional output
+f = np.exp(x.astype(np.float32))    # float32, an Inf from overflow
+m = x[: 1 << 16].reshape(256, 256).T @ y[: 1 << 16].reshape(256, 256)  # a transposed input: copied
+s = x[:100] * 3                     # small: summarised inline
+k = np.arange(n, dtype=np.int64) * 3 + (np.arange(n) % 7)              # integers
+h = (x[: 1 << 18].astype(np.float16) * 2)                               # float16
+a = torch.from_numpy(rng.standard_normal(n).astype(np.float32))
+b = a * 2
+a.add_(b)                           # in place
+c = torch.sigmoid(a) + b
+d = torch.arange(n) % 5
+a.mul_(1e38)                        # Inf
+q, r = torch.sort(b)                # two outputs
+print(float(np.nansum(z[np.isfinite(z)])), float(c.sum()))
+"""
+
+
+def xxh64(data):
+    library = ctypes.CDLL(ctypes.util.find_library("xxhash") or "libxxhash.so.0")
+    library.XXH64.restype = ctypes.c_uint64
+    library.XXH64.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint64]
+    return "%016x" % library.XXH64(data, len(data), 0)
+
+
+def statistics_of(values):
+    """The README's statistics of an array: over the finite values, NaN and Inf counted."""
+    finite = values[np.isfinite(values)].astype(np.float64)
+    stats = {"nan": int(np.isnan(values).sum()), "inf": int(np.isinf(values).sum())}
+    if finite.size:
+        stats.update(min=finite.min(), max=finite.max(), mean=finite.mean(), std=finite.std())
+    return stats
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    base = tmp_path_factory.mktemp("stats_in_place")
+    done = {}
+    for mode in ("dump", "stats"):
+        where = base / mode
+        where.mkdir()
+        proc = run_script(where, PROGRAM, mode=mode)
+        done[mode] = (where / "out", trace(where / "out"), proc.stdout)
+    done["plain"] = run_script(base, PROGRAM, preload=False).stdout
+    return done
+
+
+def each_array(records):
+    for record in records:
+        for section in ("args", "kwargs", "outputs"):
+            for value in arrays(record, section):
+                yield record, section, value
+
+
+def test_statistics_in_place_equal_those_of_the_copies(runs):
+    dump_dir, dumped, _ = runs["dump"]
+    _, summarised, _ = runs["stats"]
+    assert [r["op"] for r in summarised] == [r["op"] for r in dumped]
+    compared = large = 0
+    for (record, section, ours), (_, _, copied) in zip(each_array(summarised), each_array(dumped)):
+        where = "seq %d %s %s" % (record["seq"], record["op"], section)
+        assert ours["stats"] == copied["stats"], where  # the same arithmetic, bit for bit
+        if copied.get("file"):
+            values = load(dump_dir, copied)
+            assert ours["stats"]["xxh64"] == xxh64(np.ascontiguousarray(values).tobytes()), where
+            if values.dtype.kind == "f":
+                expected = statistics_of(values)
+                for key in ("nan", "inf"):
+                    assert ours["stats"][key] == expected[key], where
+                for key in ("min", "max", "mean", "std"):
+                    assert ours["stats"][key] == pytest.approx(expected[key], rel=1e-9, abs=1e-12), (where, key)
+            large += values.nbytes >= 256 << 10
+            compared += 1
+    assert compared >= 40 and large >= 25, (compared, large)
+
+
+def test_inputs_are_summarised_as_they_were_before_the_call(runs):
+    _, summarised, _ = runs["stats"]
+    iadd = [r for r in summarised if r["op"] == "numpy.add"][1]  # x += y: add(x, y, x)
+    x_before, y = arrays(iadd)[:2]
+    (x_after,) = arrays(iadd, "outputs")
+    assert x_before["stats"]["nan"] == 1 and x_before["stats"]["inf"] == 0  # y's Inf not yet added
+    assert x_after["stats"]["inf"] == 1 and x_before["stats"]["xxh64"] != x_after["stats"]["xxh64"]
+    (add_,) = [r for r in summarised if r["op"] == "torch.Tensor.add_"]
+    a_before, b = arrays(add_)
+    (a_after,) = arrays(add_, "outputs")
+    assert a_before["stats"]["xxh64"] != a_after["stats"]["xxh64"]
+    assert a_after["stats"]["mean"] == pytest.approx(a_before["stats"]["mean"] + b["stats"]["mean"], rel=1e-6)
+
+
+def test_the_program_is_unchanged(runs):
+    assert runs["stats"][2] == runs["plain"] == runs["dump"][2]
