@@ -1,12 +1,16 @@
 #include "call_recording.hpp"
 
+#include <cstring>
 #include <span>
 #include <string>
+#include <vector>
 #include <string_view>
 
 #include "torch/device_readback.hpp"
 #include "ophook/log.hpp"
+#include "ophook/npy.hpp"
 #include "ophook/stats.hpp"
+#include "ophook/strided_copy.hpp"
 
 namespace ophook::py {
 
@@ -132,6 +136,28 @@ core::RecordPtr& spare_check_record() {
   return spare;
 }
 
+/// A culprit whose check read its arrays in place (a CheckOnly call in `stats` or `dump` mode):
+/// its arrays are copied now, while the call's values are still there, so that its record carries
+/// statistics and files as a recorded call's does.
+void copy_live_arrays(const core::Recorder& recorder, core::CallRecord& record) {
+  thread_local std::vector<std::int64_t> byte_strides;  // reused: no allocation per array
+  for (auto& array : record.arrays) {
+    if (array.live == nullptr || array.captured) continue;
+    const auto item = core::npy_item_size(recorder.dtype(array.dtype_id).descr);
+    const auto count = core::element_count(array.shape);
+    std::byte* copy = array.reserve_data(count * item);
+    if (array.strides.empty()) {
+      std::memcpy(copy, array.live, count * item);
+    } else {
+      byte_strides.assign(array.strides.begin(), array.strides.end());
+      for (auto& stride : byte_strides) stride *= static_cast<std::int64_t>(item);
+      core::strided_copy(copy, array.live, array.shape, byte_strides, item);
+    }
+    array.captured = true;
+    array.live = nullptr;
+  }
+}
+
 /// A culprit: reported once on stderr, recorded (a CheckOnly call gets its seq and source now),
 /// and raised as FloatingPointError under `raise`, once its record and dumps are on disk.
 PyObject* report_nonfinite(core::Recorder& recorder, core::RecordPtr& record, PyObject* result, RecordUse use) {
@@ -140,6 +166,7 @@ PyObject* report_nonfinite(core::Recorder& recorder, core::RecordPtr& record, Py
     SourceSite site;
     if (recorder.config().stack) locate_source(site, recorder);
     record->source_file_id = site.file_id, record->source_func_id = site.func_id, record->source_line = site.line;
+    if (recorder.config().mode != core::Mode::Trace) copy_live_arrays(recorder, *record);
   }
   record->nonfinite_new = true;
   const auto where = describe_call(recorder, *record);

@@ -107,7 +107,7 @@ PyObject* record_call(core::Recorder& recorder, ThreadState& state, std::uint32_
   int& depth = state.depth_of(group_of(recorder.op(op_id).level));
   record->depth = static_cast<std::uint16_t>(depth);
   record->tid = current_tid(state);
-  ValueCapture capture(*record, recorder);
+  ValueCapture capture(*record, recorder, check_only, check_only && recorder.op(op_id).writes_arguments);
   capture_inputs(capture);
   // Inputs read in place are judged now when the call may write into them, else only after it
   // and only for a NaN/Inf in its outputs.

@@ -27,11 +27,13 @@ void register_array_like_capturer(ArrayLikeCapturer capturer) {
   if (std::find(list.begin(), list.end(), capturer) == list.end()) list.push_back(capturer);
 }
 
-ValueCapture::ValueCapture(core::CallRecord& record, core::Recorder& recorder)
+ValueCapture::ValueCapture(core::CallRecord& record, core::Recorder& recorder, bool check_only, bool copy_inputs)
     : record_(record), recorder_(recorder), writer_(record.values),
-      copy_data_(recorder.config().mode != core::Mode::Trace),
-      checks_in_place_(recorder.config().mode == core::Mode::Trace && recorder.config().nan != core::NanPolicy::Off),
-      summarises_in_place_(recorder.config().mode == core::Mode::Stats) {}
+      copy_data_(recorder.config().mode != core::Mode::Trace && (!check_only || copy_inputs)),
+      check_only_(check_only),
+      checks_in_place_(recorder.config().nan != core::NanPolicy::Off &&
+                       (recorder.config().mode == core::Mode::Trace || check_only)),
+      summarises_in_place_(recorder.config().mode == core::Mode::Stats && !check_only) {}
 
 void ValueCapture::summarise_in_place(core::ArrayCapture& array, const std::byte* data, std::size_t nbytes) {
   const std::string_view descr = recorder_.dtype(array.dtype_id).descr;  // interned: outlives the batch
@@ -63,6 +65,7 @@ void ValueCapture::finish_summaries() {
 void ValueCapture::begin_outputs() {
   record_.outputs_offset = offset();
   in_outputs_ = true;
+  if (check_only_) copy_data_ = false;  // inputs copied before the call; outputs are read in place
   seen_count_ = 0;
   overflow_.clear();
 }

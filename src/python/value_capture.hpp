@@ -20,7 +20,11 @@ namespace ophook::py {
 /// Python errors met while encoding are cleared and the value is described instead.
 class ValueCapture {
  public:
-  ValueCapture(core::CallRecord& record, core::Recorder& recorder);
+  /// `check_only`: OPHOOK_NAN's check of a call that no level records (RecordUse::CheckOnly),
+  /// kept only if it is a culprit: its arrays are checked where they lie, in every mode, and
+  /// copied only then (copy_live_arrays); `copy_inputs`: the call may write into its inputs,
+  /// which are then copied before it runs all the same, as they were.
+  ValueCapture(core::CallRecord& record, core::Recorder& recorder, bool check_only = false, bool copy_inputs = false);
 
   void value(PyObject* object);
   void key(std::string_view name) {
@@ -36,8 +40,6 @@ class ValueCapture {
   // For capturers of array-like types (NumPy here, torch tensors elsewhere):
   core::CallRecord& record() { return record_; }
   core::Recorder& recorder() { return recorder_; }
-  /// Whether array bytes are copied for the writer (modes stats and dump).
-  bool copy_data() const { return copy_data_; }
   /// OPHOOK_NAN in `trace` mode: arrays are checked where they lie (ArrayCapture::live), with no
   /// copy; only an array that is not one dense block is copied for the check.
   bool checks_in_place() const { return checks_in_place_; }
@@ -79,6 +81,7 @@ class ValueCapture {
   core::Recorder& recorder_;
   core::ValueWriter writer_;
   bool copy_data_;
+  bool check_only_;
   bool checks_in_place_;
   bool summarises_in_place_;
   bool inputs_may_be_written_ = false;

@@ -4,6 +4,7 @@ eagerly; a NaN born in the backward pass is found with the default levels, at it
 layer's module. Real programs in subprocesses under LD_PRELOAD, compared with unhooked runs."""
 import json
 
+import numpy as np
 import pytest
 
 from conftest import run, run_script, summary, trace
@@ -153,6 +154,30 @@ def test_a_nan_born_in_backward_is_found_with_the_default_levels(tmp_path):
     assert culprit["parent"] == backward["seq"] and culprit["seq"] > backward["seq"]
     assert [r["seq"] for r in records] == list(range(len(records)))  # no seq spent on unchecked ops
     assert summary(tmp_path / "out")["first_nonfinite"]["module"] == "Net.root"
+
+
+@pytest.mark.parametrize("mode", ["dump", "stats"])
+def test_a_backward_culprit_checked_in_place_keeps_its_values(tmp_path, mode):
+    """The backward check reads arrays where they lie and copies a call's only when it is the
+    culprit: that record still has its statistics and, in `dump` mode (OPHOOK_NAN's default,
+    with the ring), its files, as they were when the op ran."""
+    settings = {"mode": mode} if mode == "stats" else {}
+    warned = run_script(tmp_path, BACKWARD_NAN, nan="warn", **settings)
+    assert warned.stdout == "forward finite True\ngradients finite False\n"
+    out = tmp_path / "out"
+    (culprit,) = [r for r in trace(out) if r["level"] == "torch_dispatch"]
+    inputs = [v for v in culprit["args"] if isinstance(v, dict) and v.get("kind") == "array"]
+    outputs = [v for v in culprit["outputs"] if isinstance(v, dict) and v.get("kind") == "array"]
+    assert inputs and outputs
+    assert all(v["stats"]["nan"] + v["stats"]["inf"] == 0 for v in inputs), inputs
+    assert sum(v["stats"]["nan"] + v["stats"]["inf"] for v in outputs) > 0, outputs
+    if mode == "dump":
+        for value in inputs + outputs:
+            data = np.load(out / value["file"])
+            assert int(np.isnan(data).sum()) == value["stats"]["nan"]
+            assert int(np.isinf(data).sum()) == value["stats"]["inf"]
+    else:
+        assert all(v["file"] is None for v in inputs + outputs)
 
 
 def test_a_nan_born_in_backward_raises_from_backward(tmp_path):
