@@ -47,6 +47,7 @@ void summarise_and_check(const std::vector<std::vector<std::byte>>& arrays, bool
 
 TEST(SummaryBatch, ResultsEqualComputeStatsWhicheverThreadRanThem) {
   std::vector<std::vector<std::byte>> arrays;
+  arrays.reserve(5);
   for (std::size_t i = 0; i < 5; ++i) arrays.push_back(float_bytes((1u << 16) + i * 1000, static_cast<float>(i)));
   summarise_and_check(arrays, true);
   summarise_and_check(arrays, false);  // never offered: all on this thread
@@ -67,11 +68,14 @@ TEST(SummaryBatch, AFullBatchRefusesMoreJobs) {
 // Batches of several threads share the one helper; each is destroyed the moment it finishes, so
 // the sanitizer builds catch a helper that still touches one.
 TEST(SummaryBatch, ManyThreadsManyShortLivedBatches) {
+  constexpr int kThreads = 4;
   std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t) {
+  threads.reserve(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([t] {
       for (int round = 0; round < 60; ++round) {
         std::vector<std::vector<std::byte>> arrays;
+        arrays.reserve(3);
         for (int i = 0; i < 3; ++i) arrays.push_back(float_bytes(4096 + static_cast<std::size_t>(round * 7 + i), static_cast<float>(t + i)));
         summarise_and_check(arrays, true);
       }
