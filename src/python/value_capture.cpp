@@ -37,28 +37,30 @@ ValueCapture::ValueCapture(core::CallRecord& record, core::Recorder& recorder, b
 
 void ValueCapture::summarise_in_place(core::ArrayCapture& array, const std::byte* data, std::size_t nbytes) {
   const std::string_view descr = recorder_.dtype(array.dtype_id).descr;  // interned: outlives the batch
-  auto& batch = in_outputs_ ? output_summaries_ : input_summaries_;
-  const auto index = static_cast<std::uint32_t>(record_.arrays.size() - 1);
-  if (nbytes < core::SummaryBatch::kSharedBytes || !batch.add(descr, data, nbytes, index)) {
-    array.given_stats = core::compute_stats(descr, data, nbytes);
+  if (nbytes >= core::SummaryBatch::kSharedBytes) {
+    auto& batch = in_outputs_ ? output_summaries_ : input_summaries_;
+    if (!batch) batch.emplace();
+    if (batch->add(descr, data, nbytes, static_cast<std::uint32_t>(record_.arrays.size() - 1))) return;
   }
+  array.given_stats = core::compute_stats(descr, data, nbytes);
 }
 
 void ValueCapture::inputs_captured(bool inputs_may_change) {
-  if (input_summaries_.empty()) return;
-  input_summaries_.start();
-  if (inputs_may_change) input_summaries_.finish();
+  if (!input_summaries_) return;
+  input_summaries_->start();
+  if (inputs_may_change) input_summaries_->finish();
 }
 
 void ValueCapture::finish_summaries() {
-  output_summaries_.start();
+  if (output_summaries_) output_summaries_->start();
   // Both threads on what is left of both batches before either waits.
-  input_summaries_.run_open_jobs();
-  output_summaries_.run_open_jobs();
   for (auto* batch : {&input_summaries_, &output_summaries_}) {
-    if (batch->empty()) continue;
-    batch->finish();
-    batch->for_each_result([&](std::uint32_t index, const core::ArrayStats& stats) { record_.arrays[index].given_stats = stats; });
+    if (*batch) (*batch)->run_open_jobs();
+  }
+  for (auto* batch : {&input_summaries_, &output_summaries_}) {
+    if (!*batch) continue;
+    (*batch)->finish();
+    (*batch)->for_each_result([&](std::uint32_t index, const core::ArrayStats& stats) { record_.arrays[index].given_stats = stats; });
   }
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -86,7 +87,9 @@ class ValueCapture {
   bool summarises_in_place_;
   bool inputs_may_be_written_ = false;
   bool in_outputs_ = false;
-  core::SummaryBatch input_summaries_, output_summaries_;
+  // Set up at the first array large enough to share: most calls, and every call in other modes
+  // than `stats`, never pay for constructing one.
+  std::optional<core::SummaryBatch> input_summaries_, output_summaries_;
   // This section's arrays: a few inline (no allocation per call), the rest in overflow_.
   static constexpr std::size_t kInlineSeen = 8;
   std::array<std::pair<PyObject*, std::uint32_t>, kInlineSeen> seen_{};
