@@ -34,5 +34,14 @@ bool squared_deviations_f32(const std::byte* data, std::size_t n, double mean, d
 bool squared_deviations_f64(const std::byte* data, std::size_t n, double mean, double& sum) noexcept {
   return chosen().squared_deviations_f64(data, n, mean, sum);
 }
+bool any_all_ones_exponent_u16(const std::byte* data, std::size_t count, std::uint16_t mask) noexcept {
+  return chosen().any_all_ones_exponent_u16(data, count, mask);
+}
+bool any_all_ones_exponent_u32(const std::byte* data, std::size_t count, std::uint32_t mask) noexcept {
+  return chosen().any_all_ones_exponent_u32(data, count, mask);
+}
+bool any_all_ones_exponent_u64(const std::byte* data, std::size_t count, std::uint64_t mask) noexcept {
+  return chosen().any_all_ones_exponent_u64(data, count, mask);
+}
 
 }  // namespace ophook::core::float_blocks

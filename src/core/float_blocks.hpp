@@ -7,6 +7,7 @@
 // A block's kernel assumes every element is finite and reports whether that held; the caller
 // then commits the block's results or redoes the block element by element.
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <type_traits>
 
@@ -35,12 +36,22 @@ bool extremes_and_sum_f64(const std::byte* data, std::size_t n, Extremes& runnin
 bool squared_deviations_f32(const std::byte* data, std::size_t n, double mean, double& sum) noexcept;
 bool squared_deviations_f64(const std::byte* data, std::size_t n, double mean, double& sum) noexcept;
 
+/// Whether any of the `count` IEEE components of width 2, 4 or 8 bytes at `data` has an all-ones
+/// exponent (NaN or Inf); `mask` holds the exponent's bits, byte-swapped for the other byte order.
+/// OPHOOK_NAN's check: runs on the program's thread.
+bool any_all_ones_exponent_u16(const std::byte* data, std::size_t count, std::uint16_t mask) noexcept;
+bool any_all_ones_exponent_u32(const std::byte* data, std::size_t count, std::uint32_t mask) noexcept;
+bool any_all_ones_exponent_u64(const std::byte* data, std::size_t count, std::uint64_t mask) noexcept;
+
 /// The kernels of one instruction set (float_block_kernels.hpp).
 struct Kernels {
   bool (*extremes_and_sum_f32)(const std::byte*, std::size_t, Extremes&, double&) noexcept;
   bool (*extremes_and_sum_f64)(const std::byte*, std::size_t, Extremes&, double&) noexcept;
   bool (*squared_deviations_f32)(const std::byte*, std::size_t, double, double&) noexcept;
   bool (*squared_deviations_f64)(const std::byte*, std::size_t, double, double&) noexcept;
+  bool (*any_all_ones_exponent_u16)(const std::byte*, std::size_t, std::uint16_t) noexcept;
+  bool (*any_all_ones_exponent_u32)(const std::byte*, std::size_t, std::uint32_t) noexcept;
+  bool (*any_all_ones_exponent_u64)(const std::byte*, std::size_t, std::uint64_t) noexcept;
 };
 
 /// The kernels for the baseline instruction set, and those compiled for AVX2
@@ -54,6 +65,12 @@ template <typename T>
 inline bool extremes_and_sum(const std::byte* data, std::size_t n, Extremes& running, double& sum) noexcept {
   if constexpr (std::is_same_v<T, float>) return extremes_and_sum_f32(data, n, running, sum);
   return extremes_and_sum_f64(data, n, running, sum);
+}
+template <typename U>
+inline bool any_all_ones_exponent(const std::byte* data, std::size_t count, U mask) noexcept {
+  if constexpr (sizeof(U) == 2) return any_all_ones_exponent_u16(data, count, mask);
+  if constexpr (sizeof(U) == 4) return any_all_ones_exponent_u32(data, count, mask);
+  return any_all_ones_exponent_u64(data, count, mask);
 }
 template <typename T>
 inline bool squared_deviations(const std::byte* data, std::size_t n, double mean, double& sum) noexcept {

@@ -439,6 +439,23 @@ TEST(FloatBlocks, Avx2KernelsGiveTheBaselinesBits) {
   floats[200] = static_cast<float>(kInf);
   expect_kernel_sets_agree(*avx2, float_blocks::baseline_kernels(), doubles);
   expect_kernel_sets_agree(*avx2, float_blocks::baseline_kernels(), floats);
+
+  // The NaN/Inf scan, with one non-finite value at each position of a block and its tail.
+  const auto& base = float_blocks::baseline_kernels();
+  for (std::size_t at = 0; at < 600; at += 7) {
+    std::vector<double> d(600, 1.0);
+    std::vector<float> f(600, 1.0f);
+    d[at] = kInf;
+    f[at] = static_cast<float>(kNan);
+    const auto* db = reinterpret_cast<const std::byte*>(d.data());
+    const auto* fb = reinterpret_cast<const std::byte*>(f.data());
+    for (std::size_t count : {at, at + 1, std::size_t{600}}) {
+      EXPECT_EQ(avx2->any_all_ones_exponent_u64(db, count, 0x7FF0000000000000ull),
+                base.any_all_ones_exponent_u64(db, count, 0x7FF0000000000000ull)) << at << " " << count;
+      EXPECT_EQ(avx2->any_all_ones_exponent_u32(fb, count, 0x7F800000u), base.any_all_ones_exponent_u32(fb, count, 0x7F800000u));
+      EXPECT_EQ(avx2->any_all_ones_exponent_u32(fb, count, 0x7F800000u), count > at);
+    }
+  }
 }
 
 }  // namespace
