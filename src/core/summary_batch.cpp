@@ -88,9 +88,10 @@ class SummaryHelper {
     }
   }
 
-  /// Polls the queue for a while before sleeping: a program making large calls one after another
-  /// offers the next batch within microseconds, sooner than a sleeping thread wakes up (`a + b`
-  /// of 1 Mi float32: 1.42 ms per call with sleeping alone, 1.35 ms lingering).
+  /// Polls the queue for a while before sleeping: a program whose calls come every few hundred
+  /// microseconds offers the next batch sooner than a sleeping thread wakes up, which it does late
+  /// on a busy machine (the MLP loop of tests/bench/mlp_loop.py in `stats`: 0.46-0.48 s lingering
+  /// 1 ms, 0.50-0.54 s sleeping at once; back-to-back large calls gain nothing from it).
   void linger() const noexcept {
     const auto until = std::chrono::steady_clock::now() + kLinger;
     while (queued_.load(std::memory_order_relaxed) == 0 && std::chrono::steady_clock::now() < until) {
@@ -98,7 +99,7 @@ class SummaryHelper {
     }
   }
 
-  static constexpr std::chrono::microseconds kLinger{500};
+  static constexpr std::chrono::microseconds kLinger{1000};
   const bool worthwhile_ = std::thread::hardware_concurrency() > 1;
   std::mutex mutex_;
   std::condition_variable wake_;
