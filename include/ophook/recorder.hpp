@@ -13,6 +13,7 @@
 
 #include "ophook/config.hpp"
 #include "ophook/intern_table.hpp"
+#include "ophook/process_rank.hpp"
 #include "ophook/record.hpp"
 #include "ophook/writer_thread.hpp"
 
@@ -175,6 +176,7 @@ class OPHOOK_API Recorder {
   int root_pid_ = 0;
   std::atomic<bool> nonfinite_reported_{false};
   std::mutex writer_mu_;
+  ProcessRank rank_;  // set by begin_run, then under writer_mu_
   std::atomic<bool> writer_ready_{false};
   std::unique_ptr<RecordQueue> queue_;
   std::unique_ptr<TraceWriter> writer_;

@@ -85,6 +85,7 @@ void Recorder::begin_run(const Config& config, WriterThread thread) {
   }
   owner_pid_.store(::getpid());
   start_t_ns_ = monotonic_ns();
+  rank_.at_start();
   const char* root_pid = std::getenv(kRootPidVar);
   const char* root_output = std::getenv(kRootOutputVar);
   const bool is_root = root_pid == nullptr || root_output == nullptr || std::atol(root_pid) == ::getpid();
@@ -115,7 +116,7 @@ Recorder::Recorder() = default;
 Recorder::~Recorder() = default;
 
 std::string Recorder::child_output_path() const {
-  if (const char* rank = std::getenv("RANK"); rank && *rank) return root_output_ + "/rank" + rank;
+  if (rank_.own() >= 0) return root_output_ + "/rank" + std::to_string(rank_.own());
   return root_output_ + "/pid" + std::to_string(::getpid());
 }
 
@@ -153,6 +154,7 @@ bool Recorder::ensure_writer() noexcept {
   if (writer_ready_.load(std::memory_order_relaxed)) return true;
   if (finished()) return false;
   try {
+    rank_.learn(ProcessRank::from_environment(), /*export_it=*/true);  // a fork child's own, set since the fork
     start_writer(child_output_path(), WriterThread::Start);
     return true;
   } catch (const std::exception& e) {
@@ -301,6 +303,7 @@ void Recorder::on_fork_child() noexcept {
   copied_by_torch_.store(0);
   not_read_.store(0), not_read_oom_.store(0);
   owner_pid_.store(::getpid());
+  rank_.at_fork_child();
   start_t_ns_ = monotonic_ns();  // the fork, not the first record that starts the writer
   // No thread is started here: the child's writer (and its directory) comes with its first record,
   // so a fork that only execs leaves nothing behind.

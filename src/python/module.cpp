@@ -13,6 +13,7 @@
 #include "ophook/config.hpp"
 #include "ophook/error.hpp"
 #include "ophook/log.hpp"
+#include "ophook/process_rank.hpp"
 #include "ophook/recorder.hpp"
 #include "python_common.hpp"
 #include "source_location.hpp"
@@ -42,15 +43,6 @@ pb::str os_text(const std::string& bytes) {
   return pb::reinterpret_steal<pb::str>(text);
 }
 
-/// This process's rank as RANK gives it, or -1.
-long rank_from_environment() {
-  const char* rank = std::getenv("RANK");
-  if (rank == nullptr || *rank == '\0') return -1;
-  char* end = nullptr;
-  const long value = std::strtol(rank, &end, 10);
-  return *end == '\0' && value >= 0 ? value : -1;
-}
-
 /// Starts (or returns) the process's recorder with `settings` (OPHOOK_* name → value) and turns
 /// recording on. Returns the output directory, or None in a rank that OPHOOK_RANKS leaves out
 /// (nothing is started there: the rank runs unrecorded and writes nothing).
@@ -58,7 +50,8 @@ pb::object start(const Settings& settings) {
   auto parsed = core::parse_config(settings);
   if (!parsed.errors.empty()) throw Error(parsed.errors.front().message());
   core::set_log_level(parsed.config.log_level);
-  const long rank = rank_from_environment();
+  // RANK, inherited or not: a DataLoader worker of a rank left out is left out too.
+  const long rank = core::ProcessRank::from_environment();
   if (rank >= 0 && !parsed.config.ranks.contains(static_cast<std::uint64_t>(rank))) return pb::none();
   auto* running = Recorder::get();
   auto& recorder = running && !running->finished() ? *running : Recorder::start(parsed.config);
@@ -152,7 +145,7 @@ PYBIND11_MODULE(_ophook, m) {
   m.def("exported_environment", [] {
     // What the recorder exported with setenv(), which os.environ does not see by itself.
     pb::dict out;
-    for (const char* name : {"OPHOOK_ROOT_PID", "OPHOOK_ROOT_OUTPUT"}) {
+    for (const char* name : {"OPHOOK_ROOT_PID", "OPHOOK_ROOT_OUTPUT", ophook::core::ProcessRank::kHeldRankVar}) {
       if (const char* value = std::getenv(name)) out[name] = os_text(value);
     }
     return out;
