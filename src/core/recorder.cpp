@@ -121,13 +121,39 @@ std::string Recorder::child_output_path() const {
 }
 
 void Recorder::start_writer(std::string output_path, WriterThread thread) {
-  output_path_ = std::move(output_path);
+  const bool nested = output_path != root_output_;
+  set_output_path(output_path);
+  rank_to_name_.store(-1);  // an earlier run's: this directory is named after the rank known now
   writer_.reset();  // a finished run's writer, already joined
   queue_.reset();
   queue_ = std::make_unique<RecordQueue>(config_.queue_bytes);
   CaptureBufferPool::set_limit(config_.queue_bytes);  // idle buffers count against the same cap
-  writer_ = std::make_unique<TraceWriter>(*this, *queue_, output_path_, /*nested=*/output_path_ != root_output_, thread);
+  writer_ = std::make_unique<TraceWriter>(*this, *queue_, std::move(output_path), nested, thread);
   writer_ready_.store(true, std::memory_order_release);
+}
+
+std::string Recorder::output_path() const {
+  std::lock_guard lock(output_path_mu_);
+  return output_path_;
+}
+
+void Recorder::set_output_path(std::string path) {
+  std::lock_guard lock(output_path_mu_);
+  output_path_ = std::move(path);
+}
+
+void Recorder::learn_rank(long rank) {
+  std::lock_guard lock(writer_mu_);
+  adopt_rank(rank, /*export_it=*/true);
+}
+
+void Recorder::adopt_rank(long rank, bool export_it) {
+  if (!rank_.learn(rank, export_it)) return;
+  // The root writes into the run's directory itself, never renamed; a fork child that has not
+  // started its writer yet names its directory after the rank when it does.
+  if (writer_ready_.load(std::memory_order_acquire) && output_path() != root_output_) {
+    rank_to_name_.store(rank);
+  }
 }
 
 std::uint32_t Recorder::op_id(std::string_view name, Level level) {
@@ -209,10 +235,16 @@ void Recorder::finish() noexcept {
   std::lock_guard lock(finish_mu_);
   if (finished_.exchange(true)) return;
   if (!writer_ready_.load(std::memory_order_acquire)) return;  // a child that recorded nothing
+  {
+    // A RANK the program set after the last look (no optimizer step since): the directory is
+    // named after it before the summary is written.
+    std::lock_guard lock(writer_mu_);
+    adopt_rank(ProcessRank::from_environment(), /*export_it=*/false);
+  }
   try {
     writer_->finish(dropped_.load() + held_.exchange(0), queue_->producer_waits());
   } catch (const std::exception& e) {
-    logger().error("could not finish the output in {}: {}", output_path_, e.what());
+    logger().error("could not finish the output in {}: {}", output_path(), e.what());
   }
   CaptureBufferPool::set_limit(0);  // no memory kept for a run that has ended
 }

@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include <cstdlib>
+#include <optional>
 
 #include "torch/device_readback.hpp"
 #include "import_guard.hpp"
@@ -160,15 +161,25 @@ PYBIND11_MODULE(_ophook, m) {
   m.def("step", &steps::complete_one, "One more step is complete (ophook.step(), the optimizer's post-hook).");
   m.def("steps_completed", &steps::completed, "Steps completed in this process so far.");
   m.def(
-      "select_rank",
-      [](long rank) {
-        const auto* recorder = Recorder::get();
-        const bool selected = recorder == nullptr || recorder->config().ranks.contains(static_cast<std::uint64_t>(rank));
+      "learn_rank",
+      [](std::optional<long> rank) -> pb::object {
+        const long known = rank.value_or(ophook::core::ProcessRank::from_environment());
+        if (known < 0) return pb::none();
+        auto* recorder = Recorder::get();
+        if (recorder != nullptr) recorder->learn_rank(known);
+        const bool selected =
+            recorder == nullptr || recorder->config().ranks.contains(static_cast<std::uint64_t>(known));
         RecordingGate::set(RecordingGate::kRankSelected, selected);
-        return selected;
+        if (!selected) {
+          ophook::core::logger().info("rank {} is not in OPHOOK_RANKS: no more calls are recorded in this process",
+                                      known);
+        }
+        return pb::bool_(selected);
       },
-      pb::arg("rank"),
-      "The rank torch.distributed gave this process (when RANK did not): records stop if OPHOOK_RANKS leaves it out.");
+      pb::arg("rank") = pb::none(),
+      "The rank this process learned after it started: torch.distributed's, or None for a RANK the "
+      "program set. Names a child's directory after it; records stop if OPHOOK_RANKS leaves it out. "
+      "Returns whether it is selected, or None when there is no rank to learn.");
 
   m.def("enable_numpy_capture", [] { return ensure_numpy_api(); },
         "Import NumPy's C API (call once numpy is imported).");
