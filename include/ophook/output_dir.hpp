@@ -76,6 +76,12 @@ class OutputDir {
   /// api_*.txt, op_*.npy, stale temporaries), never anything else. Returns how many were removed.
   std::size_t remove_previous_run_files();
 
+  /// Gives the directory the name `name` within its parent: its open fd, and so every file being
+  /// written, stays valid, and path() names it from then on. Fails with EEXIST when something is
+  /// at `name` already (an empty directory there is replaced); with ESTALE when the directory no
+  /// longer has its old name. 0 or errno. Writer thread only, between batches of files.
+  int rename(std::string_view name);
+
   /// Sets `bytes` of disk space aside in a hidden temporary file, so that the end-of-run files
   /// still fit when the disk fills up during the run; release_reserve() frees it just before they
   /// are written. Best effort (nothing happens where fallocate is unsupported).

@@ -13,6 +13,7 @@
 
 #include "ophook/config.hpp"
 #include "ophook/intern_table.hpp"
+#include "ophook/process_rank.hpp"
 #include "ophook/record.hpp"
 #include "ophook/writer_thread.hpp"
 
@@ -48,7 +49,8 @@ class OPHOOK_API Recorder {
   static Recorder& start(const Config& config);
 
   const Config& config() const noexcept { return config_; }
-  const std::string& output_path() const noexcept { return output_path_; }
+  /// This process's output directory; a child's changes once when it learns its rank (learn_rank).
+  std::string output_path() const;
   int owner_pid() const noexcept { return owner_pid_.load(std::memory_order_relaxed); }
   /// When this process's recording began (CLOCK_MONOTONIC ns, the clock of a record's t_ns): the
   /// start of the run, or the fork for a forked child. Orders a run's processes by start.
@@ -114,6 +116,17 @@ class OPHOOK_API Recorder {
   /// Adds "versions" and "notes" to a summary being written.
   void merge_facts(nlohmann::ordered_json& summary) const;
 
+  /// The rank this process learned after it started (torch.distributed initialised, RANK set by
+  /// the program; -1: none), unless it knew one or inherited this one (ProcessRank): exported, and
+  /// a child process's pid<PID>/ becomes rank<R>/ (the writer renames it, docs/outputs.md "Where").
+  /// finish() looks at RANK once more.
+  void learn_rank(long rank);
+  /// For the writer: the rank to name the directory after, once (-1: none); then where it is now.
+  long take_rank_to_name() noexcept {
+    return rank_to_name_.load(std::memory_order_relaxed) < 0 ? -1 : rank_to_name_.exchange(-1);
+  }
+  void set_output_path(std::string path);
+
   /// True exactly once per run: the caller reports the first NaN/Inf-producing call.
   bool claim_first_nonfinite_report() noexcept { return !nonfinite_reported_.exchange(true); }
 
@@ -148,6 +161,7 @@ class OPHOOK_API Recorder {
   bool dumps(const std::string& name) const;
   void start_writer(std::string output_path, WriterThread thread);
   bool ensure_writer() noexcept;
+  void adopt_rank(long rank, bool export_it);
   void unlock_tables() noexcept;
   void on_fork_prepare() noexcept;
   void on_fork_parent() noexcept;
@@ -158,6 +172,7 @@ class OPHOOK_API Recorder {
   static std::atomic<ExitHook> exit_hook_;
 
   Config config_;
+  mutable std::mutex output_path_mu_;
   std::string output_path_;
   std::string root_output_;  // the root process's directory; children write below it
   std::unique_ptr<std::regex> include_, exclude_, dump_include_;
@@ -175,6 +190,8 @@ class OPHOOK_API Recorder {
   int root_pid_ = 0;
   std::atomic<bool> nonfinite_reported_{false};
   std::mutex writer_mu_;
+  ProcessRank rank_;  // set by begin_run, then under writer_mu_
+  std::atomic<long> rank_to_name_{-1};
   std::atomic<bool> writer_ready_{false};
   std::unique_ptr<RecordQueue> queue_;
   std::unique_ptr<TraceWriter> writer_;

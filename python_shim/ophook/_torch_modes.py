@@ -112,7 +112,7 @@ class _Installation:
             optim_module.register_optimizer_step_pre_hook(hook(_ophook.torch_optimizer_enter)),
             optim_module.register_optimizer_step_post_hook(hook(_ophook.torch_optimizer_exit)),
         ]
-        if _settings_of_run().get("ranks") and not os.environ.get("RANK"):
+        if not os.environ.get("RANK"):
             self.hook_handles.append(optim_module.register_optimizer_step_post_hook(hook(_rank_watcher())))
         # torch.compile(module) warns whenever any global module hook exists; these are ophook's.
         warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when there are global hooks",
@@ -251,25 +251,26 @@ class _Installation:
             self.stance = None
 
 
-def _settings_of_run():
-    return json.loads(_ophook.config())
-
-
 def _rank_watcher():
-    """An optimizer step post-hook for runs launched without RANK: once torch.distributed is
-    initialised, the rank it gives selects or leaves out this process (OPHOOK_RANKS), then the
-    watcher retires."""
+    """An optimizer step post-hook for a process started without RANK (a torch.multiprocessing.spawn
+    worker): at the end of each step until it finds one, it looks for the rank the process learned
+    since — torch.distributed's once initialised, else a RANK the program set — and hands it to the
+    recorder, which names a child process's directory rank<R>/ after it and selects or leaves out
+    the process (OPHOOK_RANKS); then the watcher retires. One Python call per step: the first
+    step's end is the first point after init_process_group that every training loop reaches."""
     state = {"done": False}
 
     def watch_rank(optimizer, args, kwargs):
         if state["done"]:
             return
         distributed = sys.modules.get("torch.distributed")
-        if distributed is not None and distributed.is_available() and distributed.is_initialized():
-            state["done"] = True
-            if not _ophook.select_rank(distributed.get_rank()):
-                _ophook.log("info", "rank %d is not in OPHOOK_RANKS: no more calls are recorded in this process"
-                            % distributed.get_rank())
+        initialized = distributed is not None and distributed.is_available() and distributed.is_initialized()
+        selected = _ophook.learn_rank(distributed.get_rank() if initialized else None)
+        if selected is None:
+            return
+        state["done"] = True
+        # The rank it holds, for the processes it starts with a copy of os.environ (ProcessRank).
+        os.environ.update(_ophook.exported_environment())
 
     return watch_rank
 

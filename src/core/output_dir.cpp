@@ -326,6 +326,30 @@ int OutputDir::open_fresh_for_append(std::string_view name) {
                   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, kFileMode);
 }
 
+int OutputDir::rename(std::string_view name) {
+  if (!valid_name(name)) return EINVAL;
+  const auto [parent, old_name] = split_last(path_);
+  if (old_name.empty()) return EINVAL;  // "/"
+  const int parent_fd =
+      ::open(parent.empty() ? "." : parent.c_str(), O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+  if (parent_fd < 0) return errno;
+  const std::string new_name(name);
+  struct stat ours{}, there{};
+  int error = 0;
+  if (::fstat(dir_fd_, &ours) != 0 ||
+      ::fstatat(parent_fd, old_name.c_str(), &there, AT_SYMLINK_NOFOLLOW) != 0) {
+    error = errno == ENOENT ? ESTALE : errno;
+  } else if (ours.st_dev != there.st_dev || ours.st_ino != there.st_ino) {
+    error = ESTALE;  // something else took the old name: never move that
+  } else if (::renameat(parent_fd, old_name.c_str(), parent_fd, new_name.c_str()) != 0) {
+    // A non-empty directory at the name: ENOTEMPTY or EEXIST; a file or a symlink: ENOTDIR.
+    error = errno == ENOTEMPTY || errno == ENOTDIR ? EEXIST : errno;
+  }
+  ::close(parent_fd);
+  if (error == 0) path_ = (parent.empty() ? "" : parent == "/" ? parent : parent + "/") + new_name;
+  return error;
+}
+
 void OutputDir::reserve_space(std::size_t bytes) noexcept {
   char name[64];
   std::snprintf(name, sizeof name, "%sreserve.%ld", kTempPrefix.data(), static_cast<long>(::getpid()));

@@ -85,6 +85,7 @@ void Recorder::begin_run(const Config& config, WriterThread thread) {
   }
   owner_pid_.store(::getpid());
   start_t_ns_ = monotonic_ns();
+  rank_.at_start();
   const char* root_pid = std::getenv(kRootPidVar);
   const char* root_output = std::getenv(kRootOutputVar);
   const bool is_root = root_pid == nullptr || root_output == nullptr || std::atol(root_pid) == ::getpid();
@@ -115,18 +116,44 @@ Recorder::Recorder() = default;
 Recorder::~Recorder() = default;
 
 std::string Recorder::child_output_path() const {
-  if (const char* rank = std::getenv("RANK"); rank && *rank) return root_output_ + "/rank" + rank;
+  if (rank_.own() >= 0) return root_output_ + "/rank" + std::to_string(rank_.own());
   return root_output_ + "/pid" + std::to_string(::getpid());
 }
 
 void Recorder::start_writer(std::string output_path, WriterThread thread) {
-  output_path_ = std::move(output_path);
+  const bool nested = output_path != root_output_;
+  set_output_path(output_path);
+  rank_to_name_.store(-1);  // an earlier run's: this directory is named after the rank known now
   writer_.reset();  // a finished run's writer, already joined
   queue_.reset();
   queue_ = std::make_unique<RecordQueue>(config_.queue_bytes);
   CaptureBufferPool::set_limit(config_.queue_bytes);  // idle buffers count against the same cap
-  writer_ = std::make_unique<TraceWriter>(*this, *queue_, output_path_, /*nested=*/output_path_ != root_output_, thread);
+  writer_ = std::make_unique<TraceWriter>(*this, *queue_, std::move(output_path), nested, thread);
   writer_ready_.store(true, std::memory_order_release);
+}
+
+std::string Recorder::output_path() const {
+  std::lock_guard lock(output_path_mu_);
+  return output_path_;
+}
+
+void Recorder::set_output_path(std::string path) {
+  std::lock_guard lock(output_path_mu_);
+  output_path_ = std::move(path);
+}
+
+void Recorder::learn_rank(long rank) {
+  std::lock_guard lock(writer_mu_);
+  adopt_rank(rank, /*export_it=*/true);
+}
+
+void Recorder::adopt_rank(long rank, bool export_it) {
+  if (!rank_.learn(rank, export_it)) return;
+  // The root writes into the run's directory itself, never renamed; a fork child that has not
+  // started its writer yet names its directory after the rank when it does.
+  if (writer_ready_.load(std::memory_order_acquire) && output_path() != root_output_) {
+    rank_to_name_.store(rank);
+  }
 }
 
 std::uint32_t Recorder::op_id(std::string_view name, Level level) {
@@ -153,6 +180,7 @@ bool Recorder::ensure_writer() noexcept {
   if (writer_ready_.load(std::memory_order_relaxed)) return true;
   if (finished()) return false;
   try {
+    rank_.learn(ProcessRank::from_environment(), /*export_it=*/true);  // a fork child's own, set since the fork
     start_writer(child_output_path(), WriterThread::Start);
     return true;
   } catch (const std::exception& e) {
@@ -207,10 +235,16 @@ void Recorder::finish() noexcept {
   std::lock_guard lock(finish_mu_);
   if (finished_.exchange(true)) return;
   if (!writer_ready_.load(std::memory_order_acquire)) return;  // a child that recorded nothing
+  {
+    // A RANK the program set after the last look (no optimizer step since): the directory is
+    // named after it before the summary is written.
+    std::lock_guard lock(writer_mu_);
+    adopt_rank(ProcessRank::from_environment(), /*export_it=*/false);
+  }
   try {
     writer_->finish(dropped_.load() + held_.exchange(0), queue_->producer_waits());
   } catch (const std::exception& e) {
-    logger().error("could not finish the output in {}: {}", output_path_, e.what());
+    logger().error("could not finish the output in {}: {}", output_path(), e.what());
   }
   CaptureBufferPool::set_limit(0);  // no memory kept for a run that has ended
 }
@@ -301,6 +335,7 @@ void Recorder::on_fork_child() noexcept {
   copied_by_torch_.store(0);
   not_read_.store(0), not_read_oom_.store(0);
   owner_pid_.store(::getpid());
+  rank_.at_fork_child();
   start_t_ns_ = monotonic_ns();  // the fork, not the first record that starts the writer
   // No thread is started here: the child's writer (and its directory) comes with its first record,
   // so a fork that only execs leaves nothing behind.

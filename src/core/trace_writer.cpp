@@ -14,6 +14,7 @@
 #include "ophook/record_queue.hpp"
 #include "ophook/recorder.hpp"
 #include "ophook/values.hpp"
+#include "rank_directory.hpp"
 #include "termination_signal.hpp"
 
 namespace ophook::core {
@@ -130,6 +131,7 @@ void TraceWriter::run() noexcept {
     }
     batch.clear();
     lines_.flush();
+    rename_for_rank();
   }
   write_final_files();
   files_.stop();
@@ -259,6 +261,7 @@ void TraceWriter::write_final_files() noexcept {
   }
   lines_.emit_waiting();
   lines_.flush();
+  rename_for_rank();  // summary.json says where the files are
   dir_.release_reserve();
   try {
     summary_.set_store_once(files_.store_once_json());
@@ -266,6 +269,23 @@ void TraceWriter::write_final_files() noexcept {
     summary_.write_files(dir_, final_dropped_, final_waits_);
   } catch (const std::exception& e) {
     logger().error("cannot write the summary files into {}: {}", dir_.path(), e.what());
+  }
+}
+
+void TraceWriter::rename_for_rank() noexcept {
+  const long rank = recorder_.take_rank_to_name();
+  if (rank < 0) return;
+  try {
+    const auto old_path = dir_.path();
+    const auto why_not = name_after_rank(dir_, rank, recorder_.root_pid());
+    if (!why_not.empty()) {
+      logger().warn("rank {}: the output stays in {}: {}", rank, old_path, why_not);
+      return;
+    }
+    recorder_.set_output_path(dir_.path());
+    logger().debug("rank {} learned: {} renamed {}", rank, old_path, dir_.path());
+  } catch (const std::exception& e) {
+    logger().warn("rank {}: the output stays in {}: {}", rank, dir_.path(), e.what());
   }
 }
 

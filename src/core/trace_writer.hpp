@@ -57,6 +57,8 @@ class TraceWriter {
  private:
   void run() noexcept;
   void write_final_files() noexcept;
+  /// Names the directory after the rank the process learned since it started (Recorder::learn_rank).
+  void rename_for_rank() noexcept;
   /// Records [first, last) of a batch taken from the queue, released once done (or held).
   void process_chunk(const std::deque<RecordPtr>::iterator& first,
                      const std::deque<RecordPtr>::iterator& last) noexcept;

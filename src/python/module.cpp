@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include <cstdlib>
+#include <optional>
 
 #include "torch/device_readback.hpp"
 #include "import_guard.hpp"
@@ -13,6 +14,7 @@
 #include "ophook/config.hpp"
 #include "ophook/error.hpp"
 #include "ophook/log.hpp"
+#include "ophook/process_rank.hpp"
 #include "ophook/recorder.hpp"
 #include "python_common.hpp"
 #include "source_location.hpp"
@@ -42,15 +44,6 @@ pb::str os_text(const std::string& bytes) {
   return pb::reinterpret_steal<pb::str>(text);
 }
 
-/// This process's rank as RANK gives it, or -1.
-long rank_from_environment() {
-  const char* rank = std::getenv("RANK");
-  if (rank == nullptr || *rank == '\0') return -1;
-  char* end = nullptr;
-  const long value = std::strtol(rank, &end, 10);
-  return *end == '\0' && value >= 0 ? value : -1;
-}
-
 /// Starts (or returns) the process's recorder with `settings` (OPHOOK_* name → value) and turns
 /// recording on. Returns the output directory, or None in a rank that OPHOOK_RANKS leaves out
 /// (nothing is started there: the rank runs unrecorded and writes nothing).
@@ -58,7 +51,8 @@ pb::object start(const Settings& settings) {
   auto parsed = core::parse_config(settings);
   if (!parsed.errors.empty()) throw Error(parsed.errors.front().message());
   core::set_log_level(parsed.config.log_level);
-  const long rank = rank_from_environment();
+  // RANK, inherited or not: a DataLoader worker of a rank left out is left out too.
+  const long rank = core::ProcessRank::from_environment();
   if (rank >= 0 && !parsed.config.ranks.contains(static_cast<std::uint64_t>(rank))) return pb::none();
   auto* running = Recorder::get();
   auto& recorder = running && !running->finished() ? *running : Recorder::start(parsed.config);
@@ -152,7 +146,7 @@ PYBIND11_MODULE(_ophook, m) {
   m.def("exported_environment", [] {
     // What the recorder exported with setenv(), which os.environ does not see by itself.
     pb::dict out;
-    for (const char* name : {"OPHOOK_ROOT_PID", "OPHOOK_ROOT_OUTPUT"}) {
+    for (const char* name : {"OPHOOK_ROOT_PID", "OPHOOK_ROOT_OUTPUT", ophook::core::ProcessRank::kHeldRankVar}) {
       if (const char* value = std::getenv(name)) out[name] = os_text(value);
     }
     return out;
@@ -167,15 +161,25 @@ PYBIND11_MODULE(_ophook, m) {
   m.def("step", &steps::complete_one, "One more step is complete (ophook.step(), the optimizer's post-hook).");
   m.def("steps_completed", &steps::completed, "Steps completed in this process so far.");
   m.def(
-      "select_rank",
-      [](long rank) {
-        const auto* recorder = Recorder::get();
-        const bool selected = recorder == nullptr || recorder->config().ranks.contains(static_cast<std::uint64_t>(rank));
+      "learn_rank",
+      [](std::optional<long> rank) -> pb::object {
+        const long known = rank.value_or(ophook::core::ProcessRank::from_environment());
+        if (known < 0) return pb::none();
+        auto* recorder = Recorder::get();
+        if (recorder != nullptr) recorder->learn_rank(known);
+        const bool selected =
+            recorder == nullptr || recorder->config().ranks.contains(static_cast<std::uint64_t>(known));
         RecordingGate::set(RecordingGate::kRankSelected, selected);
-        return selected;
+        if (!selected) {
+          ophook::core::logger().info("rank {} is not in OPHOOK_RANKS: no more calls are recorded in this process",
+                                      known);
+        }
+        return pb::bool_(selected);
       },
-      pb::arg("rank"),
-      "The rank torch.distributed gave this process (when RANK did not): records stop if OPHOOK_RANKS leaves it out.");
+      pb::arg("rank") = pb::none(),
+      "The rank this process learned after it started: torch.distributed's, or None for a RANK the "
+      "program set. Names a child's directory after it; records stop if OPHOOK_RANKS leaves it out. "
+      "Returns whether it is selected, or None when there is no rank to learn.");
 
   m.def("enable_numpy_capture", [] { return ensure_numpy_api(); },
         "Import NumPy's C API (call once numpy is imported).");

@@ -310,6 +310,47 @@ TEST_F(OutputDirTest, InsideAWorldWritableDirectoryItIsPrivateAndMustBeOurs) {
   }
 }
 
+TEST_F(OutputDirTest, RenameKeepsTheOpenFilesAndNamesTheNewPath) {
+  // A child learns its rank: pid<PID>/ becomes rank<R>/ while its trace.jsonl is being written.
+  OutputDir dir((root_ / "pid42").string(), OutputDir::Leaf::NoFollow);
+  const int trace = dir.open_fresh_for_append("trace.jsonl");
+  ASSERT_GE(trace, 0);
+  ASSERT_EQ(::write(trace, "a\n", 2), 2);
+  ASSERT_EQ(dir.rename("rank1"), 0);
+  EXPECT_EQ(dir.path(), (root_ / "rank1").string());
+  ASSERT_EQ(::write(trace, "b\n", 2), 2);
+  ::close(trace);
+  ASSERT_TRUE(dir.write_file("summary.json", "{}").ok);
+  EXPECT_EQ(listing(root_), std::set<std::string>{"rank1"});
+  EXPECT_EQ(slurp(root_ / "rank1" / "trace.jsonl"), "a\nb\n");
+  EXPECT_EQ(slurp(root_ / "rank1" / "summary.json"), "{}");
+  EXPECT_EQ(dir.rename("../x"), EINVAL);
+}
+
+TEST_F(OutputDirTest, RenameReplacesOnlyAnEmptyDirectory) {
+  OutputDir dir((root_ / "pid42").string(), OutputDir::Leaf::NoFollow);
+  fs::create_directory(root_ / "rank1");
+  spit(root_ / "rank1" / "trace.jsonl", "another process's");
+  fs::create_directory_symlink(root_ / "rank1", root_ / "rank2");
+  spit(root_ / "rank3", "a file");
+  for (const char* taken : {"rank1", "rank2", "rank3"}) EXPECT_EQ(dir.rename(taken), EEXIST) << taken;
+  EXPECT_EQ(dir.path(), (root_ / "pid42").string());
+  EXPECT_EQ(slurp(root_ / "rank1" / "trace.jsonl"), "another process's");
+  fs::create_directory(root_ / "rank4");
+  ASSERT_EQ(dir.rename("rank4"), 0);
+  EXPECT_EQ(listing(root_), (std::set<std::string>{"rank1", "rank2", "rank3", "rank4"}));
+}
+
+TEST_F(OutputDirTest, RenameNeverMovesWhatTookTheOldName) {
+  OutputDir dir((root_ / "pid42").string(), OutputDir::Leaf::NoFollow);
+  fs::rename(root_ / "pid42", root_ / "moved");
+  fs::create_directory(root_ / "pid42");
+  EXPECT_EQ(dir.rename("rank1"), ESTALE);
+  fs::remove(root_ / "pid42");
+  EXPECT_EQ(dir.rename("rank1"), ESTALE);
+  EXPECT_EQ(listing(root_), std::set<std::string>{"moved"});
+}
+
 TEST_F(OutputDirTest, ReserveHoldsSpaceUntilReleased) {
   OutputDir dir(root_.string());
   dir.reserve_space(64 << 10);

@@ -76,6 +76,28 @@ print("ok")
     assert [r["op"] for r in run.records("rank1")][-1] == "numpy.multiply"
 
 
+def test_what_a_rank_starts_writes_pid_directories(runner):
+    """A fork child (a DataLoader worker) and a subprocess of rank 1 inherit RANK=1 from it: each
+    writes its own pid<PID>/, never over rank 1's files."""
+    rank = """
+import os, subprocess, sys, numpy as np
+np.ones(2) + 1
+pid = os.fork()
+if pid == 0:
+    np.ones(2) * 2
+    os._exit(0)
+os.waitpid(pid, 0)
+subprocess.run([sys.executable, "-c", "import numpy as np; np.ones(2) / 3"], check=True)
+np.ones(2) - 1
+"""
+    code = ("import os, subprocess, sys\n"
+            "subprocess.run([sys.executable, '-c', %r], env=dict(os.environ, RANK='1'), check=True)\n" % rank)
+    run = runner.run(code, timeout=120)
+    assert {"numpy.add", "numpy.subtract"} <= {r["op"] for r in run.records("rank1")}
+    pid_ops = sorted(op for d in run.output.glob("pid*") for op in {r["op"] for r in run.records(d.name)} - {"numpy.copyto"})
+    assert pid_ops == ["numpy.divide", "numpy.multiply"]
+
+
 def test_a_new_run_replaces_only_the_files_it_names(runner, tmp_path):
     out = tmp_path / "shared_out"
     out.mkdir()
