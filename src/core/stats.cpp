@@ -166,6 +166,30 @@ inline std::size_t block_kernel_span(std::size_t start, std::size_t end) noexcep
 // set-up cost more than they saved (4 ns of 54).
 constexpr std::size_t kShortestForBlocks = 64;
 
+// One pass over the elements [first, last), block by block: a block's whole kernel steps go
+// through `kernel(bytes, n, block_sum)` when the type has block kernels (Native not void) and the
+// kernel accepts them (every element finite); the rest element by element, `element(lane_sum,
+// lane, value)` over kLanes running sums. `commit(sum)` takes each block's sums.
+template <typename Reader, typename Native, typename Kernel, typename Element, typename Commit>
+void for_each_block(const std::byte* data, std::size_t first, std::size_t last, Kernel&& kernel, Element&& element,
+                    Commit&& commit) noexcept {
+  for (std::size_t start = first; start < last; start += kBlock) {
+    const std::size_t end = std::min(last, start + kBlock);
+    std::size_t from = start;
+    if constexpr (!std::is_void_v<Native>) {
+      const std::size_t n = block_kernel_span(start, end);
+      double block_sum = 0;
+      if (n > 0 && kernel(data + start * sizeof(Native), n, block_sum)) {
+        commit(block_sum);
+        from = start + n;
+      }
+    }
+    double sum[kLanes] = {};
+    for_each_in_lanes<Reader>(data, from, end, [&](std::size_t lane, double v) { element(sum[lane], lane, v); });
+    commit((sum[0] + sum[1]) + (sum[2] + sum[3]));
+  }
+}
+
 // Running moments of the finite values seen so far, merged chunk by chunk (Chan, Golub and
 // LeVeque's pairwise update), so that the spread stays accurate when the mean is large against it
 // without a second pass over the whole array.
@@ -204,62 +228,44 @@ void summarise(const std::byte* data, std::size_t count, ArrayStats& s, XXH64_st
     if (digest != nullptr) XXH64_update(digest, data + chunk * Reader::size, (chunk_end - chunk) * Reader::size);
     const std::uint64_t nonfinite_before = nonfinite;
     double chunk_sum = 0;
-    for (std::size_t start = chunk; start < chunk_end; start += kBlock) {
-      const std::size_t end = std::min(chunk_end, start + kBlock);
-      std::size_t from = start;
-      if constexpr (!std::is_void_v<Native>) {
-        const std::size_t n = block_kernel_span(start, end);
-        double block_sum = 0;
-        if (n > 0 && float_blocks::extremes_and_sum<Native>(data + start * sizeof(Native), n, block_extremes, block_sum)) {
+    for_each_block<Reader, Native>(
+        data, chunk, chunk_end,
+        [&](const std::byte* block, auto n, double& block_sum) {  // generic: not compiled without kernels
+          return float_blocks::extremes_and_sum<Native>(block, n, block_extremes, block_sum);
+        },
+        [&](double& sum, std::size_t lane, double v) {
+          if constexpr (Reader::floating) {
+            if (!std::isfinite(v)) [[unlikely]] {
+              ++nonfinite;
+              nan += std::isnan(v);
+              return;
+            }
+          }
+          lo[lane] = std::min(lo[lane], v);
+          hi[lane] = std::max(hi[lane], v);
+          sum += v;
+        },
+        [&](double block_sum) {
           total.add(block_sum);
           chunk_sum += block_sum;
-          from = start + n;
-        }
-      }
-      double sum[kLanes] = {};
-      for_each_in_lanes<Reader>(data, from, end,
-                                [&](std::size_t lane, double v) {
-                                  if constexpr (Reader::floating) {
-                                    if (!std::isfinite(v)) [[unlikely]] {
-                                      ++nonfinite;
-                                      nan += std::isnan(v);
-                                      return;
-                                    }
-                                  }
-                                  lo[lane] = std::min(lo[lane], v);
-                                  hi[lane] = std::max(hi[lane], v);
-                                  sum[lane] += v;
-                                });
-      const double block_sum = (sum[0] + sum[1]) + (sum[2] + sum[3]);
-      total.add(block_sum);
-      chunk_sum += block_sum;
-    }
+        });
     const std::uint64_t chunk_finite = (chunk_end - chunk) - (nonfinite - nonfinite_before);
     if (chunk_finite == 0) continue;
     const double chunk_mean = chunk_sum / static_cast<double>(chunk_finite);
     double chunk_m2 = 0;
-    for (std::size_t start = chunk; start < chunk_end; start += kBlock) {
-      const std::size_t end = std::min(chunk_end, start + kBlock);
-      std::size_t from = start;
-      if constexpr (!std::is_void_v<Native>) {
-        const std::size_t n = block_kernel_span(start, end);
-        double block_sum = 0;
-        if (n > 0 && float_blocks::squared_deviations<Native>(data + start * sizeof(Native), n, chunk_mean, block_sum)) {
-          chunk_m2 += block_sum;
-          from = start + n;
-        }
-      }
-      double sum[kLanes] = {};
-      for_each_in_lanes<Reader>(data, from, end,
-                                [&](std::size_t lane, double v) {
-                                  if constexpr (Reader::floating) {
-                                    if (!std::isfinite(v)) return;
-                                  }
-                                  const double d = v - chunk_mean;
-                                  sum[lane] += d * d;
-                                });
-      chunk_m2 += (sum[0] + sum[1]) + (sum[2] + sum[3]);
-    }
+    for_each_block<Reader, Native>(
+        data, chunk, chunk_end,
+        [&](const std::byte* block, auto n, double& block_sum) {  // generic: not compiled without kernels
+          return float_blocks::squared_deviations<Native>(block, n, chunk_mean, block_sum);
+        },
+        [&](double& sum, std::size_t /*lane*/, double v) {
+          if constexpr (Reader::floating) {
+            if (!std::isfinite(v)) return;
+          }
+          const double d = v - chunk_mean;
+          sum += d * d;
+        },
+        [&](double block_sum) { chunk_m2 += block_sum; });
     moments.merge(chunk_finite, chunk_mean, chunk_m2);
   }
   s.numeric = true;
