@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <new>
 #include <thread>
 
 namespace ophook::core {
@@ -61,6 +62,11 @@ class SummaryHelper {
                      helper.queue_.clear();  // the batches of threads that do not exist here
                      helper.queued_.store(0, std::memory_order_relaxed);
                      helper.running_ = false;
+                     // The parent's helper may have been waiting on these: no thread waits here,
+                     // but their state says one does, and the next signal would wait for it
+                     // forever (a DataLoader worker hung so). Fresh ones, over the old.
+                     new (&helper.wake_) std::condition_variable;
+                     new (&helper.let_go_) std::condition_variable;
                      helper.mutex_.unlock();
                    });
   }

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <thread>
@@ -87,17 +88,24 @@ TEST(SummaryBatch, ManyThreadsManyShortLivedBatches) {
 TEST(SummaryBatch, AForkedChildGetsAHelperOfItsOwn) {
   std::vector<std::vector<std::byte>> arrays = {float_bytes(1u << 15, 1), float_bytes(1u << 15, 2)};
   summarise_and_check(arrays, true);  // the parent's helper is running
+  // Asleep on its condition variable (past its linger) when the process forks: the child's
+  // condition variable then says a thread waits on it, which none does.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    SummaryBatch batch;
-    for (std::uint32_t i = 0; i < 2; ++i) batch.add("<f4", arrays[i].data(), arrays[i].size(), i);
-    batch.start();
-    batch.finish();
+    alarm(20);  // a hang fails the test instead of stalling it
     bool same = true;
-    batch.for_each_result([&](std::uint32_t index, const ArrayStats& stats) {
-      same = same && stats.xxh64 == compute_stats("<f4", arrays[index].data(), arrays[index].size()).xxh64;
-    });
+    for (int round = 0; round < 10; ++round) {  // the child's helper asleep between batches
+      SummaryBatch batch;
+      for (std::uint32_t i = 0; i < 2; ++i) batch.add("<f4", arrays[i].data(), arrays[i].size(), i);
+      batch.start();
+      batch.finish();
+      batch.for_each_result([&](std::uint32_t index, const ArrayStats& stats) {
+        same = same && stats.xxh64 == compute_stats("<f4", arrays[index].data(), arrays[index].size()).xxh64;
+      });
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
     _exit(same ? 0 : 1);
   }
   int status = 0;

@@ -116,3 +116,30 @@ def test_inputs_are_summarised_as_they_were_before_the_call(runs):
 
 def test_the_program_is_unchanged(runs):
     assert runs["stats"][2] == runs["plain"] == runs["dump"][2]
+
+
+LOADER = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+data = torch.randn(512, 1024)
+print(float((data * 2).sum()))  # a large call first: the helper thread exists, then sleeps
+for epoch in range(2):
+    total = 0.0
+    for (batch,) in DataLoader(TensorDataset(data), batch_size=128, num_workers=2):
+        total += float((batch + 1).sum())  # the workers' collate stacks 512 KiB batches
+    print(epoch, total)
+"""
+
+
+def test_dataloader_workers_forked_while_the_helper_sleeps(tmp_path):
+    """A worker forked while the parent's helper thread waits on its condition variable starts a
+    helper of its own; it hung at the first signal when the child kept the parent's variable."""
+    plain = run_script(tmp_path, LOADER, preload=False, timeout=120)
+    hooked = run_script(tmp_path, LOADER, mode="stats", timeout=120)
+    assert hooked.stdout == plain.stdout
+    workers = [d for d in (tmp_path / "out").iterdir() if d.is_dir() and d.name.startswith("pid")]
+    assert len(workers) >= 2
+    stacked = [value for d in workers for r in trace(d) if r["op"] == "torch.stack" for value in arrays(r, "outputs")]
+    assert stacked and all(v["shape"] == [128, 1024] and v["stats"]["nan"] == 0 for v in stacked)
