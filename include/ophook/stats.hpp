@@ -22,11 +22,6 @@ struct ArrayStats {
 /// order). Pure, thread-safe, no allocation. Unknown descr: only xxh64 is set.
 OPHOOK_API ArrayStats compute_stats(std::string_view descr, const std::byte* data, std::size_t nbytes);
 
-/// compute_stats in two parts, for two threads: everything but the digest (xxh64 left 0), and
-/// the digest alone. Each reads the bytes once.
-OPHOOK_API ArrayStats compute_value_stats(std::string_view descr, const std::byte* data, std::size_t nbytes);
-OPHOOK_API std::uint64_t compute_digest(const std::byte* data, std::size_t nbytes) noexcept;
-
 /// {"min":..,"max":..,"mean":..,"std":..,"nan":..,"inf":..,"xxh64":"<16 hex digits>"}; min..std
 /// are null when !numeric or !has_finite.
 OPHOOK_API nlohmann::json stats_to_json(const ArrayStats& stats);

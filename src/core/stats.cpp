@@ -214,7 +214,7 @@ constexpr std::size_t kChunk = 2048;
 // A block whose elements are all finite takes the block kernels when the type has them; the rest
 // goes element by element.
 template <typename Reader, bool kBlocks>
-void summarise(const std::byte* data, std::size_t count, ArrayStats& s, XXH64_state_t* digest) noexcept {
+void summarise(const std::byte* data, std::size_t count, ArrayStats& s, XXH64_state_t& digest) noexcept {
   using Native = std::conditional_t<kBlocks, typename NativeFloatOf<Reader>::type, void>;
   constexpr double kInf = std::numeric_limits<double>::infinity();
   double lo[kLanes] = {kInf, kInf, kInf, kInf};
@@ -225,7 +225,7 @@ void summarise(const std::byte* data, std::size_t count, ArrayStats& s, XXH64_st
   Moments moments;
   for (std::size_t chunk = 0; chunk < count; chunk += kChunk) {
     const std::size_t chunk_end = std::min(count, chunk + kChunk);
-    if (digest != nullptr) XXH64_update(digest, data + chunk * Reader::size, (chunk_end - chunk) * Reader::size);
+    XXH64_update(&digest, data + chunk * Reader::size, (chunk_end - chunk) * Reader::size);
     const std::uint64_t nonfinite_before = nonfinite;
     double chunk_sum = 0;
     for_each_block<Reader, Native>(
@@ -281,12 +281,12 @@ void summarise(const std::byte* data, std::size_t count, ArrayStats& s, XXH64_st
   s.std = std::sqrt(moments.m2 / static_cast<double>(finite));
 }
 
-/// Summarises the whole elements of `data` and feeds their bytes to `digest` (if any); returns how
-/// many bytes it hashed (the caller hashes the rest: a trailing partial element, or everything of
+/// Summarises the whole elements of `data` and feeds their bytes to `digest`; returns how many
+/// bytes it hashed (the caller hashes the rest: a trailing partial element, or everything of
 /// a type without statistics).
 template <template <typename, bool> class Reader, typename T>
 std::size_t summarise_ordered(const ElementType& t, const std::byte* data, std::size_t nbytes, ArrayStats& s,
-                              XXH64_state_t* digest) noexcept {
+                              XXH64_state_t& digest) noexcept {
   const std::size_t count = nbytes / Reader<T, false>::size;
   if (t.swap) {
     summarise<Reader<T, true>, false>(data, count, s, digest);
@@ -299,7 +299,7 @@ std::size_t summarise_ordered(const ElementType& t, const std::byte* data, std::
 }
 
 std::size_t dispatch(const ElementType& t, const std::byte* data, std::size_t nbytes, ArrayStats& s,
-                     XXH64_state_t* digest) noexcept {
+                     XXH64_state_t& digest) noexcept {
   switch (t.kind) {
     case 'b':
       if (t.size != 1) return 0;
@@ -340,38 +340,19 @@ bool nonfinite_components(const ElementType& t, const std::byte* data, std::size
 
 }  // namespace
 
-namespace {
-
-const std::byte* nonnull(const std::byte* data, std::size_t& nbytes) noexcept {
-  static constexpr std::byte kEmpty[1] = {};
-  if (data != nullptr) return data;
-  nbytes = 0;
-  return kEmpty;
-}
-
-}  // namespace
-
 ArrayStats compute_stats(std::string_view descr, const std::byte* data, std::size_t nbytes) {
-  data = nonnull(data, nbytes);
+  static constexpr std::byte kEmpty[1] = {};
+  if (data == nullptr) {
+    data = kEmpty;
+    nbytes = 0;
+  }
   ArrayStats s;
   XXH64_state_t digest;
   XXH64_reset(&digest, 0);
-  const std::size_t hashed = dispatch(classify(descr), data, nbytes, s, &digest);
+  const std::size_t hashed = dispatch(classify(descr), data, nbytes, s, digest);
   XXH64_update(&digest, data + hashed, nbytes - hashed);
   s.xxh64 = XXH64_digest(&digest);
   return s;
-}
-
-ArrayStats compute_value_stats(std::string_view descr, const std::byte* data, std::size_t nbytes) {
-  data = nonnull(data, nbytes);
-  ArrayStats s;
-  dispatch(classify(descr), data, nbytes, s, nullptr);
-  return s;
-}
-
-std::uint64_t compute_digest(const std::byte* data, std::size_t nbytes) noexcept {
-  data = nonnull(data, nbytes);
-  return XXH64(data, nbytes, 0);
 }
 
 std::uint64_t device_fingerprint_digest(std::uint64_t position_sum, std::uint64_t value_sum,

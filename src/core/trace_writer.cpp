@@ -103,8 +103,9 @@ TraceWriter::~TraceWriter() {
 
 void TraceWriter::abandon_after_fork() {
   // The std::thread object refers to a thread of the parent; detaching a non-existent thread is
-  // harmless, joining it would hang.
-  thread_.detach();
+  // harmless, joining it would hang. A finished run's thread was joined already: nothing to let go
+  // (detach would throw, and the child abort).
+  if (thread_.joinable()) thread_.detach();
   files_.abandon_after_fork();
   lines_.abandon_after_fork();
 }

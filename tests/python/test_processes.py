@@ -134,6 +134,25 @@ print("done")
     assert [r["op"] for r in second] == ["numpy.subtract"] and second[0]["seq"] == 0
 
 
+def test_a_fork_after_a_tracer_run_ended_runs_normally(runner, tmp_path):
+    """The ended run's writer thread was joined: the child's fork handler let go of a thread that
+    no longer was one (std::thread::detach threw, and the child aborted)."""
+    code = IMPORTABLE + """
+import os, numpy as np, ophook
+with ophook.Tracer(output_path=%r, levels=["numpy"], mode="trace"):
+    np.add(np.ones(3), 1)
+pid = os.fork()
+if pid == 0:
+    print("child", float(np.add(np.ones(3), 2).sum()), flush=True)
+    os._exit(0)
+print("child exit", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+""" % str(tmp_path / "run")
+    run = runner.run(code, how="plain")
+    assert run.stdout == "child 9.0\nchild exit 0\n", run.stderr
+    assert [r["op"] for r in trace(tmp_path / "run")][-1] == "numpy.add"
+    assert not [d for d in (tmp_path / "run").iterdir() if d.is_dir()]  # the child ran unrecorded
+
+
 def test_each_tracer_run_has_its_own_notes_and_counts(runner, tmp_path):
     """One Tracer after another in one process (the pytest plugin's way: one per test): a run's
     summary notes what happened in that run only — here arrays over OPHOOK_QUEUE_BYTES."""
