@@ -75,10 +75,14 @@ std::uint32_t op_named(PyObject* name, Level level) {
 std::uint32_t accessor_op(PyObject* func) {
   PyRef owner = PyRef::steal(PyObject_GetAttr(func, self_name));
   PyRef slot = PyRef::steal(PyObject_GetAttr(func, name_name));
-  if (!owner || !slot) {
+  if (!owner || !slot || !PyUnicode_CheckExact(slot.get())) {
     PyErr_Clear();
     return op_named(ask(function_namer, func).get(), Level::TorchFunction);
   }
+  // A method-wrapper's __name__ is a fresh string on every access: the interned one is the key.
+  PyObject* interned = slot.release();
+  PyUnicode_InternInPlace(&interned);
+  slot = PyRef::steal(interned);
   const std::pair key{owner.get(), slot.get()};
   if (auto it = accessor_ops.find(key); it != accessor_ops.end()) return it->second;
   const auto id = op_named(ask(function_namer, func).get(), Level::TorchFunction);
