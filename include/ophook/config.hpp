@@ -17,7 +17,7 @@ namespace ophook::core {
 
 enum class Mode : std::uint8_t { Trace, Stats, Dump };
 enum class NanPolicy : std::uint8_t { Off, Warn, Raise };
-enum class CompilePolicy : std::uint8_t { Eager, Ignore };
+enum class CompilePolicy : std::uint8_t { Eager, Ignore, Record };
 enum class TensorCopy : std::uint8_t { Auto, Torch };
 
 /// Which interception levels are on (OPHOOK_LEVELS).

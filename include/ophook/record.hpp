@@ -15,7 +15,8 @@
 namespace ophook::core {
 
 /// The five interception levels (README.md, "What is recorded").
-enum class Level : std::uint8_t { Ufunc, UfuncMethod, ArrayFunction, TorchFunction, TorchDispatch };
+/// Compiled: a kernel that torch.compile's Inductor launches (OPHOOK_COMPILE=record).
+enum class Level : std::uint8_t { Ufunc, UfuncMethod, ArrayFunction, TorchFunction, TorchDispatch, Compiled };
 enum class Phase : std::uint8_t { None, Forward, Backward, Optimizer };
 
 OPHOOK_API std::string_view to_string(Level level);

@@ -31,6 +31,9 @@ struct OpEntry {
   bool dumped = false;    // dump mode gives its arrays files (OPHOOK_DUMP_INCLUDE)
   bool uninitialized_output = false;  // returns_uninitialized_memory(name): no NaN finding
   bool writes_arguments = false;      // writes_into_arguments(name, level): OPHOOK_NAN judges inputs first
+  /// Fields every trace line of the op carries after "level", as JSON text (`"computes":[…]` of a
+  /// compiled kernel), given when the op is first registered; empty for most ops.
+  std::string annotation;
 };
 
 /// The process's recorder: configuration, op/string/dtype tables, the sequence counter, the queue
@@ -60,6 +63,8 @@ class OPHOOK_API Recorder {
 
   /// The id of op `name` at `level`, registering it (and applying the filters) on first sight.
   std::uint32_t op_id(std::string_view name, Level level);
+  /// The same, with the op's annotation (OpEntry::annotation) when this call registers it.
+  std::uint32_t op_id(std::string_view name, Level level, std::string_view annotation);
   const OpEntry& op(std::uint32_t id) const noexcept { return ops_.at(id); }
 
   std::uint32_t intern(std::string_view text);

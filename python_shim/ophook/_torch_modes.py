@@ -30,7 +30,8 @@ class _Installation:
     def __init__(self, torch, levels, compile_policy, check_backward):
         self.torch = torch
         self.compile_policy = compile_policy
-        ignore = compile_policy == "ignore"
+        # Under record, as under ignore, compiled regions compile as if the modes were absent.
+        ignore = compile_policy in ("ignore", "record")
         self.function_mode = (new_mode(function_mode_class(torch, ignore), "torch_function")
                               if "torch_function" in levels else None)
         self.dispatch_mode = (new_mode(dispatch_mode_class(torch, ignore), "torch_dispatch")
@@ -105,7 +106,7 @@ class _Installation:
         from torch.nn.modules import module as nn_module
         from torch.optim import optimizer as optim_module
 
-        hook = self._compile_safe if self.compile_policy == "ignore" else (lambda function: function)
+        hook = self._compile_safe if self.compile_policy != "eager" else (lambda function: function)
         self.hook_handles = [
             nn_module.register_module_forward_pre_hook(hook(_ophook.torch_module_enter)),
             nn_module.register_module_forward_hook(hook(_ophook.torch_module_exit), always_call=True),
@@ -200,6 +201,13 @@ class _Installation:
         if self.compile_policy == "eager":
             note = {"policy": "eager",
                     "detail": "torch.compile'd code runs eagerly (Dynamo stance force_eager): every op is recorded"}
+        elif self.compile_policy == "record":
+            from . import _compiled_kernels
+
+            _compiled_kernels.install()
+            note = {"policy": "record",
+                    "detail": "torch.compile'd callables run compiled; each kernel their generated code launches "
+                              "is recorded at level compiled, the torch calls inside them at no other level"}
         else:
             note = {"policy": "ignore",
                     "detail": "torch.compile'd callables run compiled; nothing that runs inside them "
@@ -224,11 +232,11 @@ class _Installation:
             _ophook.log("warn", "torch._dynamo: could not exclude ophook's mode handlers (%s)" % error)
         if _installation is not self:
             return
-        if self.compile_policy == "ignore":
+        if self.compile_policy != "eager":
             markers = _compiled_region_codes()
             if not markers:
-                _ophook.log("warn", "OPHOOK_COMPILE=ignore: Dynamo's compile_wrapper not found in torch %s; "
-                            "calls made by compiled code are recorded" % self.torch.__version__)
+                _ophook.log("warn", "OPHOOK_COMPILE=%s: Dynamo's compile_wrapper not found in torch %s; "
+                            "calls made by compiled code are recorded" % (self.compile_policy, self.torch.__version__))
             _ophook.torch_set_compiled_region_markers(markers)
             return
         try:

@@ -267,6 +267,7 @@ std::string_view to_string(CompilePolicy policy) {
   switch (policy) {
     case CompilePolicy::Eager: return "eager";
     case CompilePolicy::Ignore: return "ignore";
+    case CompilePolicy::Record: return "record";
   }
   return "eager";
 }

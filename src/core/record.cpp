@@ -13,12 +13,13 @@ std::string_view to_string(Level level) {
     case Level::ArrayFunction: return "array_function";
     case Level::TorchFunction: return "torch_function";
     case Level::TorchDispatch: return "torch_dispatch";
+    case Level::Compiled: return "compiled";
   }
   return "unknown";
 }
 
 std::string_view framework_of(Level level) {
-  return level == Level::TorchFunction || level == Level::TorchDispatch ? "torch" : "numpy";
+  return level == Level::TorchFunction || level == Level::TorchDispatch || level == Level::Compiled ? "torch" : "numpy";
 }
 
 std::string_view to_string(Phase phase) {

@@ -320,8 +320,8 @@ void RecordJson::append_tail(LineBuffer& out, const CallRecord& record) {
 const std::string& RecordJson::op_head(std::uint32_t id) {
   return cached(op_heads_, id, [&](std::uint32_t k) {
     const auto& op = recorder_.op(k);
-    return fmt::format(R"(,"op":{},"framework":"{}","level":"{}","args":)", escaped(op.name, true),
-                       framework_of(op.level), to_string(op.level));
+    return fmt::format(R"(,"op":{},"framework":"{}","level":"{}"{}{},"args":)", escaped(op.name, true),
+                       framework_of(op.level), to_string(op.level), op.annotation.empty() ? "" : ",", op.annotation);
   });
 }
 

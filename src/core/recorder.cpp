@@ -156,11 +156,13 @@ void Recorder::adopt_rank(long rank, bool export_it) {
   }
 }
 
-std::uint32_t Recorder::op_id(std::string_view name, Level level) {
+std::uint32_t Recorder::op_id(std::string_view name, Level level) { return op_id(name, level, {}); }
+
+std::uint32_t Recorder::op_id(std::string_view name, Level level, std::string_view annotation) {
   const std::string key(name);
   return ops_.id_of(key, [&] {
     return OpEntry{key, sanitize_op_name(key), level, passes_filters(key), dumps(key), returns_uninitialized_memory(key),
-                   writes_into_arguments(key, level)};
+                   writes_into_arguments(key, level), std::string(annotation)};
   });
 }
 

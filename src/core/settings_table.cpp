@@ -14,7 +14,8 @@ constexpr Choice<Mode> kModes[] = {{"trace", Mode::Trace}, {"stats", Mode::Stats
 constexpr Choice<NanPolicy> kNanPolicies[] = {
     {"off", NanPolicy::Off}, {"warn", NanPolicy::Warn}, {"raise", NanPolicy::Raise}};
 constexpr Choice<CompilePolicy> kCompilePolicies[] = {{"eager", CompilePolicy::Eager},
-                                                      {"ignore", CompilePolicy::Ignore}};
+                                                      {"ignore", CompilePolicy::Ignore},
+                                                      {"record", CompilePolicy::Record}};
 constexpr Choice<TensorCopy> kTensorCopies[] = {{"auto", TensorCopy::Auto}, {"torch", TensorCopy::Torch}};
 constexpr Choice<spdlog::level::level_enum> kLogLevels[] = {
     {"trace", spdlog::level::trace}, {"debug", spdlog::level::debug}, {"info", spdlog::level::info},
@@ -84,8 +85,9 @@ constexpr SettingInfo kSettings[] = {
     {"NAN", "POLICY", "off, warn, raise", "off",
      "report the first call that makes NaN/Inf from finite inputs (raise: FloatingPointError there)",
      [](SettingParser& p, Config& c) { p.keyword("OPHOOK_NAN", c.nan, kNanPolicies); }},
-    {"COMPILE", "POLICY", "eager, ignore", "eager",
-     "torch.compile'd code: eager runs it eagerly and records it; ignore runs it compiled, unrecorded",
+    {"COMPILE", "POLICY", "eager, ignore, record", "eager",
+     "torch.compile'd code: eager runs it eagerly and records it; ignore runs it compiled, unrecorded; "
+     "record runs it compiled and records each kernel it launches (level compiled)",
      [](SettingParser& p, Config& c) { p.keyword("OPHOOK_COMPILE", c.compile, kCompilePolicies); }},
     {"OVERRIDES", "FILE", "a Python file of @ophook.override rules", "none",
      "replacement implementations of ops, imported at start",

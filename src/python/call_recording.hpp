@@ -83,14 +83,19 @@ void return_check_record(core::RecordPtr record) noexcept;
 /// call is this level's enclosing call and every level's parent while it runs. Returns what
 /// `invoke` returned, with any exception left untouched. `state` is this thread's, as
 /// recorder_for() returned it. A torch call that rebuilds a tensor unpickled from another process
-/// is run unrecorded (it is the transport's work, not the program's).
+/// is run unrecorded (it is the transport's work, not the program's). `known_site`: where the call
+/// comes from when the frames cannot say (a compiled kernel: its FX node's line), else found.
 template <typename CaptureInputs, typename Invoke>
 PyObject* record_call(core::Recorder& recorder, ThreadState& state, std::uint32_t op_id, core::Phase phase,
                       std::uint32_t module_id, CaptureInputs&& capture_inputs, Invoke&& invoke,
-                      bool overridden = false, RecordUse use = RecordUse::Recorded) {
+                      bool overridden = false, RecordUse use = RecordUse::Recorded,
+                      const SourceSite* known_site = nullptr) {
   const bool check_only = use == RecordUse::CheckOnly;
   SourceSite site;  // a CheckOnly call's is found only if it is a culprit
-  if (!check_only && recorder.config().stack && locate_source(site, recorder) == CallOrigin::TensorRebuild) {
+  if (known_site != nullptr) {
+    if (recorder.config().stack) site = *known_site;
+  } else if (!check_only && recorder.config().stack &&
+             locate_source(site, recorder) == CallOrigin::TensorRebuild) {
     return invoke();
   }
   auto record = check_only ? take_check_record() : core::RecordPool::take();  // recycled: no allocation per call

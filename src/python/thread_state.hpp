@@ -11,13 +11,14 @@ namespace ophook::py {
 /// The three levels that nest independently (OPHOOK_LEVELS): a call is hidden by an enclosing
 /// recorded call of its own group only. NumPy's ufunc, ufunc-method and array-function levels are
 /// one group: np.mean's inner add.reduce is nested in it.
-enum class LevelGroup : std::uint8_t { Numpy, TorchFunction, TorchDispatch };
-inline constexpr std::size_t kLevelGroups = 3;
+enum class LevelGroup : std::uint8_t { Numpy, TorchFunction, TorchDispatch, Compiled };
+inline constexpr std::size_t kLevelGroups = 4;
 
 constexpr LevelGroup group_of(core::Level level) noexcept {
   switch (level) {
     case core::Level::TorchFunction: return LevelGroup::TorchFunction;
     case core::Level::TorchDispatch: return LevelGroup::TorchDispatch;
+    case core::Level::Compiled: return LevelGroup::Compiled;
     default: return LevelGroup::Numpy;
   }
 }
@@ -32,6 +33,8 @@ struct ThreadState {
   int importing = 0;
   /// optimizer.step() calls in progress on this thread: their ops have phase "optimizer".
   int in_optimizer = 0;
+  /// Compiled kernels running (OPHOOK_COMPILE=record): the torch calls they make are theirs.
+  int in_kernel = 0;
   /// Set while ophook itself runs Python code (a repr, a torch attribute): calls it makes pass
   /// through unrecorded.
   bool busy = false;

@@ -178,7 +178,7 @@ TEST(Config, BadValuesNameVariableValueAndAcceptedList) {
   expect_rejected("OPHOOK_QUEUE_BYTES", "99999999999999999999999", "at least 64K");
   expect_rejected("OPHOOK_STACK", "maybe", "0, 1");
   expect_rejected("OPHOOK_NAN", "ignore", "off, warn, raise");
-  expect_rejected("OPHOOK_COMPILE", "compiled", "eager, ignore");
+  expect_rejected("OPHOOK_COMPILE", "compiled", "eager, ignore, record");
   expect_rejected("OPHOOK_LOG_LEVEL", "verbose", "trace, debug, info, warn, error, off");
   expect_rejected("OPHOOK_STRICT", "strict", "0, 1");
   expect_rejected("OPHOOK_DISABLE", "disabled", "0, 1");

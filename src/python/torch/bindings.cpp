@@ -1,11 +1,14 @@
 #include "torch/bindings.hpp"
 
+#include <pybind11/stl.h>
+
 #include "torch/device_readback.hpp"
 #include "python_common.hpp"
 #include "source_location.hpp"
 #include "step_counter.hpp"
 #include "thread_state.hpp"
 #include "torch/backward_modules.hpp"
+#include "torch/compiled_kernels.hpp"
 #include "torch/handlers.hpp"
 #include "torch/module_stack.hpp"
 #include "torch/native.hpp"
@@ -171,6 +174,23 @@ void bind_torch(pb::module_& m) {
   m.def("torch_without_native", &torch_native::disable,
         "Tests, before torch_setup: capture torch values the way torch releases without the C++ "
         "functions ophook calls directly have them captured (through the exporter and Python).");
+  m.def(
+      "torch_compiled_kernel",
+      [](const pb::object& kernel, std::string name, std::string annotation, std::vector<int> reads,
+         std::vector<int> writes, bool extern_call, std::string file, std::string function, int line) {
+        compiled_kernels::KernelSpec spec{std::move(name), std::move(annotation), std::move(reads), std::move(writes),
+                                          extern_call, std::move(file), std::move(function), line};
+        PyObject* launcher = compiled_kernels::new_launcher(kernel.ptr(), std::move(spec));
+        if (launcher == nullptr) throw pb::error_already_set();
+        return pb::reinterpret_steal<pb::object>(launcher);
+      },
+      pb::arg("kernel"), pb::arg("name"), pb::arg("annotation"), pb::arg("reads"), pb::arg("writes"),
+      pb::arg("extern_call"), pb::arg("source_file"), pb::arg("source_function"), pb::arg("source_line"),
+      "OPHOOK_COMPILE=record: a callable that runs `kernel` and records each launch as op `name` at level "
+      "compiled: positional arguments `reads` as inputs, `writes` as outputs (extern_call: every argument "
+      "read, out= or the result written); `annotation` (JSON fields) goes on its trace lines, the source "
+      "is the kernel's user line.");
+  m.attr("KernelLauncher") = pb::reinterpret_borrow<pb::object>(compiled_kernels::launcher_type_object());
   m.def(
       "torch_reset",
       [] {

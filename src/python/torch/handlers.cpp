@@ -124,25 +124,6 @@ std::pair<std::uint32_t, PyObject*> resolve_dispatch(PyObject* func) {
   return {op.op_id, op.target};
 }
 
-/// "backward" while autograd runs a backward pass on this thread (its nodes, the hooks they run
-/// and the final callbacks queued on the engine: DDP's gradient synchronisation); "optimizer"
-/// inside optimizer.step(); else "forward".
-core::Phase current_phase(const ThreadState& state) {
-  bool backward = false;
-  if (torch_native::has_graph_task_id()) {
-    backward = torch_native::in_backward_pass();
-  } else if (backward_probe != nullptr) {
-    PyRef answer = PyRef::steal(PyObject_CallNoArgs(backward_probe));
-    if (answer && probe_returns_node) {
-      backward = answer.get() != Py_None;
-    } else if (answer) {
-      backward = PyLong_AsLong(answer.get()) != -1;
-    }
-    if (PyErr_Occurred()) PyErr_Clear();
-  }
-  if (backward) return core::Phase::Backward;
-  return state.in_optimizer > 0 ? core::Phase::Optimizer : core::Phase::Forward;
-}
 
 /// True while a torch.compile'd callable runs on this thread: one of the marker frames is on the
 /// stack. A walk of the stack, paid only for recorded calls and only in ignore policy.
@@ -221,7 +202,7 @@ PyObject* check_backward_op(std::uint32_t op_id, PyObject* args, PyObject* kwarg
     return call_original();
   }
   auto& state = thread_state();
-  if (state.busy || import_guard::importing(state)) return call_original();
+  if (state.busy || import_guard::importing(state) || state.in_kernel > 0) return call_original();
   const auto phase = current_phase(state);
   const auto module = module_stack::current_module_id(phase);
   if (phase != core::Phase::Backward || !module_stack::module_selected(module)) return call_original();
@@ -261,7 +242,9 @@ PyObject* handle(PyObject* const* argv, Py_ssize_t nargs, Resolve&& resolve, Rec
   PyObject* rule = has_overrides() ? override_for(op_id) : nullptr;
   ThreadState* state = nullptr;
   auto* recorder = recorder_for(op_id, state);
-  if ((rule == nullptr && recorder == nullptr) || in_compiled_region()) return call_original();
+  if ((rule == nullptr && recorder == nullptr) || in_compiled_region() || (state != nullptr && state->in_kernel > 0)) {
+    return call_original();
+  }
   auto capture = [&](ValueCapture& c) { capture_call_args(c, args, kwargs); };
   // An @ophook.override rule gets the op itself as `original`: inside this handler the mode is
   // off, so calling it runs the real op.
@@ -279,6 +262,23 @@ PyObject* handle(PyObject* const* argv, Py_ssize_t nargs, Resolve&& resolve, Rec
 }
 
 }  // namespace
+
+core::Phase current_phase(const ThreadState& state) {
+  bool backward = false;
+  if (torch_native::has_graph_task_id()) {
+    backward = torch_native::in_backward_pass();
+  } else if (backward_probe != nullptr) {
+    PyRef answer = PyRef::steal(PyObject_CallNoArgs(backward_probe));
+    if (answer && probe_returns_node) {
+      backward = answer.get() != Py_None;
+    } else if (answer) {
+      backward = PyLong_AsLong(answer.get()) != -1;
+    }
+    if (PyErr_Occurred()) PyErr_Clear();
+  }
+  if (backward) return core::Phase::Backward;
+  return state.in_optimizer > 0 ? core::Phase::Optimizer : core::Phase::Forward;
+}
 
 void set_compiled_region_markers(const std::vector<PyObject*>& codes) {
   for (auto* code : compiled_region_markers) Py_DECREF(code);

@@ -1,7 +1,9 @@
 #pragma once
 #include <vector>
 
+#include "ophook/record.hpp"
 #include "python_common.hpp"
+#include "thread_state.hpp"
 
 namespace ophook::py {
 
@@ -34,6 +36,11 @@ void clear_caches();
 /// entry the torch_function level sees (Tensor.backward, autograd.backward, autograd.grad), so that
 /// a NaN born in the backward pass is found at its aten op. nullptrs: off.
 void set_backward_check(PyObject* mode, PyObject* push, PyObject* pop);
+
+/// The phase of a call made now on this thread: "backward" while autograd runs a backward pass
+/// (its nodes, their hooks, the engine's final callbacks), "optimizer" inside optimizer.step(),
+/// else "forward".
+core::Phase current_phase(const ThreadState& state);
 
 PyObject* on_torch_function(PyObject* mode, PyObject* const* args, Py_ssize_t nargs);
 PyObject* on_torch_dispatch(PyObject* mode, PyObject* const* args, Py_ssize_t nargs);

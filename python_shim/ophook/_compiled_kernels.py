@@ -1,0 +1,250 @@
+"""OPHOOK_COMPILE=record: torch.compile'd code runs compiled, and each kernel its Inductor-generated
+code launches is recorded at level `compiled`.
+
+Inductor writes a Python module per compiled graph whose `call()` launches the graph's kernels
+(fused C++ or Triton kernels, module globals; extern kernels through `extern_kernels.<name>`).
+When such a module is loaded (PyCodeCache.load_by_key_path, every compile), its kernel globals are
+replaced by ophook launchers (C++: _ophook.torch_compiled_kernel) that run the same kernel with
+the same arguments and record the launch: the buffers it reads as inputs, those it writes as
+outputs. Nothing in the generated code or the kernels changes. What each kernel computes (its
+aten ops) and the user's lines it comes from are Inductor's provenance tracking
+(config.trace.provenance_tracking_level = 1: metadata only); a graph loaded from Inductor's caches
+would come without it, so the caches are off while recording.
+"""
+import json
+import re
+
+from . import _import_hooks, _ophook
+
+_AOT_ID = re.compile(r"^# AOT ID: \['([^']*)'\]", re.M)
+_CPP_KERNEL = re.compile(r"^(\w+) = async_compile\.cpp_pybinding\(\[[^\]]*\], r'''(.*?)'''\)", re.M | re.S)
+_SIGNATURE = re.compile(r'extern "C"\s+(?:\w+\s+)*void\s+kernel\(([^)]*)\)', re.S)
+_HANDLE = re.compile(r"^# \[Provenance debug handles\] (\S+)$")
+_ATEN = re.compile(r"Original ATen: \[([^\]]*)\]")
+_FRESH = re.compile(r"^(\w+) = (?:empty_strided_\w+\(|(\w+); del \w+  # reuse$|reinterpret_tensor\(\w+, .*; del \w+  # reuse$)")
+_EXTERN_CALL = re.compile(r"^(?:(\w+) = )?extern_kernels\.(\w+)\((.*)\)$")
+_KERNEL_CALL = re.compile(r"^(\w+)\((.*)\)$")
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+
+_installed = False
+
+
+def install():
+    """Under OPHOOK_COMPILE=record: once Inductor's code cache is imported, instrument each
+    generated module it loads."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    _import_hooks.when_imported("torch._inductor.codecache", _hook_code_cache)
+
+
+def _hook_code_cache(codecache):
+    from torch._inductor import config
+
+    # The generated modules are Inductor's code, not the program's: a launch's source is found
+    # below them.
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+    _ophook.add_library_directory(cache_dir())
+    config.trace.provenance_tracking_level = 1
+    config.fx_graph_cache = False
+    if hasattr(config, "autograd_cache"):
+        config.autograd_cache = False
+    cache = codecache.PyCodeCache
+    original = cache.__dict__["load_by_key_path"].__func__
+
+    def load_by_key_path(cls, *args, **kwargs):
+        module = original(cls, *args, **kwargs)
+        try:
+            instrument(module)
+        except Exception as error:  # a generated module of a shape not known here: left as it is
+            _ophook.log("warn", "OPHOOK_COMPILE=record: kernels of %s not recorded (%s: %s)"
+                        % (getattr(module, "__file__", module), type(error).__name__, error))
+        return module
+
+    load_by_key_path.__wrapped__ = original
+    cache.load_by_key_path = classmethod(load_by_key_path)
+
+
+def instrument(module):
+    """Replaces the kernels `module.call()` launches by recording launchers (once per module)."""
+    if getattr(module, "__ophook_recorded__", False) or not callable(getattr(module, "call", None)):
+        return
+    module.__ophook_recorded__ = True
+    path = getattr(module, "__file__", None)
+    if not path:
+        return
+    with open(path, encoding="utf-8") as source_file:
+        source = source_file.read()
+    aot = _AOT_ID.search(source)
+    prefix = "inductor.%s." % (aot.group(1) if aot and aot.group(1) else "graph")
+    parameters = {name: _kernel_parameters(body) for name, body in _CPP_KERNEL.findall(source)}
+    externs = {}
+    for site in _call_sites(source, parameters):
+        kernel = site["kernel"]
+        provenance = _provenance(site["handle"], site["aten"])
+        if site["extern"]:
+            if kernel in externs:
+                continue
+            target = getattr(module.extern_kernels, kernel)
+            externs[kernel] = _launcher(target, prefix + "extern_kernels." + kernel, [], [], True, provenance)
+        elif kernel in parameters and not isinstance(module.__dict__.get(kernel), _ophook.KernelLauncher):
+            reads, writes = site["reads"], site["writes"]
+            module.__dict__[kernel] = _launcher(module.__dict__[kernel], prefix + kernel, reads, writes, False,
+                                                provenance)
+    if externs:
+        module.extern_kernels = _Externs(module.extern_kernels, externs)
+
+
+class _Externs:
+    """The generated module's `extern_kernels`: ophook's launchers for the extern kernels its call()
+    uses, Inductor's own namespace for anything else."""
+
+    def __init__(self, real, launchers):
+        self.__dict__.update(launchers)
+        self._real = real
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+
+def _launcher(kernel, name, reads, writes, extern, provenance):
+    computes, sources = provenance
+    annotation = '"computes":%s,"sources":%s' % (json.dumps(computes), json.dumps(
+        ["%s:%d:%s" % frame for frame in sources]))
+    file, line, function = sources[0] if sources else ("", 0, "")
+    return _ophook.torch_compiled_kernel(kernel, name, annotation, reads, writes, extern, file, function, line)
+
+
+def _kernel_parameters(kernel_source):
+    """(name, is_pointer) of a fused C++ kernel's parameters, in order."""
+    signature = _SIGNATURE.search(kernel_source)
+    if signature is None:
+        return []
+    parameters = []
+    for declaration in signature.group(1).split(","):
+        words = declaration.replace("*", " * ").split()
+        if words:
+            parameters.append((words[-1], "*" in words))
+    return parameters
+
+
+def _split_arguments(text):
+    """Top-level comma-separated arguments of a call's argument text."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    if text[start:].strip():
+        parts.append(text[start:].strip())
+    return parts
+
+
+def _buffer_of(argument):
+    match = re.match(r"(?:reinterpret_tensor\()?(\w+)", argument)
+    return match.group(1) if match else None
+
+
+def _call_sites(source, parameters):
+    """The kernel launches of call(), in order: kernel name, extern or not, provenance handle and
+    ATen comment, and for a fused kernel which positional arguments it reads and writes. A pointer
+    named in_out_ptr is read only when its buffer holds a value already: not when call() has just
+    allocated it or taken over a dead buffer's storage ("# reuse"), where the kernel uses it as
+    scratch before writing its result."""
+    start = source.find("    def call(self, args):")
+    if start < 0:
+        start = source.find("def call(args):")
+    if start < 0:
+        return []
+    lines = source[start:].splitlines()[1:]
+    indent = None
+    fresh = set()
+    handle = aten = None
+    for raw in lines:
+        if not raw.strip():
+            continue
+        current = len(raw) - len(raw.lstrip())
+        if indent is None:
+            indent = current
+        if current < indent:
+            break
+        line = raw.strip()
+        if line.startswith("#"):
+            found = _HANDLE.match(line)
+            if found:
+                handle = found.group(1)
+            found = _ATEN.search(line)
+            if found:
+                aten = [name.strip() for name in found.group(1).split(",") if name.strip()]
+            continue
+        found = _FRESH.match(line)
+        if found:
+            fresh.add(found.group(1))
+            continue
+        found = _EXTERN_CALL.match(line)
+        if found:
+            arguments = _split_arguments(found.group(3))
+            for argument in arguments:
+                if argument.startswith("out="):
+                    fresh.discard(_buffer_of(argument[4:]))
+            fresh.discard(found.group(1))
+            yield {"kernel": found.group(2), "extern": True, "handle": handle, "aten": aten}
+            handle = aten = None
+            continue
+        found = _KERNEL_CALL.match(line)
+        if found and found.group(1) in parameters:
+            arguments = _split_arguments(found.group(2))
+            reads, writes = [], []
+            for index, (name, pointer) in enumerate(parameters[found.group(1)]):
+                buffer = _buffer_of(arguments[index]) if index < len(arguments) else None
+                if name.startswith("in_out_ptr"):
+                    writes.append(index)
+                    if buffer not in fresh:
+                        reads.append(index)
+                elif name.startswith("out_ptr"):
+                    writes.append(index)
+                else:
+                    reads.append(index)
+            for index in writes:
+                fresh.discard(_buffer_of(arguments[index]) if index < len(arguments) else None)
+            yield {"kernel": found.group(1), "extern": False, "handle": handle, "aten": aten,
+                   "reads": reads, "writes": writes}
+            handle = aten = None
+
+
+def _provenance(handle, aten):
+    """(aten ops, [(file, line, function)]) of a kernel from Inductor's provenance tracking: the
+    post-grad FX nodes it computes (their names are their ops') and the user's lines they come from."""
+    from torch._inductor import debug
+
+    nodes = getattr(debug, "_inductor_triton_kernel_to_post_grad_node_info", {}).get(handle, []) if handle else []
+    traces = getattr(debug, "_inductor_kernel_stack_trace", {}).get(handle, []) if handle else []
+    computes = list(aten or [])
+    if not computes:
+        for node in nodes:
+            op = re.sub(r"_\d+$", "", node)
+            if op != "getitem" and "aten." + op not in computes:  # getitem: a tuple's element, no op
+                computes.append("aten." + op)
+    sources = []
+    for trace in traces:
+        # The innermost frame of the program's: Dynamo traced through torch's and ophook's own
+        # Python too (the mode's __torch_function__ under this policy).
+        frames = [frame for frame in _FRAME.findall(trace) if not frame[0].startswith(_library_directories())]
+        if frames:
+            file, line, function = frames[-1]
+            if (file, int(line), function) not in sources:
+                sources.append((file, int(line), function))
+    return computes, sources
+
+
+def _library_directories():
+    import os
+    import torch
+
+    return (os.path.dirname(torch.__file__) + os.sep, os.path.dirname(os.path.abspath(__file__)) + os.sep)

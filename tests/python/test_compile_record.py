@@ -1,0 +1,99 @@
+"""OPHOOK_COMPILE=record (issue 35): torch.compile'd code runs compiled, with the same bits as
+without ophook, and every kernel its Inductor-generated code launches is a record at level
+`compiled` with its values, the aten ops it computes and the user's lines they come from; the
+NaN hunt names the kernel and the line. Real programs on Inductor's CPU backend under LD_PRELOAD."""
+import json
+
+import numpy as np
+
+from conftest import arrays, load, run_script, same_bits, summary, trace
+
+# One training step of a compiled block (Linear, LayerNorm, GELU); prints the output, the loss
+# and the updated weight as hex bytes, and saves the output.
+TRAINING = """
+import numpy as np, torch
+torch.manual_seed(0)
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(16, 16)
+        self.norm = torch.nn.LayerNorm(16)
+
+    def forward(self, x):
+        h = self.linear(x)                             # LINEAR
+        return torch.nn.functional.gelu(self.norm(h))  # NORM_GELU
+
+block = Block()
+step = torch.compile(block)
+optimizer = torch.optim.SGD(block.parameters(), lr=0.1)
+x = torch.randn(8, 16)
+y = step(x)
+loss = (y * y).mean()
+loss.backward()
+optimizer.step()
+np.save("y.npy", y.detach().numpy())
+print(y.detach().numpy().tobytes().hex(), loss.item(), block.linear.weight.detach().numpy().tobytes().hex())
+"""
+
+
+def line_of(marker, source=TRAINING):
+    return next(number for number, line in enumerate(source.splitlines(), 1) if marker in line)
+
+
+def test_a_compiled_training_step_is_recorded_kernel_by_kernel(tmp_path):
+    plain = run_script(tmp_path, TRAINING, preload=False, timeout=300)
+    hooked = run_script(tmp_path, TRAINING, mode="dump", compile="record", timeout=300)
+    assert hooked.stdout == plain.stdout  # the same kernels: the same bits
+    out = tmp_path / "out"
+    records = trace(out)
+    assert summary(out)["notes"]["compile"]["policy"] == "record"
+    kernels = [r for r in records if r["level"] == "compiled"]
+    assert {r["phase"] for r in kernels} == {"forward", "backward"}
+    # nothing that runs inside the compiled region is recorded at the torch levels
+    assert not [r for r in records if r["op"] in ("torch.nn.functional.linear", "torch.nn.functional.layer_norm",
+                                                   "torch.nn.functional.gelu", "torch.addmm")]
+    prog = str(tmp_path / "prog.py")
+    linear = "%s:%d:forward" % (prog, line_of("# LINEAR"))
+    norm_gelu = "%s:%d:forward" % (prog, line_of("# NORM_GELU"))
+    forward = [r for r in kernels if r["phase"] == "forward"]
+    addmm = [r for r in forward if r["op"].endswith("extern_kernels.addmm")]
+    assert len(addmm) == 1 and "aten.addmm" in addmm[0]["computes"] and addmm[0]["source"] == linear
+    fused = [r for r in forward if "cpp_fused" in r["op"]]
+    assert len(fused) == 1 and fused[0]["sources"] == [norm_gelu] and fused[0]["source"] == norm_gelu
+    assert "aten.erf" in fused[0]["computes"]  # GELU's
+    # values: the fused kernel's last output is the block's output, bit for bit; the addmm's
+    # output is x @ W.T + b from its own inputs
+    assert same_bits(load(out, arrays(fused[0], "outputs")[-1]), np.load(tmp_path / "y.npy"))
+    bias, x, weight_t = (load(out, a) for a in arrays(addmm[0], "args"))
+    np.testing.assert_allclose(load(out, arrays(addmm[0], "outputs")[0]), bias + x @ weight_t, rtol=1e-5, atol=1e-6)
+    backward = [r for r in kernels if r["phase"] == "backward"]
+    assert any(r["op"].endswith("extern_kernels.mm") and r["sources"] == [linear] for r in backward)
+    assert all(r["source"] in (linear, norm_gelu) for r in kernels)
+
+
+NAN = """
+import torch
+
+@torch.compile
+def features(x, w):
+    h = x @ w
+    return torch.log(h - 100.0) * 2  # PLANTED
+
+x, w = torch.ones(4, 8), torch.ones(8, 8)
+print(features(x, w).isnan().sum().item())
+"""
+
+
+def test_a_nan_born_in_a_compiled_kernel_names_the_kernel_and_the_line(tmp_path):
+    proc = run_script(tmp_path, NAN, mode="trace", compile="record", nan="warn", timeout=300)
+    assert proc.stdout.strip() == "32"
+    where = "%s:%d:features" % (tmp_path / "prog.py", line_of("# PLANTED", NAN))
+    warning = [line for line in proc.stderr.splitlines() if "first NaN/Inf from finite inputs" in line]
+    assert len(warning) == 1 and "cpp_fused" in warning[0] and where in warning[0], proc.stderr
+    records = trace(tmp_path / "out")
+    kernels = [r for r in records if r["level"] == "compiled"]
+    assert [r["op"] for r in kernels][0].endswith("extern_kernels.mm")
+    assert kernels[1]["source"] == where and "aten.log" in kernels[1]["computes"]
+    raised = run_script(tmp_path, NAN, mode="trace", compile="record", nan="raise", timeout=300, check=False)
+    assert raised.returncode == 1 and "FloatingPointError" in raised.stderr and "cpp_fused" in raised.stderr
