@@ -5,12 +5,15 @@ NaN hunt names the kernel and the line. Real programs on Inductor's CPU backend 
 import json
 
 import numpy as np
+import pytest
 
+from cli_fixtures import run_ophook
 from conftest import arrays, load, run_script, same_bits, summary, trace
 
 # One training step of a compiled block (Linear, LayerNorm, GELU); prints the output, the loss
-# and the updated weight as hex bytes, and saves the output.
+# and the updated weight as hex bytes, and writes the output's bytes.
 TRAINING = """
+import os
 import numpy as np, torch
 torch.manual_seed(0)
 
@@ -21,8 +24,11 @@ class Block(torch.nn.Module):
         self.norm = torch.nn.LayerNorm(16)
 
     def forward(self, x):
-        h = self.linear(x)                             # LINEAR
-        return torch.nn.functional.gelu(self.norm(h))  # NORM_GELU
+        h = self.linear(x)                          # LINEAR
+        y = torch.nn.functional.gelu(self.norm(h))  # NORM_GELU
+        if os.environ.get("PERTURB"):
+            y = y * 1.01                            # PERTURBED
+        return torch.tanh(y)                        # TANH
 
 block = Block()
 step = torch.compile(block)
@@ -32,7 +38,8 @@ y = step(x)
 loss = (y * y).mean()
 loss.backward()
 optimizer.step()
-np.save("y.npy", y.detach().numpy())
+with open(os.environ.get("Y_NAME", "plain") + ".bytes", "wb") as out:  # not a recorded call
+    out.write(y.detach().numpy().tobytes())
 print(y.detach().numpy().tobytes().hex(), loss.item(), block.linear.weight.detach().numpy().tobytes().hex())
 """
 
@@ -41,11 +48,23 @@ def line_of(marker, source=TRAINING):
     return next(number for number, line in enumerate(source.splitlines(), 1) if marker in line)
 
 
-def test_a_compiled_training_step_is_recorded_kernel_by_kernel(tmp_path):
-    plain = run_script(tmp_path, TRAINING, preload=False, timeout=300)
-    hooked = run_script(tmp_path, TRAINING, mode="dump", compile="record", timeout=300)
-    assert hooked.stdout == plain.stdout  # the same kernels: the same bits
-    out = tmp_path / "out"
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """TRAINING unhooked; recorded in dump mode eagerly (the default policy) and compiled, the
+    latter also with a perturbation inside the compiled code."""
+    where = tmp_path_factory.mktemp("compiled")
+    out = {"dir": where, "plain": run_script(where, TRAINING, preload=False, timeout=300).stdout}
+    for name, policy, env in (("eager", "eager", {}), ("record", "record", {}),
+                              ("perturbed", "record", {"PERTURB": "1"})):
+        out[name] = run_script(where, TRAINING, mode="dump", compile=policy, output=where / name,
+                               env=dict(env, Y_NAME=name), timeout=300).stdout
+    return out
+
+
+def test_a_compiled_training_step_is_recorded_kernel_by_kernel(runs):
+    tmp_path = runs["dir"]
+    assert runs["record"] == runs["plain"]  # the same kernels: the same bits
+    out = tmp_path / "record"
     records = trace(out)
     assert summary(out)["notes"]["compile"]["policy"] == "record"
     kernels = [r for r in records if r["level"] == "compiled"]
@@ -60,16 +79,45 @@ def test_a_compiled_training_step_is_recorded_kernel_by_kernel(tmp_path):
     addmm = [r for r in forward if r["op"].endswith("extern_kernels.addmm")]
     assert len(addmm) == 1 and "aten.addmm" in addmm[0]["computes"] and addmm[0]["source"] == linear
     fused = [r for r in forward if "cpp_fused" in r["op"]]
-    assert len(fused) == 1 and fused[0]["sources"] == [norm_gelu] and fused[0]["source"] == norm_gelu
-    assert "aten.erf" in fused[0]["computes"]  # GELU's
+    tanh = "%s:%d:forward" % (prog, line_of("# TANH"))
+    assert len(fused) == 1 and fused[0]["sources"] == [norm_gelu, tanh] and fused[0]["source"] == norm_gelu
+    assert {"aten.erf", "aten.tanh"} <= set(fused[0]["computes"])  # GELU's, tanh's
     # values: the fused kernel's last output is the block's output, bit for bit; the addmm's
     # output is x @ W.T + b from its own inputs
-    assert same_bits(load(out, arrays(fused[0], "outputs")[-1]), np.load(tmp_path / "y.npy"))
+    assert same_bits(load(out, arrays(fused[0], "outputs")[-1]), np.frombuffer((tmp_path / "record.bytes").read_bytes(), np.float32).reshape(8, 16))
     bias, x, weight_t = (load(out, a) for a in arrays(addmm[0], "args"))
     np.testing.assert_allclose(load(out, arrays(addmm[0], "outputs")[0]), bias + x @ weight_t, rtol=1e-5, atol=1e-6)
     backward = [r for r in kernels if r["phase"] == "backward"]
     assert any(r["op"].endswith("extern_kernels.mm") and r["sources"] == [linear] for r in backward)
     assert all(r["source"] in (linear, norm_gelu) for r in kernels)
+
+
+def test_compare_pairs_kernels_with_eager_calls_and_names_the_first_that_differs(runs):
+    where = runs["dir"]
+    # eager against compiled: each kernel pairs with the eager call its value ends in, and they agree
+    # within float32 reassociation
+    same = run_ophook("compare", where / "eager", where / "record", "--rtol", "1e-3", "--atol", "1e-6",
+                      "--json", where / "same.json")
+    assert same.returncode == 0, same.stdout
+    process = json.loads((where / "same.json").read_text())["processes"][0]
+    assert process["fused_calls"] >= 1 and process["unmatched_base"] == process["unmatched_new"] == 0
+    assert "compiled kernels: 2 paired with the eager call whose value each ends in" in same.stdout
+    # a perturbation inside the compiled code: the fused kernel that holds it is the first divergent
+    # call and its origin, paired with tanh (the value it ends in), and the float64 referee says
+    # the eager side is closer
+    differ = run_ophook("compare", where / "eager", where / "perturbed", "--rtol", "1e-3", "--atol", "1e-6",
+                        "--json", where / "differ.json", "--referee", "float64", timeout=300)
+    assert differ.returncode == 1, differ.stdout
+    result = json.loads((where / "differ.json").read_text())
+    first = result["processes"][0]["first_origin"]
+    assert first == result["processes"][0]["first_divergence"]
+    base = {r["seq"]: r for r in trace(where / "eager")}[first["base_seq"]]
+    kernel = {r["seq"]: r for r in trace(where / "perturbed")}[first["new_seq"]]
+    perturbed = "%s:%d:forward" % (where / "prog.py", line_of("# PERTURBED"))
+    assert base["op"] == "torch.tanh" and "cpp_fused" in kernel["op"] and perturbed in kernel["sources"]
+    assert "first divergent call" in differ.stdout and kernel["op"] in differ.stdout
+    verdict = next(op for op in result["ops"] if op["op"] == "torch.tanh")["referee"]
+    assert verdict["closer"] == "base", verdict
 
 
 NAN = """

@@ -4,9 +4,15 @@ recorded inputs, and its recorded output's maximum relative error (MARE, referen
 that answer is taken; per op the largest over its judged pairs decides.
 
 Request (JSON, from `ophook compare`): {"base": DIR, "new": DIR, "ops": [{"op": NAME, "pairs":
-[[BASE_SEQ, NEW_SEQ(, BASE_PROCESS_DIR, NEW_PROCESS_DIR)], ...]}]} (`compare` chooses the pairs; a
-pair of a worker or rank names its processes' directories, else the runs' own). Response: {"ops": [{"op", "closer": "base"|"new"|"tie"|null,
+[[BASE_SEQ, NEW_SEQ(, BASE_PROCESS_DIR, NEW_PROCESS_DIR(, KERNEL))], ...]}]} (`compare` chooses the
+pairs; a pair of a worker or rank names its processes' directories, else the runs' own). KERNEL,
+for a compiled kernel paired with an eager call ({"kernel": "base"|"new", "output": the eager
+call's output path, "file": the kernel output's .npy}): a kernel cannot be re-run, so its output
+stands in for the eager call's in a copy of that call, judged against the same float64 re-run. Response: {"ops": [{"op", "closer": "base"|"new"|"tie"|null,
 "base_max_rel", "new_max_rel", "pairs_judged", "reason"}]}."""
+import json
+import re
+
 from .runner import run_tasks
 from .trace_file import InputError, read_records
 
@@ -29,8 +35,14 @@ def judge(request, jobs):
         for pair in entry["pairs"]:
             base_seq, new_seq = pair[:2]
             base_dir, new_dir = pair[2:4] if len(pair) >= 4 else (request["base"], request["new"])
-            for run_dir, seq in ((base_dir, base_seq), (new_dir, new_seq)):
-                tasks.append((run_dir, record(run_dir, seq), "reference", 0))
+            kernel = pair[4] if len(pair) >= 5 else None
+            sides = [(base_dir, record(base_dir, base_seq)), (new_dir, record(new_dir, new_seq))]
+            if kernel:
+                at = 0 if kernel["kernel"] == "base" else 1
+                eager_dir, eager = sides[1 - at]
+                sides[at] = (eager_dir, _with_output(eager, kernel["output"], kernel["file"]))
+            for run_dir, call in sides:
+                tasks.append((run_dir, call, "reference", 0))
             owners.append(index)
     results = run_tasks(tasks, jobs, "referee")
     verdicts = [{"op": entry["op"], "closer": None, "base_max_rel": None, "new_max_rel": None, "pairs_judged": 0,
@@ -40,6 +52,20 @@ def judge(request, jobs):
     for verdict in verdicts:
         _decide(verdict)
     return {"ops": verdicts}
+
+
+def _with_output(record, path, file):
+    """A copy of `record` whose output at flattened `path` ("outputs[0]", "outputs[1][0]") is read
+    from `file` (an absolute path)."""
+    copy = json.loads(json.dumps(record))
+    indices = [int(i) for i in re.findall(r"\[(\d+)\]", path[len("outputs"):])]
+    if not path.startswith("outputs[") or not indices:
+        raise InputError("referee: output path %r of seq %s is not an output" % (path, record.get("seq")))
+    holder = copy["outputs"]
+    for index in indices[:-1]:
+        holder = holder[index]
+    holder[indices[-1]] = dict(holder[indices[-1]], file=file)
+    return copy
 
 
 def _add_pair(verdict, base, new):

@@ -5,6 +5,7 @@
 #include "compare/summary.hpp"
 #include "ophook/error.hpp"
 #include "read/parallel_for.hpp"
+#include "compare/kernel_pairing.hpp"
 #include "compare/process_pairing.hpp"
 #include "compare/record_alignment.hpp"
 #include "compare/record_compare.hpp"
@@ -32,6 +33,7 @@ void align(ProcessComparison& process) {
   RecordAlignment alignment = align_records(process.base, process.other);
   process.identical_sequences = alignment.identical;
   process.steps = std::move(alignment.steps);
+  pair_kernels(process);
   process.pair_index_of_step.assign(process.steps.size(), kNoPair);
   for (std::size_t s = 0; s < process.steps.size(); ++s) {
     const AlignStep& step = process.steps[s];
@@ -96,6 +98,7 @@ CompareResult run_comparison(const CompareOptions& options) {
               result.warnings);
     align(process);
     compare_pairs(process, options);
+    judge_kernel_pair_inputs(process);
     summarise_process(process);
   }
   summarise_runs(result);

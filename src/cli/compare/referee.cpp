@@ -22,6 +22,15 @@ namespace {
 constexpr const char* kNoDumps =
     "no differing pair has every array in a file on both sides (record both runs with OPHOOK_MODE=dump)";
 
+/// The kernel pair (kernel_pairing.hpp) `pair` compares, or nullptr.
+const ProcessComparison::KernelPair* kernel_pair_of(const ProcessComparison& process, const PairResult& pair) {
+  const std::size_t kernel_side = process.kernels_in_base ? pair.base : pair.other;
+  for (const auto& kernel : process.kernel_pairs) {
+    if (kernel.kernel_copy == kernel_side) return &kernel;
+  }
+  return nullptr;
+}
+
 bool replayable(const TraceRecord& record) {
   return std::all_of(record.arrays.begin(), record.arrays.end(), [](const ArraySpec& a) { return !a.file.empty(); });
 }
@@ -89,9 +98,24 @@ json referee_request(const CompareResult& result) {
     for (const PairResult& pair : process.pairs) {
       const TraceRecord& base = process.base[pair.base];
       const TraceRecord& other = process.other[pair.other];
-      if (!pair.differs || !replayable(base) || !replayable(other)) continue;
+      if (!pair.differs) continue;
+      json entry = {base.seq, other.seq, base_dir, new_dir};
+      if (const auto* kernel = kernel_pair_of(process, pair)) {
+        // A kernel cannot be re-run in float64: its output is judged against the eager call's
+        // float64 re-run, on the eager call's inputs.
+        const auto& eager = process.kernels_in_base ? process.other : process.base;
+        const auto& kernels = process.kernels_in_base ? process.base : process.other;
+        const auto& output = kernels[kernel->kernel_copy].arrays.front();
+        if (!replayable(eager[kernel->eager_record]) || output.file.empty()) continue;
+        const auto& kernel_dir = process.kernels_in_base ? base_dir : new_dir;
+        entry.push_back({{"kernel", process.kernels_in_base ? "base" : "new"},
+                         {"output", kernel->eager_output},
+                         {"file", (fs::path(kernel_dir) / output.file).string()}});
+      } else if (!replayable(base) || !replayable(other)) {
+        continue;
+      }
       json& list = pairs[base.op];
-      if (list.size() < kRefereePairsPerOp) list.push_back({base.seq, other.seq, base_dir, new_dir});
+      if (list.size() < kRefereePairsPerOp) list.push_back(std::move(entry));
     }
   }
   json ops = json::array();

@@ -126,6 +126,22 @@ struct ProcessComparison {
   std::filesystem::path base_dir, new_dir;
   std::vector<TraceRecord> base, other;
   bool identical_sequences = false;  // op sequences equal: paired 1:1 without alignment
+  /// An eager run against an OPHOOK_COMPILE=record run (kernel_pairing.hpp): the eager calls
+  /// computed inside kernels without being paired with one, and the kernels with no eager call to
+  /// pair with (a backward kernel against a run without backward ops); neither counts as unmatched.
+  std::size_t fused_calls = 0, kernels_without_counterpart = 0;
+  /// A kernel paired with an eager call: the copies of both records the pair compares (appended to
+  /// their sides' records: copies, not calls), the records themselves, and the eager output's path.
+  struct KernelPair {
+    std::size_t eager_copy, kernel_copy, eager_record, kernel_record;
+    std::string eager_output;
+  };
+  std::vector<KernelPair> kernel_pairs;
+  bool kernels_in_base = false;  // which side the kernels are on
+
+  /// The calls each side recorded.
+  std::size_t base_calls() const { return base.size() - kernel_pairs.size(); }
+  std::size_t new_calls() const { return other.size() - kernel_pairs.size(); }
   std::vector<AlignStep> steps;
   std::vector<PairResult> pairs;  // one per paired step, in step order
   std::vector<std::size_t> pair_index_of_step;  // npos for one-sided steps

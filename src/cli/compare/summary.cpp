@@ -137,8 +137,8 @@ void summarise_runs(CompareResult& result) {
   OpTable table(result.ops);
   for (const ProcessComparison& process : result.processes) {
     result.counts += process.counts;
-    result.base_calls += process.base.size();
-    result.new_calls += process.other.size();
+    result.base_calls += process.base_calls();
+    result.new_calls += process.new_calls();
     if (!process.matched()) ++result.unmatched_processes;
     add_process(process, table);
   }

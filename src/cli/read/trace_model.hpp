@@ -47,6 +47,7 @@ struct TraceRecord {
   std::optional<std::int64_t> parent;  // seq of the enclosing recorded call
   std::int64_t step = 0;
   bool overridden = false;
+  std::vector<std::string> sources;  // a compiled kernel's: the program's lines its ops come from
   std::vector<ArraySpec> arrays;
   std::vector<ScalarSpec> scalars;
   std::size_t line = 0;  // 1-based line number in trace.jsonl

@@ -169,6 +169,11 @@ TraceRecord record_from_json(const json& line) {
   auto overridden = line.find("overridden");
   record.overridden =
       overridden != line.end() && overridden->is_boolean() && overridden->get<bool>();
+  if (auto sources = line.find("sources"); sources != line.end() && sources->is_array()) {
+    for (const auto& source : *sources) {
+      if (source.is_string()) record.sources.push_back(source.get<std::string>());
+    }
+  }
   flatten_field(line, "args", record);
   flatten_field(line, "kwargs", record);
   flatten_field(line, "outputs", record);

@@ -72,7 +72,7 @@ void add_processes(const CompareResult& r, HtmlPage& page) {
     const CompareCounts& c = p.counts;
     flagged.push_back(c.verdict() == Verdict::Different);
     rows.push_back({p.base_name.empty() ? "-" : p.base_name, p.new_name.empty() ? "-" : p.new_name,
-                    fmt::format("{} / {}", p.base.size(), p.other.size()), std::to_string(c.pairs),
+                    fmt::format("{} / {}", p.base_calls(), p.new_calls()), std::to_string(c.pairs),
                     std::to_string(c.values_compared), std::to_string(c.differing_pairs),
                     std::to_string(c.origins),
                     fmt::format("{}+{}", c.unmatched_base, c.unmatched_new)});

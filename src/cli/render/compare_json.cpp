@@ -144,8 +144,8 @@ json process_json(const ProcessComparison& p) {
   const CompareCounts& c = p.counts;
   return {{"base", name_json(p.base_name)},
           {"new", name_json(p.new_name)},
-          {"base_calls", p.base.size()},
-          {"new_calls", p.other.size()},
+          {"base_calls", p.base_calls()},
+          {"new_calls", p.new_calls()},
           {"verdict", to_string(c.verdict())},
           {"identical_sequences", p.identical_sequences},
           {"pairs", c.pairs},
@@ -154,6 +154,8 @@ json process_json(const ProcessComparison& p) {
           {"origins", c.origins},
           {"unmatched_base", c.unmatched_base},
           {"unmatched_new", c.unmatched_new},
+          {"fused_calls", p.fused_calls},
+          {"kernels_without_counterpart", p.kernels_without_counterpart},
           {"first_divergence", step_seqs(p, p.first_divergent_step)},
           {"first_origin", step_seqs(p, p.first_origin_step)}};
 }

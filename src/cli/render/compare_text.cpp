@@ -45,7 +45,7 @@ void print_process_table(const CompareResult& r, std::ostream& out) {
   for (const ProcessComparison& p : r.processes) {
     const CompareCounts& c = p.counts;
     rows.push_back({p.base_name.empty() ? "-" : p.base_name, p.new_name.empty() ? "-" : p.new_name,
-                    std::to_string(p.base.size()), std::to_string(p.other.size()),
+                    std::to_string(p.base_calls()), std::to_string(p.new_calls()),
                     std::to_string(c.pairs), std::to_string(c.values_compared),
                     std::to_string(c.differing_pairs), std::to_string(c.origins),
                     fmt::format("{}+{}", c.unmatched_base, c.unmatched_new),
@@ -76,6 +76,12 @@ void print_runs(const CompareResult& r, std::ostream& out) {
         "pairing: op sequences differ; aligned by op name: {} pairs, {} unmatched in BASE, "
         "{} unmatched in NEW\n",
         p.counts.pairs, p.counts.unmatched_base, p.counts.unmatched_new);
+  }
+  if (!p.kernel_pairs.empty() || p.kernels_without_counterpart > 0) {
+    out << fmt::format(
+        "compiled kernels: {} paired with the eager call whose value each ends in, {} eager calls fused into "
+        "them, {} kernels without an eager counterpart\n",
+        p.kernel_pairs.size(), p.fused_calls, p.kernels_without_counterpart);
   }
 }
 
