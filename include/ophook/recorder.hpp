@@ -162,8 +162,11 @@ class OPHOOK_API Recorder {
  private:
   Recorder();
   void begin_run(const Config& config, WriterThread thread);
-  bool passes_filters(const std::string& name) const;
-  bool dumps(const std::string& name) const;
+  /// OPHOOK_INCLUDE/OPHOOK_EXCLUDE and OPHOOK_DUMP_INCLUDE on an op: on its name and, for a
+  /// compiled kernel, on each aten op it computes (its annotation's "computes"): included when
+  /// one of them matches, excluded when one matches.
+  bool passes_filters(const std::string& name, std::string_view annotation) const;
+  bool dumps(const std::string& name, std::string_view annotation) const;
   void start_writer(std::string output_path, WriterThread thread);
   bool ensure_writer() noexcept;
   void adopt_rank(long rank, bool export_it);

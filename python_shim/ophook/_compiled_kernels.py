@@ -19,12 +19,15 @@ from . import _import_hooks, _ophook
 _AOT_ID = re.compile(r"^# AOT ID: \['([^']*)'\]", re.M)
 _CPP_KERNEL = re.compile(r"^(\w+) = async_compile\.cpp_pybinding\(\[[^\]]*\], r'''(.*?)'''\)", re.M | re.S)
 _SIGNATURE = re.compile(r'extern "C"\s+(?:\w+\s+)*void\s+kernel\(([^)]*)\)', re.S)
+_TRITON_KERNEL = re.compile(r"^(\w+) = async_compile\.triton\('\w+', '''(.*?)'''", re.M | re.S)
+_TRITON_SIGNATURE = re.compile(r"^def \w+\(([^)]*)\):", re.M)
 _HANDLE = re.compile(r"^# \[Provenance debug handles\] (\S+)$")
 _ATEN = re.compile(r"Original ATen: \[([^\]]*)\]")
 _FRESH = re.compile(r"^(\w+) = (?:empty_strided_\w+\(|(\w+); del \w+  # reuse$|reinterpret_tensor\(\w+, .*; del \w+  # reuse$)")
 _EXTERN_CALL = re.compile(r"^(?:(\w+) = )?extern_kernels\.(\w+)\((.*)\)$")
-_KERNEL_CALL = re.compile(r"^(\w+)\((.*)\)$")
+_KERNEL_CALL = re.compile(r"^(\w+)(\.run)?\((.*)\)$")  # a C++ kernel's call, a Triton kernel's run
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+_RESUMED = re.compile(r"^torch_dynamo_resume_in_(\w+?)_at_\d+$")
 
 _installed = False
 
@@ -80,6 +83,8 @@ def instrument(module):
     aot = _AOT_ID.search(source)
     prefix = "inductor.%s." % (aot.group(1) if aot and aot.group(1) else "graph")
     parameters = {name: _kernel_parameters(body) for name, body in _CPP_KERNEL.findall(source)}
+    triton = {name: _triton_parameters(body) for name, body in _TRITON_KERNEL.findall(source)}
+    parameters.update(triton)
     externs = {}
     for site in _call_sites(source, parameters):
         kernel = site["kernel"]
@@ -89,6 +94,10 @@ def instrument(module):
                 continue
             target = getattr(module.extern_kernels, kernel)
             externs[kernel] = _launcher(target, prefix + "extern_kernels." + kernel, [], [], True, provenance)
+        elif kernel in triton and not isinstance(module.__dict__.get(kernel), _TritonKernel):
+            original = module.__dict__[kernel]
+            run = _launcher(original.run, prefix + kernel, site["reads"], site["writes"], False, provenance)
+            module.__dict__[kernel] = _TritonKernel(original, run)
         elif kernel in parameters and not isinstance(module.__dict__.get(kernel), _ophook.KernelLauncher):
             reads, writes = site["reads"], site["writes"]
             module.__dict__[kernel] = _launcher(module.__dict__[kernel], prefix + kernel, reads, writes, False,
@@ -107,6 +116,18 @@ class _Externs:
 
     def __getattr__(self, name):
         return getattr(self._real, name)
+
+
+class _TritonKernel:
+    """A Triton kernel of the generated module: its launches (`run`) recorded, anything else
+    Inductor's kernel object's own."""
+
+    def __init__(self, kernel, run):
+        self.run = run
+        self._kernel = kernel
+
+    def __getattr__(self, name):
+        return getattr(self._kernel, name)
 
 
 def _launcher(kernel, name, reads, writes, extern, provenance):
@@ -128,6 +149,15 @@ def _kernel_parameters(kernel_source):
         if words:
             parameters.append((words[-1], "*" in words))
     return parameters
+
+
+def _triton_parameters(kernel_source):
+    """(name, is_pointer) of a Triton kernel's parameters, in order (constexpr ones are not passed)."""
+    signature = _TRITON_SIGNATURE.search(kernel_source)
+    if signature is None:
+        return []
+    names = [part.split(":")[0].strip() for part in signature.group(1).split(",")]
+    return [(name, "ptr" in name) for name in names if name]
 
 
 def _split_arguments(text):
@@ -199,7 +229,8 @@ def _call_sites(source, parameters):
             continue
         found = _KERNEL_CALL.match(line)
         if found and found.group(1) in parameters:
-            arguments = _split_arguments(found.group(2))
+            # keyword arguments (a Triton launch's stream=) are not the kernel's parameters
+            arguments = [a for a in _split_arguments(found.group(3)) if not re.match(r"\w+=", a)]
             reads, writes = [], []
             for index, (name, pointer) in enumerate(parameters[found.group(1)]):
                 buffer = _buffer_of(arguments[index]) if index < len(arguments) else None
@@ -238,6 +269,8 @@ def _provenance(handle, aten):
         frames = [frame for frame in _FRAME.findall(trace) if not frame[0].startswith(_library_directories())]
         if frames:
             file, line, function = frames[-1]
+            # after a graph break Dynamo runs the rest of the function as a resume function
+            function = _RESUMED.sub(r"\1", function)
             if (file, int(line), function) not in sources:
                 sources.append((file, int(line), function))
     return computes, sources

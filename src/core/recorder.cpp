@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -70,8 +71,8 @@ void Recorder::begin_run(const Config& config, WriterThread thread) {
     dump_include_ = std::make_unique<std::regex>(config_.dump_include, std::regex::ECMAScript);
   }
   ops_.for_each([&](OpEntry& entry) {
-    entry.recorded = passes_filters(entry.name);
-    entry.dumped = dumps(entry.name);
+    entry.recorded = passes_filters(entry.name, entry.annotation);
+    entry.dumped = dumps(entry.name, entry.annotation);
   });
   seq_.store(0);
   dropped_.store(0);
@@ -102,14 +103,36 @@ void Recorder::begin_run(const Config& config, WriterThread thread) {
   finished_.store(false, std::memory_order_release);
 }
 
-bool Recorder::passes_filters(const std::string& name) const {
-  if (!config_.accessors && is_metadata_query(name)) return false;
-  if (include_ && !std::regex_search(name, *include_)) return false;
-  return !(exclude_ && std::regex_search(name, *exclude_));
+namespace {
+
+/// The names the filters look at: the op's, and the aten ops a compiled kernel computes.
+std::vector<std::string> filtered_names(const std::string& name, std::string_view annotation) {
+  std::vector<std::string> names{name};
+  if (annotation.empty()) return names;
+  const auto fields = nlohmann::json::parse("{" + std::string(annotation) + "}", nullptr, false);
+  if (fields.is_discarded() || !fields.contains("computes") || !fields["computes"].is_array()) return names;
+  for (const auto& op : fields["computes"]) {
+    if (op.is_string()) names.push_back(op.get<std::string>());
+  }
+  return names;
 }
 
-bool Recorder::dumps(const std::string& name) const {
-  return config_.mode == Mode::Dump && (!dump_include_ || std::regex_search(name, *dump_include_));
+bool any_matches(const std::vector<std::string>& names, const std::regex& pattern) {
+  return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return std::regex_search(n, pattern); });
+}
+
+}  // namespace
+
+bool Recorder::passes_filters(const std::string& name, std::string_view annotation) const {
+  if (!config_.accessors && is_metadata_query(name)) return false;
+  if (!include_ && !exclude_) return true;
+  const auto names = filtered_names(name, annotation);
+  if (include_ && !any_matches(names, *include_)) return false;
+  return !(exclude_ && any_matches(names, *exclude_));
+}
+
+bool Recorder::dumps(const std::string& name, std::string_view annotation) const {
+  return config_.mode == Mode::Dump && (!dump_include_ || any_matches(filtered_names(name, annotation), *dump_include_));
 }
 
 Recorder::Recorder() = default;
@@ -161,7 +184,8 @@ std::uint32_t Recorder::op_id(std::string_view name, Level level) { return op_id
 std::uint32_t Recorder::op_id(std::string_view name, Level level, std::string_view annotation) {
   const std::string key(name);
   return ops_.id_of(key, [&] {
-    return OpEntry{key, sanitize_op_name(key), level, passes_filters(key), dumps(key), returns_uninitialized_memory(key),
+    return OpEntry{key, sanitize_op_name(key), level, passes_filters(key, annotation), dumps(key, annotation),
+                   returns_uninitialized_memory(key),
                    writes_into_arguments(key, level), std::string(annotation)};
   });
 }

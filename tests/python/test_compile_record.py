@@ -145,3 +145,100 @@ def test_a_nan_born_in_a_compiled_kernel_names_the_kernel_and_the_line(tmp_path)
     assert kernels[1]["source"] == where and "aten.log" in kernels[1]["computes"]
     raised = run_script(tmp_path, NAN, mode="trace", compile="record", nan="raise", timeout=300, check=False)
     assert raised.returncode == 1 and "FloatingPointError" in raised.stderr and "cpp_fused" in raised.stderr
+
+
+# A generated module of the form Inductor writes for CUDA (Triton kernels launched with .run), with
+# a stand-in for Triton that computes on the CPU: what the launchers see of a Triton kernel
+# without a GPU. buf0 is fresh (an output only); arg1_1 is read and written in place.
+TRITON_FORM = """
+# AOT ID: ['7_forward']
+import torch
+
+class FakeTriton:
+    def run(self, in_ptr0, in_out_ptr0, out_ptr0, xnumel, stream=None):
+        out_ptr0.copy_(in_ptr0 * 2)
+        in_out_ptr0.add_(in_ptr0)
+
+class AsyncCompile:
+    def triton(self, name, source, device_str):
+        return FakeTriton()
+
+async_compile = AsyncCompile()
+empty_strided_cpu = torch._C._dynamo.guards._empty_strided_cpu
+triton_poi_fused_add_mul_0 = async_compile.triton('triton_poi_fused_add_mul_0', '''
+import triton
+@triton.jit
+def triton_poi_fused_add_mul_0(in_ptr0, in_out_ptr0, out_ptr0, xnumel, XBLOCK : tl.constexpr):
+    pass
+''', device_str='cuda')
+
+def call(args):
+    arg0_1, arg1_1 = args
+    args.clear()
+    stream0 = None
+    buf0 = empty_strided_cpu((4, ), (1, ), torch.float32)
+    triton_poi_fused_add_mul_0.run(arg0_1, arg1_1, buf0, 4, stream=stream0)
+    return (buf0, arg1_1, )
+"""
+
+
+def test_a_triton_kernel_launch_is_recorded_with_what_it_reads_and_writes(tmp_path):
+    (tmp_path / "generated.py").write_text(TRITON_FORM)
+    proc = run_script(tmp_path, """
+        import importlib.util, torch
+        from ophook import _compiled_kernels
+        spec = importlib.util.spec_from_file_location("generated", "generated.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _compiled_kernels.instrument(module)
+        x, y = torch.arange(4.0), torch.full((4,), 10.0)
+        out, written = module.call([x, y])
+        print(out.tolist(), written.tolist())
+    """, mode="stats", compile="record")
+    assert proc.stdout.strip() == "[0.0, 2.0, 4.0, 6.0] [10.0, 11.0, 12.0, 13.0]"
+    kernels = [r for r in trace(tmp_path / "out") if r["level"] == "compiled"]
+    assert [r["op"] for r in kernels] == ["inductor.7_forward.triton_poi_fused_add_mul_0"]
+    args, outputs = arrays(kernels[0], "args"), arrays(kernels[0], "outputs")
+    # read: x and y as it was; written: y after, then buf0; the xnumel scalar is an argument too
+    assert [a["stats"]["mean"] for a in args] == [1.5, 10.0] and kernels[0]["args"][2] == 4
+    assert [a["stats"]["mean"] for a in outputs] == [11.5, 3.0]
+    assert "stream" not in kernels[0]["kwargs"]
+
+
+def test_include_and_exclude_select_kernels_by_the_aten_ops_they_compute(tmp_path):
+    run_script(tmp_path, NAN, mode="trace", compile="record", include=r"^aten\.log$", timeout=300)
+    kernels = trace(tmp_path / "out")
+    assert len(kernels) == 1 and "cpp_fused" in kernels[0]["op"] and "aten.log" in kernels[0]["computes"]
+    run_script(tmp_path, NAN, mode="trace", compile="record", exclude=r"^aten\.mm$", timeout=300)
+    ops = [r["op"] for r in trace(tmp_path / "out") if r["level"] == "compiled"]
+    assert len(ops) == 1 and "cpp_fused" in ops[0]
+
+
+RECOMPILE = """
+import torch
+
+@torch.compile
+def scaled(x):
+    y = torch.sin(x) * 2            # FIRST_GRAPH
+    print("graph break")
+    return torch.cos(y) + 1          # SECOND_GRAPH
+
+with torch.no_grad():
+    for n in (4, 8, 16):             # a new shape recompiles (then dynamic)
+        print(scaled(torch.linspace(0, 1, n)).sum().item().hex())
+"""
+
+
+def test_recompiles_and_graph_breaks_keep_their_bits_and_name_their_graphs(tmp_path):
+    plain = run_script(tmp_path, RECOMPILE, preload=False, timeout=300)
+    hooked = run_script(tmp_path, RECOMPILE, mode="stats", compile="record", timeout=300)
+    assert hooked.stdout == plain.stdout
+    kernels = [r for r in trace(tmp_path / "out") if r["level"] == "compiled"]
+    prog = str(tmp_path / "prog.py")
+    first = "%s:%d:scaled" % (prog, line_of("# FIRST_GRAPH", RECOMPILE))
+    second = "%s:%d:scaled" % (prog, line_of("# SECOND_GRAPH", RECOMPILE))
+    # two graphs per compile (the break), three calls: each launch a record on its own line
+    assert [r["source"] for r in kernels] == [first, second] * 3
+    assert len({r["op"] for r in kernels}) >= 4  # the recompile's graphs are new graphs
+    assert all(r["phase"] == "forward" for r in kernels)
+    assert [r["outputs"][0]["shape"] for r in kernels[::2]] == [[4], [8], [16]]
