@@ -1,6 +1,5 @@
 """Every figure group bench.py runs, in table order."""
 import figures_compare
-import figures_compiled
 import figures_cpp
 import figures_numpy
 import figures_process
@@ -9,5 +8,5 @@ import figures_storage
 import figures_torch
 import figures_values
 
-FIGURE_GROUPS = (figures_numpy.GROUPS + figures_torch.GROUPS + figures_values.GROUPS + figures_compiled.GROUPS + figures_storage.GROUPS + figures_process.GROUPS
+FIGURE_GROUPS = (figures_numpy.GROUPS + figures_torch.GROUPS + figures_values.GROUPS + figures_storage.GROUPS + figures_process.GROUPS
                  + figures_compare.GROUPS + figures_replay.GROUPS + figures_cpp.GROUPS)

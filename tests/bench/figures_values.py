@@ -1,6 +1,8 @@
 """The value modes on the CPU (issue 33): OPHOOK_NAN and `stats` on a memory-bound op, per call,
 against the unhooked call and the floor (one read of the same bytes), and on an MLP training
-loop against the unhooked loop. Each variant is its own process, run in turn in this benchmark."""
+loop against the unhooked loop; and a compiled model recorded as it runs compiled (issue 35): the
+MLP's forward compiled, OPHOOK_COMPILE=record against the unhooked compiled loop. Each variant is
+its own process, run in turn in this benchmark."""
 import json
 import os
 import subprocess
@@ -24,6 +26,15 @@ MLP_ROWS = [
      "`OPHOOK_NAN=warn` with its defaults: loop time (baseline: unhooked)", "≤ 1.5x"),
     ("value-mlp-nan-trace", "same, `trace` + `OPHOOK_NAN=warn` (baseline: unhooked)", "—"),
     ("value-mlp-stats", "same, `stats` (baseline: unhooked)", "≤ 1.2x"),
+]
+
+COMPILED_ROWS = [
+    ("compiled-record-trace", "compiled MLP step (`tests/bench/mlp_loop.py --compile`: width 256, depth 4, batch 64, "
+     "200 SGD steps, forward compiled by Inductor), `OPHOOK_COMPILE=record`, `trace`: loop time "
+     "(baseline: unhooked, compiled)", "≤ 1.3x"),
+    ("compiled-record-stats", "same, `stats` (baseline: unhooked, compiled)", "≤ 2x"),
+    ("compiled-ignore-trace", "same, `OPHOOK_COMPILE=ignore`, `trace`: nothing inside the compiled code recorded "
+     "(baseline: unhooked, compiled)", "—"),
 ]
 
 
@@ -61,10 +72,10 @@ def measure_calls(group, ctx):
     return rows
 
 
-def measure_mlp(group, ctx):
-    argv = [ctx.python, os.path.join(ctx.root, "tests", "bench", "mlp_loop.py"), "--width", str(ctx.size(512, 32)),
-            "--batch", str(ctx.size(128, 8)), "--steps", str(ctx.size(20, 2))]
-    scratch = os.path.join(ctx.scratch, "value_mlp")
+def measure_loop(group, ctx, options, settings, limits):
+    """mlp_loop.py with `options`, unhooked and under each row's OPHOOK_ `settings`, in turn; a row
+    per key of `limits` (its ratio's bound, or None)."""
+    argv = [ctx.python, os.path.join(ctx.root, "tests", "bench", "mlp_loop.py"), *options]
 
     def loop_s(env):
         done = subprocess.run(argv, env=env, capture_output=True, text=True)
@@ -72,17 +83,12 @@ def measure_mlp(group, ctx):
             raise RuntimeError("mlp_loop.py exited with %d: %s" % (done.returncode, done.stderr.strip()[-400:]))
         return float(done.stdout.split()[0])
 
-    variants = {
-        "plain": plain_env(),
-        "value-mlp-nan": preload_env(ctx.build, OPHOOK_NAN="warn", OPHOOK_LOG_LEVEL="warn", OPHOOK_OUTPUT=scratch + "_nan"),
-        "value-mlp-nan-trace": preload_env(ctx.build, OPHOOK_MODE="trace", OPHOOK_NAN="warn", OPHOOK_LOG_LEVEL="warn",
-                                           OPHOOK_OUTPUT=scratch + "_trace"),
-        "value-mlp-stats": preload_env(ctx.build, OPHOOK_MODE="stats", OPHOOK_LOG_LEVEL="warn",
-                                       OPHOOK_OUTPUT=scratch + "_stats"),
-    }
+    variants = {"plain": plain_env()}
+    for key, setting in settings.items():
+        variants[key] = preload_env(ctx.build, OPHOOK_LOG_LEVEL="warn", OPHOOK_OUTPUT=os.path.join(ctx.scratch, key),
+                                    **setting)
     walls = interleaved(ctx.rounds(3), {name: (lambda env=env: loop_s(env)) for name, env in variants.items()})
     base = median(walls["plain"])
-    limits = {"value-mlp-nan": 1.5, "value-mlp-nan-trace": None, "value-mlp-stats": 1.2}
     rows = {}
     for key, limit in limits.items():
         ours = median(walls[key])
@@ -91,4 +97,24 @@ def measure_mlp(group, ctx):
     return rows
 
 
-GROUPS = [Group("value_calls", CALL_ROWS, measure_calls), Group("value_mlp", MLP_ROWS, measure_mlp)]
+def measure_mlp(group, ctx):
+    options = ["--width", str(ctx.size(512, 32)), "--batch", str(ctx.size(128, 8)), "--steps", str(ctx.size(20, 2))]
+    settings = {"value-mlp-nan": {"OPHOOK_NAN": "warn"},
+                "value-mlp-nan-trace": {"OPHOOK_MODE": "trace", "OPHOOK_NAN": "warn"},
+                "value-mlp-stats": {"OPHOOK_MODE": "stats"}}
+    return measure_loop(group, ctx, options, settings,
+                        {"value-mlp-nan": 1.5, "value-mlp-nan-trace": None, "value-mlp-stats": 1.2})
+
+
+def measure_compiled(group, ctx):
+    options = ["--compile", "--width", str(ctx.size(256, 32)), "--depth", "4", "--batch", str(ctx.size(64, 8)),
+               "--steps", str(ctx.size(200, 2))]
+    settings = {"compiled-record-trace": {"OPHOOK_MODE": "trace", "OPHOOK_COMPILE": "record"},
+                "compiled-record-stats": {"OPHOOK_MODE": "stats", "OPHOOK_COMPILE": "record"},
+                "compiled-ignore-trace": {"OPHOOK_MODE": "trace", "OPHOOK_COMPILE": "ignore"}}
+    return measure_loop(group, ctx, options, settings,
+                        {"compiled-record-trace": 1.3, "compiled-record-stats": 2.0, "compiled-ignore-trace": None})
+
+
+GROUPS = [Group("value_calls", CALL_ROWS, measure_calls), Group("value_mlp", MLP_ROWS, measure_mlp),
+          Group("compiled_step", COMPILED_ROWS, measure_compiled)]
