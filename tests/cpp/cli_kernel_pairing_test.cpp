@@ -88,6 +88,36 @@ TEST(CliKernelPairing, EachKernelPairsWithTheCallItsValueEndsIn) {
   EXPECT_EQ(p.base[p.steps[2].base].op, "torch.Tensor.sum");
 }
 
+TEST(CliKernelPairing, AKernelEndsInTheLatestCallItsOutputsAgreeWith) {
+  // A transformer block's epilogue: a view (its own line, other values), a dropout of p=0 (a line
+  // no kernel names), the residual add and the next layer norm, fused into one kernel that outputs
+  // the sum and the norm; then the next layer's norm, equal in statistics.
+  ProcessComparison p;
+  p.base = {call("torch.Tensor.view", "torch_function", "u.py:123:forward", {output("outputs[0]", {2, 8}, 0.2, 0.004)}),
+            call("torch.nn.functional.dropout", "torch_function", "m.py:359:forward",
+                 {output("outputs[0]", {2, 8}, 0.2, 0.004)}),
+            call("torch.Tensor.add", "torch_function", "m.py:424:forward", {output("outputs[0]", {2, 8}, -0.4, 0.028)}),
+            call("torch.nn.functional.layer_norm", "torch_function", "m.py:448:forward",
+                 {output("outputs[0]", {2, 8}, 0.0, 0.9935)}),
+            call("torch.nn.functional.layer_norm", "torch_function", "m.py:448:forward",
+                 {output("outputs[0]", {2, 8}, 0.0, 0.9935)})};
+  TraceRecord fused = call("inductor.0_forward.cpp_fused_add_native_layer_norm_2", "compiled", "m.py:424:forward",
+                           {output("outputs[0]", {2, 8}, -0.4, 0.028), output("outputs[1]", {2, 8}, 0.0, 0.9935)});
+  fused.sources = {"m.py:424:forward", "u.py:123:forward", "m.py:448:forward"};
+  TraceRecord next = call("inductor.0_forward.cpp_fused_native_layer_norm_3", "compiled", "m.py:448:forward",
+                          {output("outputs[0]", {2, 8}, 0.0, 0.9935)});
+  p.other = {fused, next};
+  number(p.base);
+  number(p.other);
+  p.steps = align_records(p.base, p.other).steps;
+  pair_kernels(p);
+  ASSERT_EQ(p.kernel_pairs.size(), 2u);
+  EXPECT_EQ(p.kernel_pairs[0].eager_record, 3u);  // the first layer norm, not the view, not the second norm
+  EXPECT_EQ(p.kernel_pairs[1].eager_record, 4u);
+  EXPECT_EQ(p.fused_calls, 3u);  // view, add, and the dropout between them
+  EXPECT_EQ(p.steps.size(), 2u);
+}
+
 TEST(CliKernelPairing, KernelsOnBothSidesOrNeitherAreLeftToTheAlignment) {
   ProcessComparison p = eager_and_compiled();
   p.base = p.other;

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <string_view>
-#include <unordered_set>
 
 namespace ophook::cli {
 
@@ -15,6 +15,8 @@ constexpr std::string_view kCompiled = "compiled";
 // One-sided eager calls a kernel looks through for its counterpart: a fused kernel rarely
 // covers more calls than this.
 constexpr std::size_t kWindow = 64;
+// Statistics this close (distance()) are the same value computed twice.
+constexpr double kClose = 1e-3;
 
 bool has_kernels(const std::vector<TraceRecord>& records) {
   return std::any_of(records.begin(), records.end(), [](const TraceRecord& r) { return r.level == kCompiled; });
@@ -82,39 +84,66 @@ void pair_kernels(ProcessComparison& process) {
   std::sort(kernel_steps.begin(), kernel_steps.end(), by_seq(kernel_of, kernels));
   std::sort(eager_steps.begin(), eager_steps.end(), by_seq(eager_of, eager));
 
+  // The calls outside compiled code pair up as usual; as (kernel side's seq, eager side's seq),
+  // they bracket each stretch of compiled code: the eager calls of a kernel lie between the eager
+  // counterparts of the calls around it.
+  std::vector<std::pair<std::int64_t, std::int64_t>> anchors;
+  for (const AlignStep& step : process.steps) {
+    if (step.paired()) anchors.emplace_back(record_at(kernels, kernel_of(step)).seq, record_at(eager, eager_of(step)).seq);
+  }
+  std::sort(anchors.begin(), anchors.end());
+  auto bracket_of = [&](std::int64_t kernel_seq) {
+    const auto it = std::lower_bound(anchors.begin(), anchors.end(), std::pair{kernel_seq, std::int64_t{0}});
+    return std::pair{it == anchors.begin() ? std::numeric_limits<std::int64_t>::min() : std::prev(it)->second,
+                     it == anchors.end() ? std::numeric_limits<std::int64_t>::max() : it->second};
+  };
+  std::vector<std::pair<std::int64_t, std::int64_t>> brackets;  // of the kernels, for the calls left over
+
   std::vector<std::int8_t> eager_taken(eager_steps.size(), 0);  // 1: paired or fused
   std::vector<std::optional<AlignStep>> replaced(process.steps.size());
   std::vector<bool> dropped(process.steps.size(), false);
-  std::unordered_set<std::string> kernel_lines;
   std::size_t next = 0;
   for (const std::size_t kernel_step : kernel_steps) {
     const auto kernel_index = kernel_of(process.steps[kernel_step]);
     const TraceRecord& kernel = record_at(kernels, kernel_index);
     std::vector<std::string> lines = kernel.sources;
     if (lines.empty() && kernel.source) lines.push_back(*kernel.source);
-    kernel_lines.insert(lines.begin(), lines.end());
+    const auto [after, before] = bracket_of(kernel.seq);
+    brackets.emplace_back(after, before);
     auto on_lines = [&](const TraceRecord& call) {
-      return call.source && std::find(lines.begin(), lines.end(), *call.source) != lines.end() &&
-             call.step == kernel.step && call.phase == kernel.phase;
+      return call.seq > after && call.seq < before && call.source &&
+             std::find(lines.begin(), lines.end(), *call.source) != lines.end() && call.step == kernel.step &&
+             call.phase == kernel.phase;
     };
-    std::optional<Choice> best;
+    // Each output of the kernel that agrees with an eager call's (statistics within kClose) is
+    // that call's value, the earliest such call: the kernel ends in the latest of them. When none
+    // agrees (the kernel differs), the closest in the first run of calls on its lines.
+    std::optional<Choice> last_agreeing, closest;
+    std::vector<bool> output_matched(kernel.arrays.size(), false);
+    bool block_ended = false;
     for (std::size_t j = next; j < eager_steps.size() && j < next + kWindow; ++j) {
       if (eager_taken[j]) continue;
       const TraceRecord& call = record_at(eager, eager_of(process.steps[eager_steps[j]]));
       if (!on_lines(call)) {
-        if (best) break;  // the kernel's calls end here
+        block_ended = block_ended || closest.has_value();
         continue;
       }
       for (const ArraySpec& out : call.arrays) {
         if (!is_output(out)) continue;
-        for (const ArraySpec& kernel_out : kernel.arrays) {
+        for (std::size_t k = 0; k < kernel.arrays.size(); ++k) {
+          const ArraySpec& kernel_out = kernel.arrays[k];
           if (!is_output(kernel_out) || kernel_out.shape != out.shape || kernel_out.dtype != out.dtype) continue;
           const double d = distance(out, kernel_out);
-          // Closest statistics win; among equals (or without statistics) the later call.
-          if (!best || d <= best->distance) best = Choice{j, &out, &kernel_out, d};
+          if (d <= kClose && !output_matched[k]) {
+            output_matched[k] = true;
+            last_agreeing = Choice{j, &out, &kernel_out, d};
+          }
+          // among equals (or without statistics) the later call
+          if (!block_ended && (!closest || d <= closest->distance)) closest = Choice{j, &out, &kernel_out, d};
         }
       }
     }
+    const std::optional<Choice>& best = last_agreeing ? last_agreeing : closest;
     if (!best) {
       dropped[kernel_step] = true;
       ++process.kernels_without_counterpart;
@@ -143,10 +172,14 @@ void pair_kernels(ProcessComparison& process) {
                                     static_cast<std::size_t>(kernel_index), std::move(eager_output)});
     next = best->candidate + 1;
   }
+  // What is left of the eager calls between the calls around a kernel ran inside compiled code:
+  // fused into its kernels, or no kernel at all (a view, a reshape).
   for (std::size_t j = 0; j < eager_steps.size(); ++j) {
     if (eager_taken[j]) continue;
     const TraceRecord& call = record_at(eager, eager_of(process.steps[eager_steps[j]]));
-    if (call.source && kernel_lines.contains(*call.source)) {
+    const bool inside = std::any_of(brackets.begin(), brackets.end(),
+                                    [&](const auto& b) { return call.seq > b.first && call.seq < b.second; });
+    if (inside) {
       dropped[eager_steps[j]] = true;
       ++process.fused_calls;
     }
