@@ -86,9 +86,10 @@ def instrument(module):
     triton = {name: _triton_parameters(body) for name, body in _TRITON_KERNEL.findall(source)}
     parameters.update(triton)
     externs = {}
+    graph_nodes = _graph_nodes()
     for site in _call_sites(source, parameters):
         kernel = site["kernel"]
-        provenance = _provenance(site["handle"], site["aten"])
+        provenance = _provenance(site["handle"], site["aten"], graph_nodes)
         if site["extern"]:
             if kernel in externs:
                 continue
@@ -131,9 +132,9 @@ class _TritonKernel:
 
 
 def _launcher(kernel, name, reads, writes, extern, provenance):
-    computes, sources = provenance
-    annotation = '"computes":%s,"sources":%s' % (json.dumps(computes), json.dumps(
-        ["%s:%d:%s" % frame for frame in sources]))
+    computes, sources, modules = provenance
+    annotation = '"computes":%s,"sources":%s,"modules":%s' % (
+        json.dumps(computes), json.dumps(["%s:%d:%s" % frame for frame in sources]), json.dumps(modules))
     file, line, function = sources[0] if sources else ("", 0, "")
     return _ophook.torch_compiled_kernel(kernel, name, annotation, reads, writes, extern, file, function, line)
 
@@ -249,19 +250,24 @@ def _call_sites(source, parameters):
             handle = aten = None
 
 
-def _provenance(handle, aten):
-    """(aten ops, [(file, line, function)]) of a kernel from Inductor's provenance tracking: the
-    post-grad FX nodes it computes (their names are their ops') and the user's lines they come from."""
+def _provenance(handle, aten, graph_nodes):
+    """(aten ops, [(file, line, function)], modules) of a kernel from Inductor's provenance
+    tracking: the post-grad FX nodes it computes (`graph_nodes`: the graph being compiled, by
+    name), the user's lines they come from and the modules they run in."""
     from torch._inductor import debug
 
     nodes = getattr(debug, "_inductor_triton_kernel_to_post_grad_node_info", {}).get(handle, []) if handle else []
     traces = getattr(debug, "_inductor_kernel_stack_trace", {}).get(handle, []) if handle else []
-    computes = list(aten or [])
-    if not computes:
-        for node in nodes:
-            op = re.sub(r"_\d+$", "", node)
-            if op != "getitem" and "aten." + op not in computes:  # getitem: a tuple's element, no op
-                computes.append("aten." + op)
+    computes, modules = list(aten or []), []
+    for name in nodes:
+        node = graph_nodes.get(name)
+        if not aten:
+            op = _op_of(node) if node is not None else "aten." + re.sub(r"_\d+$", "", name)
+            if op and op not in computes:
+                computes.append(op)
+        module = _module_of(node) if node is not None else None
+        if module and module not in modules:
+            modules.append(module)
     sources = []
     for trace in traces:
         # The innermost frame of the program's: Dynamo traced through torch's and ophook's own
@@ -273,7 +279,38 @@ def _provenance(handle, aten):
             function = _RESUMED.sub(r"\1", function)
             if (file, int(line), function) not in sources:
                 sources.append((file, int(line), function))
-    return computes, sources
+    return computes, sources, modules
+
+
+def _graph_nodes():
+    """The nodes of the graph Inductor is compiling now, by name (it loads the module it generated
+    for the graph before it returns); empty when there is none."""
+    try:
+        from torch._inductor.virtualized import V
+
+        return {node.name: node for node in V.graph.graph.nodes}
+    except Exception:  # a module loaded outside a compile (a cache load): names only
+        return {}
+
+
+def _op_of(node):
+    """"aten.addmm" for a call of aten.addmm.default; None for what computes nothing (getitem)."""
+    target = getattr(node, "target", None)
+    packet = getattr(target, "_overloadpacket", None)
+    if packet is not None:
+        return str(packet)
+    return None
+
+
+def _module_of(node):
+    """The module a node's op runs in, as its path below the compiled callable: Dynamo's innermost
+    nn_module_stack entry without its root ("L['self'].transformer.h.0" → "transformer.h.0")."""
+    stack = node.meta.get("nn_module_stack") or {}
+    if not stack:
+        return None
+    path = list(stack.values())[-1][0]
+    path = re.sub(r"^L\[[^\]]*\]\.?", "", str(path))
+    return path or None
 
 
 def _library_directories():

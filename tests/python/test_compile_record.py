@@ -78,10 +78,12 @@ def test_a_compiled_training_step_is_recorded_kernel_by_kernel(runs):
     forward = [r for r in kernels if r["phase"] == "forward"]
     addmm = [r for r in forward if r["op"].endswith("extern_kernels.addmm")]
     assert len(addmm) == 1 and "aten.addmm" in addmm[0]["computes"] and addmm[0]["source"] == linear
+    assert addmm[0]["modules"] == ["linear"] and addmm[0]["module"] == "OptimizedModule"
     fused = [r for r in forward if "cpp_fused" in r["op"]]
     tanh = "%s:%d:forward" % (prog, line_of("# TANH"))
     assert len(fused) == 1 and fused[0]["sources"] == [norm_gelu, tanh] and fused[0]["source"] == norm_gelu
     assert {"aten.erf", "aten.tanh"} <= set(fused[0]["computes"])  # GELU's, tanh's
+    assert fused[0]["modules"] == ["norm"]  # gelu and tanh run in Block.forward itself
     # values: the fused kernel's last output is the block's output, bit for bit; the addmm's
     # output is x @ W.T + b from its own inputs
     assert same_bits(load(out, arrays(fused[0], "outputs")[-1]), np.frombuffer((tmp_path / "record.bytes").read_bytes(), np.float32).reshape(8, 16))
