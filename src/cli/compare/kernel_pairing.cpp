@@ -108,8 +108,10 @@ void pair_kernels(ProcessComparison& process) {
     const TraceRecord& kernel = record_at(kernels, kernel_index);
     std::vector<std::string> lines = kernel.sources;
     if (lines.empty() && kernel.source) lines.push_back(*kernel.source);
-    const auto [after, before] = bracket_of(kernel.seq);
-    brackets.emplace_back(after, before);
+    // Plain variables rather than a structured binding: clang 14 cannot capture those in lambdas.
+    const auto bracket = bracket_of(kernel.seq);
+    const std::int64_t after = bracket.first, before = bracket.second;
+    brackets.push_back(bracket);
     auto on_lines = [&](const TraceRecord& call) {
       return call.seq > after && call.seq < before && call.source &&
              std::find(lines.begin(), lines.end(), *call.source) != lines.end() && call.step == kernel.step &&
