@@ -30,6 +30,7 @@ _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 _RESUMED = re.compile(r"^torch_dynamo_resume_in_(\w+?)_at_\d+$")
 
 _installed = False
+_undo = []  # what uninstall() puts back, in order
 
 
 def install():
@@ -42,7 +43,18 @@ def install():
     _import_hooks.when_imported("torch._inductor.codecache", _hook_code_cache)
 
 
+def uninstall():
+    """Puts back Inductor's loader and configuration. Modules loaded meanwhile keep their
+    launchers, which record nothing once recording is off."""
+    global _installed
+    while _undo:
+        _undo.pop()()
+    _installed = False
+
+
 def _hook_code_cache(codecache):
+    if not _installed:
+        return
     from torch._inductor import config
 
     # The generated modules are Inductor's code, not the program's: a launch's source is found
@@ -50,12 +62,15 @@ def _hook_code_cache(codecache):
     from torch._inductor.runtime.cache_dir_utils import cache_dir
 
     _ophook.add_library_directory(cache_dir())
-    config.trace.provenance_tracking_level = 1
-    config.fx_graph_cache = False
+    settings = [(config.trace, "provenance_tracking_level", 1), (config, "fx_graph_cache", False)]
     if hasattr(config, "autograd_cache"):
-        config.autograd_cache = False
+        settings.append((config, "autograd_cache", False))
+    for owner, name, value in settings:
+        _undo.append(lambda owner=owner, name=name, old=getattr(owner, name): setattr(owner, name, old))
+        setattr(owner, name, value)
     cache = codecache.PyCodeCache
     original = cache.__dict__["load_by_key_path"].__func__
+    _undo.append(lambda: setattr(cache, "load_by_key_path", classmethod(original)))
 
     def load_by_key_path(cls, *args, **kwargs):
         module = original(cls, *args, **kwargs)

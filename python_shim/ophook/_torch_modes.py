@@ -249,6 +249,10 @@ class _Installation:
     def restore_compile_policy(self):
         _ophook.torch_set_compiled_region_markers([])
         _ophook.torch_notice_compiled_calls([])
+        if self.compile_policy == "record":
+            from . import _compiled_kernels
+
+            _compiled_kernels.uninstall()
         if self.stance is not None:
             try:
                 from torch._dynamo.eval_frame import _set_stance

@@ -244,3 +244,21 @@ def test_recompiles_and_graph_breaks_keep_their_bits_and_name_their_graphs(tmp_p
     assert len({r["op"] for r in kernels}) >= 4  # the recompile's graphs are new graphs
     assert all(r["phase"] == "forward" for r in kernels)
     assert [r["outputs"][0]["shape"] for r in kernels[::2]] == [[4], [8], [16]]
+
+
+def test_uninstall_gives_inductor_back_its_loader_and_settings(tmp_path):
+    proc = run_script(tmp_path, """
+        import torch, ophook
+        from torch._inductor import codecache, config
+        before = (config.trace.provenance_tracking_level, config.fx_graph_cache)
+        f = torch.compile(lambda x: torch.sin(x) * 2)
+        print(f(torch.ones(3)).tolist())
+        hooked = hasattr(codecache.PyCodeCache.load_by_key_path.__func__, "__wrapped__")
+        ophook.uninstall()
+        print(hooked, before, hasattr(codecache.PyCodeCache.load_by_key_path.__func__, "__wrapped__"),
+              (config.trace.provenance_tracking_level, config.fx_graph_cache))
+    """, mode="trace", compile="record", timeout=300)
+    values, flags = proc.stdout.splitlines()
+    # while recording: provenance on, the FX graph cache off; after: as torch set them
+    assert flags == "True (1, False) False (0, True)", flags
+    assert [r["level"] for r in trace(tmp_path / "out")].count("compiled") == 1
