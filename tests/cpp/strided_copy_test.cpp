@@ -59,7 +59,7 @@ void expect_tiled_transposes_right() {
   const auto item = static_cast<std::int64_t>(sizeof(T));
   const std::vector<std::vector<std::int64_t>> shapes{{3, 45, 37}, {3, 45, 37}, {45, 37, 3}};
   const std::vector<std::vector<std::int64_t>> strides{
-      {37 * 45 * item, item, 45 * item}, {37 * 45 * item, -item, 45 * item}, {item, 45 * item, 37 * 45 * item}};
+      {item * 37 * 45, item, 45 * item}, {item * 37 * 45, -item, 45 * item}, {item, 45 * item, item * 37 * 45}};
   const std::vector<const T*> bases{data.data(), data.data() + 44, data.data()};
   for (std::size_t k = 0; k < shapes.size(); ++k) {
     std::vector<T> out(data.size());
