@@ -80,6 +80,28 @@ void copy_tiles(std::byte* dst, const std::byte* src, std::int64_t rows, std::in
   }
 }
 
+/// Calls visit(p) with the address of each index of the first `lead` dimensions, in C order (an
+/// odometer; once, with `src`, when `lead` is 0).
+template <typename Visit>
+void for_each_leading(const std::byte* src, std::span<const std::int64_t> shape, std::span<const std::int64_t> strides,
+                      std::size_t lead, Visit&& visit) noexcept {
+  std::vector<std::int64_t> index(lead, 0);
+  const std::byte* base = src;
+  while (true) {
+    visit(base);
+    std::size_t d = lead;
+    while (d > 0) {
+      --d;
+      base += strides[d];
+      if (++index[d] < shape[d]) break;
+      base -= strides[d] * shape[d];
+      index[d] = 0;
+      if (d == 0) return;
+    }
+    if (lead == 0) return;
+  }
+}
+
 /// strided_copy's element-wise case with two or more dimensions: the leading dimensions by
 /// odometer, the last two by tiles. False when the element size has no tiled copy.
 bool copy_tiled(std::byte* dst, const std::byte* src, std::span<const std::int64_t> shape,
@@ -91,22 +113,11 @@ bool copy_tiled(std::byte* dst, const std::byte* src, std::span<const std::int64
   const std::size_t lead = shape.size() - 2;
   const std::int64_t rows = shape[lead], cols = shape[lead + 1];
   const auto block = static_cast<std::size_t>(rows * cols) * item_size;
-  std::vector<std::int64_t> index(lead, 0);
-  const std::byte* base = src;
-  while (true) {
+  for_each_leading(src, shape, strides, lead, [&](const std::byte* base) {
     tiles(dst, base, rows, cols, strides[lead], strides[lead + 1]);
     dst += block;
-    std::size_t d = lead;
-    while (d > 0) {
-      --d;
-      base += strides[d];
-      if (++index[d] < shape[d]) break;
-      base -= strides[d] * shape[d];
-      index[d] = 0;
-      if (d == 0) return true;
-    }
-    if (lead == 0) return true;
-  }
+  });
+  return true;
 }
 
 }  // namespace
@@ -128,24 +139,10 @@ void strided_copy(std::byte* dst, const std::byte* src, std::span<const std::int
   if (outer >= 2 && run == item_size && copy_tiled(dst, src, shape.first(outer), strides.first(outer), item_size)) {
     return;
   }
-  // Odometer over the outer dimensions; the last outer dimension is the hot loop.
-  std::vector<std::int64_t> index(outer, 0);
-  const std::int64_t inner_n = shape[outer - 1];
-  const std::int64_t inner_stride = strides[outer - 1];
-  const std::byte* base = src;
-  while (true) {
-    copy_runs(dst, base, inner_n, inner_stride, run);
-    std::size_t d = outer - 1;
-    while (d > 0) {
-      --d;
-      base += strides[d];
-      if (++index[d] < shape[d]) break;
-      base -= strides[d] * shape[d];
-      index[d] = 0;
-      if (d == 0) return;
-    }
-    if (outer == 1) return;
-  }
+  // The last outer dimension is the hot loop.
+  for_each_leading(src, shape, strides, outer - 1, [&](const std::byte* base) {
+    copy_runs(dst, base, shape[outer - 1], strides[outer - 1], run);
+  });
 }
 
 bool is_c_order(std::span<const std::int64_t> shape, std::span<const std::int64_t> strides) noexcept {
