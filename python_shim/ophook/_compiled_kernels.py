@@ -12,6 +12,7 @@ aten ops) and the user's lines it comes from are Inductor's provenance tracking
 would come without it, so the caches are off while recording.
 """
 import json
+import os
 import re
 
 from . import _import_hooks, _ophook
@@ -23,7 +24,7 @@ _TRITON_KERNEL = re.compile(r"^(\w+) = async_compile\.triton\('\w+', '''(.*?)'''
 _TRITON_SIGNATURE = re.compile(r"^def \w+\(([^)]*)\):", re.M)
 _HANDLE = re.compile(r"^# \[Provenance debug handles\] (\S+)$")
 _ATEN = re.compile(r"Original ATen: \[([^\]]*)\]")
-_FRESH = re.compile(r"^(\w+) = (?:empty_strided_\w+\(|(\w+); del \w+  # reuse$|reinterpret_tensor\(\w+, .*; del \w+  # reuse$)")
+_FRESH = re.compile(r"^(\w+) = (?:empty_strided_\w+\(|\w+; del \w+  # reuse$|reinterpret_tensor\(\w+, .*; del \w+  # reuse$)")
 _EXTERN_CALL = re.compile(r"^(?:(\w+) = )?extern_kernels\.(\w+)\((.*)\)$")
 _KERNEL_CALL = re.compile(r"^(\w+)(\.run)?\((.*)\)$")  # a C++ kernel's call, a Triton kernel's run
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
@@ -106,7 +107,7 @@ def instrument(module):
         kernel = site["kernel"]
         provenance = _provenance(site["handle"], site["aten"], graph_nodes)
         if site["extern"]:
-            if kernel in externs:
+            if kernel in externs:  # one launcher per extern kernel: its first site's provenance
                 continue
             target = getattr(module.extern_kernels, kernel)
             externs[kernel] = _launcher(target, prefix + "extern_kernels." + kernel, [], [], True, provenance)
@@ -283,11 +284,11 @@ def _provenance(handle, aten, graph_nodes):
         module = _module_of(node) if node is not None else None
         if module and module not in modules:
             modules.append(module)
-    sources = []
+    sources, library = [], _library_directories()
     for trace in traces:
         # The innermost frame of the program's: Dynamo traced through torch's and ophook's own
         # Python too (the mode's __torch_function__ under this policy).
-        frames = [frame for frame in _FRAME.findall(trace) if not frame[0].startswith(_library_directories())]
+        frames = [frame for frame in _FRAME.findall(trace) if not frame[0].startswith(library)]
         if frames:
             file, line, function = frames[-1]
             # after a graph break Dynamo runs the rest of the function as a resume function
@@ -329,7 +330,6 @@ def _module_of(node):
 
 
 def _library_directories():
-    import os
     import torch
 
     return (os.path.dirname(torch.__file__) + os.sep, os.path.dirname(os.path.abspath(__file__)) + os.sep)

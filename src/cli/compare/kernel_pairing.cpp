@@ -89,7 +89,9 @@ void pair_kernels(ProcessComparison& process) {
   // counterparts of the calls around it.
   std::vector<std::pair<std::int64_t, std::int64_t>> anchors;
   for (const AlignStep& step : process.steps) {
-    if (step.paired()) anchors.emplace_back(record_at(kernels, kernel_of(step)).seq, record_at(eager, eager_of(step)).seq);
+    if (step.paired()) {
+      anchors.emplace_back(record_at(kernels, kernel_of(step)).seq, record_at(eager, eager_of(step)).seq);
+    }
   }
   std::sort(anchors.begin(), anchors.end());
   auto bracket_of = [&](std::int64_t kernel_seq) {

@@ -178,8 +178,10 @@ void bind_torch(pb::module_& m) {
       "torch_compiled_kernel",
       [](const pb::object& kernel, std::string name, std::string annotation, std::vector<int> reads,
          std::vector<int> writes, bool extern_call, std::string file, std::string function, int line) {
-        compiled_kernels::KernelSpec spec{std::move(name), std::move(annotation), std::move(reads), std::move(writes),
-                                          extern_call, std::move(file), std::move(function), line};
+        compiled_kernels::KernelSpec spec;
+        spec.name = std::move(name), spec.annotation = std::move(annotation);
+        spec.reads = std::move(reads), spec.writes = std::move(writes), spec.extern_call = extern_call;
+        spec.source_file = std::move(file), spec.source_function = std::move(function), spec.source_line = line;
         PyObject* launcher = compiled_kernels::new_launcher(kernel.ptr(), std::move(spec));
         if (launcher == nullptr) throw pb::error_already_set();
         return pb::reinterpret_steal<pb::object>(launcher);

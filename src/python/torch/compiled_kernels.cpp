@@ -1,5 +1,6 @@
 #include "torch/compiled_kernels.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <string_view>
 #include <utility>
@@ -75,11 +76,7 @@ void capture_inputs(ValueCapture& capture, const KernelSpec& spec, PyObject* con
     for (const int at : spec.reads) {
       if (static_cast<std::size_t>(at) < nargs) capture.value(args[at]);
     }
-    for (const int at : spec.writes) {
-      for (const int read : spec.reads) {
-        if (read == at) capture.note_inputs_may_be_written();  // an in_out pointer
-      }
-    }
+    if (spec.writes_inputs) capture.note_inputs_may_be_written();
     capture.begin_kwargs();
     return;
   }
@@ -183,6 +180,9 @@ PyObject* new_launcher(PyObject* kernel, KernelSpec spec) {
   self->vectorcall = launch;
   Py_INCREF(kernel);
   self->kernel = kernel;
+  spec.writes_inputs = std::any_of(spec.writes.begin(), spec.writes.end(), [&](int at) {
+    return std::find(spec.reads.begin(), spec.reads.end(), at) != spec.reads.end();
+  });
   self->spec = new KernelSpec(std::move(spec));
   self->interned_by = nullptr;
   self->op_id = 0;

@@ -15,6 +15,9 @@ struct KernelSpec {
   /// arguments are all inputs and whose output is its `out=` argument, else its result.
   std::vector<int> reads, writes;
   bool extern_call = false;
+  /// A pointer both read and written (in_out_ptr): OPHOOK_NAN judges the inputs before the launch.
+  /// Derived from `reads` and `writes` by new_launcher.
+  bool writes_inputs = false;
   /// The user's line the kernel's FX nodes come from (empty file: none known).
   std::string source_file, source_function;
   int source_line = 0;

@@ -124,9 +124,9 @@ std::pair<std::uint32_t, PyObject*> resolve_dispatch(PyObject* func) {
   return {op.op_id, op.target};
 }
 
-
 /// True while a torch.compile'd callable runs on this thread: one of the marker frames is on the
-/// stack. A walk of the stack, paid only for recorded calls and only in ignore policy.
+/// stack. A walk of the stack, paid only for recorded calls and only under the ignore and record
+/// policies.
 bool in_compiled_region() { return running_below(compiled_region_markers); }
 
 bool starts_backward(std::uint32_t op_id) {
