@@ -18,7 +18,9 @@ namespace ophook::core {
 enum class Mode : std::uint8_t { Trace, Stats, Dump };
 enum class NanPolicy : std::uint8_t { Off, Warn, Raise };
 enum class CompilePolicy : std::uint8_t { Eager, Ignore, Record };
-enum class TensorCopy : std::uint8_t { Auto, Torch };
+/// How tensors are read (docs/devices.md): fake-device sends CPU tensors through the device path
+/// with the statistics kernel's fake device, to test its asynchronous completion without a GPU.
+enum class TensorCopy : std::uint8_t { Auto, Torch, FakeDevice };
 
 /// Which interception levels are on (OPHOOK_LEVELS).
 struct Levels {

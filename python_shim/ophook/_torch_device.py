@@ -9,6 +9,9 @@ and graph never see ophook's own copies and reductions.
 
 docs/devices.md describes what is read how, and which parts were verified on which hardware."""
 import atexit
+import glob
+import os
+import sys
 
 import torch
 
@@ -293,6 +296,26 @@ def resolve(pending):
         for index, value in zip(indices, values):
             results[index] = value
     return results
+
+
+def nvrtc_libraries():
+    """Paths of NVRTC libraries for ophook's statistics kernel (src/python/torch/cuda), the one
+    this torch was built against first: one already loaded, torch's own lib directory's, the
+    NVIDIA wheels' (nvidia/*/lib, nvidia/cu*/lib)."""
+    found = []
+    try:
+        with open("/proc/self/maps") as maps:
+            found += [line.split()[-1] for line in maps if "libnvrtc.so" in line]
+    except OSError:
+        pass
+    roots = [os.path.join(os.path.dirname(torch.__file__), "lib")]
+    for entry in sys.path:
+        roots += [os.path.join(entry, "nvidia", "*", "lib"), os.path.join(entry, "nvidia", "*", "*", "lib")]
+    for root in roots:
+        found += sorted(glob.glob(os.path.join(root, "libnvrtc.so*")))
+    major = (getattr(torch.version, "cuda", None) or "").split(".")[0]
+    ordered = sorted(dict.fromkeys(found), key=lambda path: (".so." + major) not in path if major else False)
+    return [path for path in ordered if "builtins" not in os.path.basename(path)]
 
 
 def local_shard(tensor):

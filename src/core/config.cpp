@@ -272,7 +272,14 @@ std::string_view to_string(CompilePolicy policy) {
   return "eager";
 }
 
-std::string_view to_string(TensorCopy copy) { return copy == TensorCopy::Torch ? "torch" : "auto"; }
+std::string_view to_string(TensorCopy copy) {
+  switch (copy) {
+    case TensorCopy::Torch: return "torch";
+    case TensorCopy::FakeDevice: return "fake-device";
+    case TensorCopy::Auto: break;
+  }
+  return "auto";
+}
 
 std::string levels_to_string(const Levels& levels) {
   std::string out;

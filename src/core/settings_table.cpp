@@ -16,7 +16,8 @@ constexpr Choice<NanPolicy> kNanPolicies[] = {
 constexpr Choice<CompilePolicy> kCompilePolicies[] = {{"eager", CompilePolicy::Eager},
                                                       {"ignore", CompilePolicy::Ignore},
                                                       {"record", CompilePolicy::Record}};
-constexpr Choice<TensorCopy> kTensorCopies[] = {{"auto", TensorCopy::Auto}, {"torch", TensorCopy::Torch}};
+constexpr Choice<TensorCopy> kTensorCopies[] = {
+    {"auto", TensorCopy::Auto}, {"torch", TensorCopy::Torch}, {"fake-device", TensorCopy::FakeDevice}};
 constexpr Choice<spdlog::level::level_enum> kLogLevels[] = {
     {"trace", spdlog::level::trace}, {"debug", spdlog::level::debug}, {"info", spdlog::level::info},
     {"warn", spdlog::level::warn},   {"error", spdlog::level::err},   {"off", spdlog::level::off}};
@@ -66,7 +67,9 @@ constexpr SettingInfo kSettings[] = {
     {"DUMP_INCLUDE", "RE", kRegex, "every recorded op",
      "dump mode writes .npy files only for ops whose qualified name matches; the others get statistics",
      [](SettingParser& p, Config& c) { p.regex("OPHOOK_DUMP_INCLUDE", c.dump_include); }},
-    {"TENSOR_COPY", "HOW", "auto (CPU tensors read directly, other devices through torch), torch (every tensor through torch)",
+    {"TENSOR_COPY", "HOW",
+     "auto (CPU tensors read directly, other devices through torch or ophook's CUDA kernel), torch (every tensor "
+     "through torch), fake-device (every tensor through torch, CPU tensors' statistics on a simulated device: tests)",
      "auto", "how tensors are read",
      [](SettingParser& p, Config& c) { p.keyword("OPHOOK_TENSOR_COPY", c.tensor_copy, kTensorCopies); }},
     {"MAX_BYTES", "N", "a byte count with optional K/M/G/T binary suffix", "1G",

@@ -12,6 +12,7 @@
 #include "source_location.hpp"
 #include "step_counter.hpp"
 #include "thread_state.hpp"
+#include "torch/device_readback.hpp"
 #include "value_capture.hpp"
 
 namespace ophook::py {
@@ -121,6 +122,8 @@ PyObject* record_call(core::Recorder& recorder, ThreadState& state, std::uint32_
     inputs_nonfinite_before = any_nonfinite(recorder, *record, 0, record->arrays.size(), Arrays::InPlace);
   }
   if (capture.summarises_in_place()) capture.inputs_captured(may_write_inputs(recorder, op_id, capture));
+  // Device tensors' statistics: launched now if the call may write into them, else with the outputs'.
+  if (capture.queued_on_device() && may_write_inputs(recorder, op_id, capture)) device_readback::launch_queued();
 
   ++depth;
   const auto enclosing = check_only ? state.innermost_seq : std::exchange(state.innermost_seq, record->seq);
@@ -139,6 +142,7 @@ PyObject* record_call(core::Recorder& recorder, ThreadState& state, std::uint32_
     record->error = describe_pending_exception();
   }
   capture.finish_summaries();
+  if (capture.queued_on_device()) device_readback::launch_queued();
   if (result != nullptr && recorder.config().nan != core::NanPolicy::Off &&
       !recorder.op(op_id).uninitialized_output) {
     return check_nonfinite(recorder, record, first_output, inputs_nonfinite_before, result, use);

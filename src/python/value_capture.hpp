@@ -59,6 +59,9 @@ class ValueCapture {
   void finish_summaries();
   /// Whether an array is copied: `dense` says it could be checked in place.
   bool copies(bool dense) const { return copy_data_ || (checks_in_place_ && !dense); }
+  /// A tensor of this call was queued for the device statistics kernel: the call's launch is due.
+  void note_queued_on_device() { queued_on_device_ = true; }
+  bool queued_on_device() const { return queued_on_device_; }
   /// The call may write into an input (a ufunc's positional output, out=, inplace=).
   void note_inputs_may_be_written() { inputs_may_be_written_ = true; }
   bool inputs_may_be_written() const { return inputs_may_be_written_; }
@@ -86,6 +89,7 @@ class ValueCapture {
   bool checks_in_place_;
   bool summarises_in_place_;
   bool inputs_may_be_written_ = false;
+  bool queued_on_device_ = false;
   bool in_outputs_ = false;
   // Set up at the first array large enough to share: most calls, and every call in other modes
   // than `stats`, never pay for constructing one.

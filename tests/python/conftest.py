@@ -24,7 +24,8 @@ SCHEMA_DIR = SOURCE_DIR / "docs" / "schema"
 
 
 # OPHOOK_TEST_TENSOR_COPY=torch (ctest's `.tensor_copy_torch` entries) runs a test file's programs
-# with every tensor read through torch, the path tensors on other devices than the CPU take.
+# with every tensor read through torch, the path tensors on other devices than the CPU take;
+# =fake-device (`.fake_device` entries) with the statistics kernel on its fake device besides.
 TENSOR_COPY = os.environ.get("OPHOOK_TEST_TENSOR_COPY")
 
 

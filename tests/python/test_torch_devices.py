@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import LIBRARY, VENV_PYTHON, arrays, clean_env, load, run_script, summary, trace
+from conftest import LIBRARY, SHIM_DIR, VENV_PYTHON, arrays, clean_env, load, run_script, summary, trace
 
 LEVELS = "numpy,torch_function,torch_dispatch"
 
@@ -73,11 +73,12 @@ def runs(tmp_path_factory):
     out = {}
     tmp = tmp_path_factory.mktemp("plain")
     out["plain"] = run_script(tmp, PROGRAM, preload=False).stdout
-    for mode in ("stats", "dump"):  # trace mode reads no value, through either path
-        for copy in ("auto", "torch"):
-            tmp = tmp_path_factory.mktemp("%s_%s" % (mode, copy))
-            proc = run_script(tmp, PROGRAM, levels=LEVELS, mode=mode, tensor_copy=copy, nested=1)
-            out[mode, copy] = (proc, tmp / "out")
+    # trace mode reads no value, through either path; the statistics kernel serves `stats`
+    for mode, copy in (("stats", "auto"), ("stats", "torch"), ("stats", "fake-device"), ("dump", "auto"),
+                       ("dump", "torch")):
+        tmp = tmp_path_factory.mktemp("%s_%s" % (mode, copy))
+        proc = run_script(tmp, PROGRAM, levels=LEVELS, mode=mode, tensor_copy=copy, nested=1)
+        out[mode, copy] = (proc, tmp / "out")
     return out
 
 
@@ -188,6 +189,116 @@ def test_statistics_digest_is_the_fingerprint_of_the_bytes(runs):
         assert computed["stats"]["xxh64"] == device_fingerprint(raw), dumped
         checked += 1
     assert checked >= 14
+
+
+# ---- the statistics kernel, on the fake device -------------------------------------------------------
+
+def test_kernel_records_equal_the_direct_paths(runs):
+    """OPHOOK_TENSOR_COPY=fake-device: the statistics kernel's asynchronous path (launches queued
+    per call, results arriving three launches late, held records submitted as they arrive) records
+    the same calls in the same order as the direct path, and the program's results are unchanged."""
+    (direct, direct_out), (kernel, kernel_out) = runs["stats", "auto"], runs["stats", "fake-device"]
+    assert kernel.stdout == runs["plain"]
+    records = trace(kernel_out)
+    assert [without(r, False) for r in records] == [without(r, False) for r in trace(direct_out)]
+    assert [r["seq"] for r in records] == list(range(len(records)))
+    assert "not read" not in kernel.stderr
+
+
+def test_kernel_statistics_are_the_writers(runs):
+    """The kernel's statistics of every tensor equal the writer's from the same bytes: min, max and
+    the NaN/Inf counts exactly, mean and std within 1e-12 of the values' scale (the kernel merges
+    per-thread moments, the writer sums in lanes). Conjugate and negative views are left to the
+    generic path, whose small snapshots give the writer's own statistics."""
+    (_, direct_out), (_, kernel_out) = runs["stats", "auto"], runs["stats", "fake-device"]
+    compared = 0
+    for direct, kernel in zip(tensor_values(trace(direct_out), ["torch"]), tensor_values(trace(kernel_out), ["torch"])):
+        a, b = direct["stats"], kernel["stats"]
+        if a is None:
+            assert b is None, (direct, kernel)
+            continue
+        assert (a["min"], a["max"], a["nan"], a["inf"]) == (b["min"], b["max"], b["nan"], b["inf"]), (direct, b)
+        if a["min"] is not None:
+            scale = max(abs(a["min"]), abs(a["max"]), 1e-300)
+            assert abs(a["mean"] - b["mean"]) <= 1e-12 * scale and abs(a["std"] - b["std"]) <= 1e-12 * scale, (a, b)
+        compared += 1
+    assert compared > 300
+
+
+def test_kernel_digest_is_the_fingerprint_of_the_bytes(runs):
+    """Every tensor the kernel read carries the device fingerprint of its bytes (recomputed here
+    from the direct path's dump of the same call); the others (conjugate and negative views) the
+    XXH64 of their bytes."""
+    (_, dump_out), (_, kernel_out) = runs["dump", "auto"], runs["stats", "fake-device"]
+    fingerprints = 0
+    for dumped, computed in zip(tensor_values(trace(dump_out), ["torch"]), tensor_values(trace(kernel_out), ["torch"])):
+        if not dumped["file"]:
+            continue
+        values = torch.from_numpy(load(dump_out, dumped)).to(getattr(torch, dumped["dtype"]))
+        raw = values.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+        digest = computed["stats"]["xxh64"]
+        assert digest in (device_fingerprint(raw), "%016x" % xxh64(raw)), dumped
+        fingerprints += digest == device_fingerprint(raw)
+    assert fingerprints > 300
+
+
+def test_kernel_compiles_with_nvrtc_for_every_gpu_generation():
+    """The kernel source ophook embeds compiles with NVRTC (scripts/setup.sh installs NVIDIA's
+    wheel; a CUDA build of torch ships one) into a cubin for each GPU generation this CUDA
+    supports (Turing, Hopper, Blackwell here), as the first CUDA tensor of a run compiles it: a syntax or
+    resource error in statistics_kernel.cu or its header fails here, with no GPU. A GPU newer than
+    NVRTC knows gets PTX for the newest it knows (the driver compiles it); an older one an error."""
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "import torch, ophook._ophook as o\n"
+            "for cc in ((7, 5), (9, 0), (12, 0), (99, 0)):\n"
+            "    target, image = o.torch_compile_statistics_kernel(*cc)\n"
+            "    print(target, image[:4] == b'\\x7fELF', b'.entry ophook_statistics' in image, len(image))\n"
+            "try:\n"
+            "    o.torch_compile_statistics_kernel(3, 0)\n"
+            "except RuntimeError as error:\n"
+            "    print('refused', error)\n") % str(SHIM_DIR)
+    proc = subprocess.run([str(VENV_PYTHON), "-c", code], env=clean_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = [line.split() for line in proc.stdout.splitlines()]
+    cubins = [[t, "True", "False"] for t in ("sm_75", "sm_90", "sm_120")]
+    assert [line[:3] for line in lines[:3]] == cubins and all(int(line[3]) > 10_000 for line in lines[:3])
+    assert lines[3][0].startswith("compute_") and lines[3][1:3] == ["False", "True"]  # PTX text
+    assert lines[4][:1] == ["refused"] and "sm_30" in proc.stdout
+
+
+TRAINING = """
+import torch
+torch.manual_seed(0)
+net = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.GELU(), torch.nn.Linear(256, 8))
+opt = torch.optim.AdamW(net.parameters())
+for _ in range(5):
+    loss = net(torch.randn(512, 64)).square().mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+print(loss.item())
+"""
+
+
+def test_kernel_costs_are_in_the_summary(tmp_path):
+    """summary.json says what the kernel did: one launch per call and twelve tensors (two when the
+    call may write into its inputs: those are read before it),
+    every tensor read, its result (72 bytes) brought to the host, and no wait on the program's
+    thread but the run's last read-back (the fake device's results trail three launches behind)."""
+    proc = run_script(tmp_path, TRAINING, levels="torch_function", mode="stats", tensor_copy="fake-device")
+    records = trace(tmp_path / "out")
+    note = summary(tmp_path / "out")["notes"]["device_statistics"]
+    assert note["devices"] == "fake" and note["launch_failures"] == 0
+    tensors = sum(1 for r in records for s in ("args", "kwargs", "outputs") for v in arrays(r, s)
+                  if v["stats"] is not None)
+    assert 100 < note["tensors_read"] <= tensors  # a tensor twice in one call is read once
+    # one launch per call (two for a call that may write into its inputs), twelve tensors each
+    assert 0 < note["kernels_launched"] <= 2 * len(records) + note["tensors_read"] // 12
+    assert note["bytes_to_host"] == 72 * note["tensors_read"]
+    assert note["synchronizations"] <= 3, note
+    assert [r["seq"] for r in records] == list(range(len(records)))
+    (tmp_path / "plain").mkdir()
+    assert proc.stdout == run_script(tmp_path / "plain", TRAINING, preload=False).stdout
 
 
 # ---- meta, fake and DTensor ------------------------------------------------------------------------

@@ -9,6 +9,8 @@
 #include "thread_state.hpp"
 #include "torch/backward_modules.hpp"
 #include "torch/compiled_kernels.hpp"
+#include "torch/cuda/nvrtc_compiler.hpp"
+#include "torch/device_path.hpp"
 #include "torch/handlers.hpp"
 #include "torch/module_stack.hpp"
 #include "torch/native.hpp"
@@ -193,6 +195,17 @@ void bind_torch(pb::module_& m) {
       "read, out= or the result written); `annotation` (JSON fields) goes on its trace lines, the source "
       "is the kernel's user line.");
   m.attr("KernelLauncher") = pb::reinterpret_borrow<pb::object>(compiled_kernels::launcher_type_object());
+  m.def(
+      "torch_compile_statistics_kernel",
+      [](int major, int minor) {
+        std::string why;
+        const auto kernel = cuda::compile_statistics_kernel(major, minor, nvrtc_libraries(), why);
+        if (!kernel) throw std::runtime_error(why);
+        return pb::make_tuple(kernel->target, pb::bytes(kernel->image));
+      },
+      pb::arg("major"), pb::arg("minor"),
+      "Compiles the device statistics kernel with NVRTC, as the first CUDA tensor does, for compute capability "
+      "major.minor: (target, image). Raises RuntimeError with NVRTC's log when it cannot (tests; no GPU needed).");
   m.def(
       "torch_reset",
       [] {

@@ -152,15 +152,23 @@ bool enable_dense_views(core::Recorder& recorder, PyObject* torch) {
   return true;
 }
 
-bool read_dense_view(PyObject* tensor, DenseTensorView& out) {
+bool read_any_device_view(PyObject* tensor, DLTensor& out) {
   if (exchange_api == nullptr) return false;
+  if (native_reads) return torch_native::describe_tensor(tensor, out);
+  if (exchange_api->dltensor_from_py_object_no_sync(tensor, &out) == 0) return true;
+  PyErr_Clear();
+  return false;
+}
+
+bool current_work_stream(int device_type, int device_id, void*& stream) {
+  stream = nullptr;
+  return exchange_api != nullptr && exchange_api->current_work_stream != nullptr &&
+         exchange_api->current_work_stream(static_cast<DLDeviceType>(device_type), device_id, &stream) == 0;
+}
+
+bool read_dense_view(PyObject* tensor, DenseTensorView& out) {
   DLTensor view;
-  if (native_reads) {
-    if (!torch_native::describe_tensor(tensor, view)) return false;
-  } else if (exchange_api->dltensor_from_py_object_no_sync(tensor, &view) != 0) {
-    PyErr_Clear();
-    return false;
-  }
+  if (!read_any_device_view(tensor, view)) return false;
   // DLPack allows null strides for C-contiguous data; torch always fills them, but a null would
   // leave nothing to copy with.
   if (view.device.device_type != kDLCPU || view.strides == nullptr) return false;

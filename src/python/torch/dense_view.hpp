@@ -2,6 +2,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <dlpack/dlpack.h>
+
 #include "ophook/recorder.hpp"
 #include "python_common.hpp"
 #include "torch/dtypes.hpp"
@@ -31,5 +33,14 @@ bool enable_dense_views(core::Recorder& recorder, PyObject* torch);
 /// and other devices. The view ignores the conjugate and negative bits: check them before reading
 /// the elements.
 bool read_dense_view(PyObject* tensor, DenseTensorView& out);
+
+/// torch's DLTensor for `tensor` on any device (the device path's native reads): pointers into
+/// the tensor, valid while it lives and the GIL is held. False, with no Python error left set,
+/// when torch refuses it or has no exchange API; the conjugate and negative bits are not looked at.
+bool read_any_device_view(PyObject* tensor, DLTensor& out);
+
+/// The stream torch queues work on now for the device (`device_type`, `device_id`), through the
+/// exchange API's current_work_stream. False when there is none to ask.
+bool current_work_stream(int device_type, int device_id, void*& stream);
 
 }  // namespace ophook::py

@@ -4,6 +4,8 @@
 #include <string>
 
 #include "capture_budget.hpp"
+#include "torch/cuda/statistics_engine.hpp"
+#include "torch/dense_view.hpp"
 #include "ophook/log.hpp"
 #include "ophook/strided_copy.hpp"
 #include "value_capture.hpp"
@@ -111,6 +113,32 @@ void copy_into_record(ValueCapture& capture, PyObject* tensor, const TorchDtype&
   capture.recorder().count_tensor_copied_by_torch();
 }
 
+/// `stats`, and OPHOOK_NAN's counts in `trace`: the statistics of a CUDA tensor (a CPU one on the
+/// fake device) queued for ophook's kernel, one launch per call (device_statistics). False when
+/// the kernel does not take it: the generic path reads it.
+bool queue_on_device(ValueCapture& capture, PyObject* tensor, const TorchDtype& dtype, core::ArrayCapture& out,
+                     device_readback::Readback& read) {
+  // auto: CUDA tensors; fake-device: CPU tensors on the fake device; torch: none (all through torch).
+  const auto copy = capture.recorder().config().tensor_copy;
+  const bool fake = copy == core::TensorCopy::FakeDevice;
+  DLTensor view;
+  if (copy == core::TensorCopy::Torch || dtype.kernel_kind == 0 || !read_any_device_view(tensor, view) ||
+      view.device.device_type != (fake ? kDLCPU : kDLCUDA)) {
+    return false;
+  }
+  switch (device_statistics::queue(view, dtype.kernel_kind, fake, read.slot)) {
+    case device_statistics::Queued::Yes:
+      capture.note_queued_on_device();
+      return true;
+    case device_statistics::Queued::Capturing:
+      report_unread(capture.record(), out, {"not read while a CUDA graph is being captured: spec only", "", false});
+      return true;
+    case device_statistics::Queued::Elsewhere:
+      return false;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool enable_device_path() {
@@ -172,7 +200,7 @@ void report_unread(const core::CallRecord& record, core::ArrayCapture& out, cons
 }
 
 device_readback::Readback read_through_torch(ValueCapture& capture, PyObject* tensor, const TorchDtype& dtype,
-                                             core::ArrayCapture& out) {
+                                             core::ArrayCapture& out, bool lazy_bits) {
   device_readback::Readback read;
   read.count = core::element_count(out.shape);
   read.nbytes = read.count * dtype.item_size;
@@ -183,6 +211,7 @@ device_readback::Readback read_through_torch(ValueCapture& capture, PyObject* te
   const auto mode = capture.recorder().config().mode;
   // Trace mode reads values only for OPHOOK_NAN's check, of floats alone.
   if (mode == core::Mode::Trace && !floating(capture.recorder(), dtype)) return read;
+  if (mode != core::Mode::Dump && !lazy_bits && queue_on_device(capture, tensor, dtype, out, read)) return read;
   if (read.nbytes > kSnapshotBytes && mode == core::Mode::Dump) {
     copy_into_record(capture, tensor, dtype, out);
     return read;
@@ -211,6 +240,18 @@ device_readback::Readback read_through_torch(ValueCapture& capture, PyObject* te
     report_unread(capture.record(), out, unread);
   }
   return read;
+}
+
+std::vector<std::string> nvrtc_libraries() {
+  std::vector<std::string> paths;
+  PyRef module = PyRef::steal(PyImport_ImportModule("ophook._torch_device"));
+  PyRef found = module ? PyRef::steal(PyObject_CallMethod(module.get(), "nvrtc_libraries", nullptr)) : PyRef();
+  if (!found || !PyList_Check(found.get())) {
+    take_python_error();
+    return paths;
+  }
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(found.get()); ++i) paths.push_back(str_or(PyList_GET_ITEM(found.get(), i), ""));
+  return paths;
 }
 
 PyRef local_shard(PyObject* tensor, std::string& note) {

@@ -1,6 +1,8 @@
 #pragma once
 #include <cstddef>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "torch/device_readback.hpp"
 #include "ophook/record.hpp"
@@ -21,7 +23,9 @@ class ValueCapture;
 bool enable_device_path();
 
 /// Reads `tensor` (dense, strided, of savable `dtype`; `out` has its shape, dtype and device)
-/// as the mode asks. A tensor of up to 256 KiB is snapshot on its device (one kernel) into a
+/// as the mode asks. In `stats` mode, and for OPHOOK_NAN's counts in `trace`, a CUDA tensor of a
+/// dtype the statistics kernel reads and without a conjugate or negative bit (`lazy_bits`) is
+/// queued for the kernel (device_statistics) instead. Otherwise a tensor of up to 256 KiB is snapshot on its device (one kernel) into a
 /// buffer reserved in `out`, within OPHOOK_QUEUE_BYTES, and brought to the host later with others
 /// (device_readback): `stats` and `dump` then treat it as a CPU array. A larger one in `dump` mode
 /// is copied into `out` at once (one synchronous copy); in `stats` mode its statistics are
@@ -30,7 +34,11 @@ bool enable_device_path();
 /// reason instead (report_unread). Returns what `out` waits for, once it is in the record
 /// (device_readback::expect). GIL and a BusyScope held.
 device_readback::Readback read_through_torch(ValueCapture& capture, PyObject* tensor, const TorchDtype& dtype,
-                                             core::ArrayCapture& out);
+                                             core::ArrayCapture& out, bool lazy_bits);
+
+/// Paths of the NVRTC libraries that may go with this torch (_torch_device.nvrtc_libraries), for
+/// the statistics kernel's compilation. GIL required.
+std::vector<std::string> nvrtc_libraries();
 
 /// For a DTensor: its local shard and the note its record carries; null when `tensor` has none.
 PyRef local_shard(PyObject* tensor, std::string& note);

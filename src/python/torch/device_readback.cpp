@@ -27,6 +27,9 @@ using Clock = std::chrono::steady_clock;
 constexpr std::size_t kHeldRecords = 64;
 constexpr auto kHeldFor = std::chrono::milliseconds(100);
 constexpr std::size_t kHeldSnapshotBytes = std::size_t{16} << 20;
+// Records waiting for the statistics kernel alone complete as its results arrive; this many are
+// held at most (a GPU far behind the program), then the oldest are waited for.
+constexpr std::size_t kHeldKernelRecords = 1024;
 
 /// An array waiting for its read-back.
 struct Expected {
@@ -41,6 +44,7 @@ auto& expected = *new std::vector<Expected>;     // of records being built or he
 auto& held = *new std::vector<core::RecordPtr>;  // finished records, in the order they finished
 Clock::time_point held_since;
 std::size_t snapshot_bytes = 0;  // of the entries in `expected`
+std::size_t generic_entries = 0;  // entries of `expected` the generic path (Python) reads back
 
 // A forked child's copies belong to the parent, which submits them: the child forgets them,
 // leaked, since their tensors live on a device the child must not touch.
@@ -51,9 +55,20 @@ const bool fork_handler_registered = [] {
     held.clear();
     expected.clear();
     snapshot_bytes = 0;
+    generic_entries = 0;
   });
   return true;
 }();
+
+void account(const Expected& entry) {
+  if (entry.readback.bytes) snapshot_bytes += entry.readback.nbytes;
+  if (entry.readback.pending) ++generic_entries;
+}
+
+void unaccount(const Expected& entry) {
+  if (entry.readback.bytes) snapshot_bytes -= entry.readback.nbytes;
+  if (entry.readback.pending) --generic_entries;
+}
 
 /// Moves the entries whose record `belongs` out of `expected`, in order.
 template <typename Belongs>
@@ -64,7 +79,7 @@ std::vector<Expected> take_expected(Belongs&& belongs) {
       kept.push_back(std::move(entry));
       continue;
     }
-    if (entry.readback.bytes) snapshot_bytes -= entry.readback.nbytes;
+    unaccount(entry);
     taken.push_back(std::move(entry));
   }
   expected.swap(kept);
@@ -130,6 +145,34 @@ bool fill_statistics(const Expected& entry, PyObject* result, core::ArrayCapture
   return true;
 }
 
+/// Statistics (in `trace` mode the NaN and Inf counts alone) from the kernel's result.
+void fill_from_kernel(const Expected& entry, const statistics_kernel::Result& result, core::ArrayCapture& array) {
+  core::ArrayStats stats;
+  stats.numeric = true;
+  stats.nan = result.nan;
+  stats.inf = result.nonfinite - result.nan;
+  const auto* recorder = core::Recorder::get();
+  if (recorder == nullptr || recorder->config().mode != core::Mode::Trace) {
+    stats.has_finite = result.finite > 0;
+    if (stats.has_finite) {
+      stats.min = result.min, stats.max = result.max;
+      stats.mean = std::clamp(result.mean, result.min, result.max);  // as the writer keeps it
+      stats.std = std::sqrt(result.m2 / static_cast<double>(result.finite));
+    }
+    stats.xxh64 = core::device_fingerprint_digest(result.position, result.by_value, entry.readback.nbytes);
+  }
+  array.given_stats = stats;
+}
+
+/// Takes the kernel's result for `entry` (ready or waited for) into its array.
+void fill_from_kernel(const Expected& entry) {
+  auto& array = entry.record->arrays[entry.index];
+  const auto result = device_statistics::take(entry.readback.slot);
+  if (!result) return report_unread(*entry.record, array, {"reading it on the device failed: spec only", "", false});
+  fill_from_kernel(entry, *result, array);
+  if (auto* recorder = core::Recorder::get()) recorder->count_tensor_copied_by_torch();
+}
+
 void fill(const Expected& entry, PyObject* result) {
   auto& array = entry.record->arrays[entry.index];
   Unread unread{"reading it back from the device failed: spec only", "", false};
@@ -156,6 +199,18 @@ class KeptException {
 /// the host per device and kind. May release the GIL.
 void read_back(std::vector<Expected>& batch) {
   if (batch.empty()) return;
+  // The kernel's results first: waited for, no Python.
+  std::vector<Expected> generic;
+  for (auto& entry : batch) {
+    if (!entry.readback.slot.valid()) {
+      generic.push_back(std::move(entry));
+      continue;
+    }
+    device_statistics::wait(entry.readback.slot);
+    fill_from_kernel(entry);
+  }
+  batch.swap(generic);
+  if (batch.empty()) return;
   BusyScope busy;
   KeptException kept;
   PyRef list = PyRef::steal(PyList_New(static_cast<Py_ssize_t>(batch.size())));
@@ -172,12 +227,54 @@ void read_back(std::vector<Expected>& batch) {
   }
 }
 
+/// Whether every array `record` waits for waits for the statistics kernel, and (unless `wait`)
+/// every result is there; with `wait`, waits for them.
+bool kernel_results_in(const core::CallRecord& record, bool wait) {
+  for (const auto& entry : expected) {
+    if (entry.record != &record) continue;
+    if (!entry.readback.slot.valid()) return false;
+    if (wait) {
+      device_statistics::wait(entry.readback.slot);
+    } else if (!device_statistics::ready(entry.readback.slot)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// The oldest held record, its kernel results in (or waited for, `wait`), filled and submitted.
+/// False when it waits for something else.
+bool submit_front(core::Recorder& recorder, bool wait) {
+  if (held.empty() || !kernel_results_in(*held.front(), wait)) return false;
+  core::CallRecord* record = held.front().get();
+  auto batch = take_expected([&](const core::CallRecord* r) { return r == record; });
+  for (const auto& entry : batch) fill_from_kernel(entry);
+  auto front = std::move(held.front());
+  held.erase(held.begin());
+  if (!held.empty()) held_since = Clock::now();
+  submit_record(recorder, std::move(front));
+  return true;
+}
+
+/// Submits the held records, oldest first, whose kernel results are in: no waiting (and no asking
+/// while a CUDA graph is captured).
+void submit_completed(core::Recorder& recorder) {
+  if (held.empty() || !device_statistics::may_poll()) return;
+  while (submit_front(recorder, false)) {
+  }
+}
+
+/// Waits for the oldest held record's results and submits it: the GPU is far behind.
+bool submit_oldest(core::Recorder& recorder) { return submit_front(recorder, true); }
+
 }  // namespace
 
 void expect(core::CallRecord& record, std::uint32_t index, Readback readback) {
-  if (readback.bytes) snapshot_bytes += readback.nbytes;
   expected.push_back({&record, index, std::move(readback)});
+  account(expected.back());
 }
+
+void launch_queued() { device_statistics::launch_queued(); }
 
 bool awaited(const core::CallRecord& record) noexcept {
   return std::any_of(expected.begin(), expected.end(), [&](const Expected& e) { return e.record == &record; });
@@ -192,7 +289,8 @@ void resolve(core::CallRecord& record) {
 void forget(const core::CallRecord& record) noexcept {
   std::erase_if(expected, [&](const Expected& entry) {
     if (entry.record != &record) return false;
-    if (entry.readback.bytes) snapshot_bytes -= entry.readback.nbytes;
+    unaccount(entry);
+    if (entry.readback.slot.valid()) device_statistics::abandon(entry.readback.slot);
     return true;
   });
 }
@@ -205,13 +303,36 @@ void defer(core::Recorder& recorder, core::RecordPtr record) {
   }
   if (held.empty()) held_since = Clock::now();
   held.push_back(std::move(record));
-  recorder.set_held_records(held.size());
-  if (held.size() >= kHeldRecords || snapshot_bytes >= kHeldSnapshotBytes || Clock::now() - held_since >= kHeldFor) {
+  submit_completed(recorder);
+  if (generic_entries == 0) {
+    while (held.size() >= kHeldKernelRecords && device_statistics::may_poll() && submit_oldest(recorder)) {
+    }
+  } else if (held.size() >= kHeldRecords || snapshot_bytes >= kHeldSnapshotBytes ||
+             Clock::now() - held_since >= kHeldFor) {
     resolve_held();
   }
+  recorder.set_held_records(held.size());
+}
+
+/// summary.json's account of the statistics kernel (notes.device_statistics), once it was tried.
+void note_kernel_costs() {
+  const auto& costs = device_statistics::costs();
+  auto* recorder = core::Recorder::get();
+  if (recorder == nullptr || (costs.devices.empty() && costs.unavailable.empty())) return;
+  nlohmann::json note = {{"devices", costs.devices},
+                         {"kernels_launched", costs.kernels_launched},
+                         {"tensors_read", costs.tensors_read},
+                         {"bytes_read", costs.bytes_read},
+                         {"bytes_to_host", costs.bytes_to_host},
+                         {"synchronizations", costs.synchronizations},
+                         {"wait_ms", static_cast<double>(costs.wait_ns) / 1e6},
+                         {"launch_failures", costs.launch_failures}};
+  if (!costs.unavailable.empty()) note["unavailable"] = costs.unavailable;
+  recorder->add_note("device_statistics", std::move(note));
 }
 
 void resolve_held() {
+  note_kernel_costs();
   if (held.empty()) return;
   auto records = std::move(held);
   held.clear();

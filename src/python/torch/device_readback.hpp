@@ -5,6 +5,7 @@
 #include "ophook/record.hpp"
 #include "ophook/recorder.hpp"
 #include "python_common.hpp"
+#include "torch/cuda/statistics_engine.hpp"
 #include "torch/float_formats.hpp"
 
 /// What the device path (torch_device_path) queued on a tensor's device — a copy of a small
@@ -14,13 +15,15 @@
 /// needs the GIL, which also guards the lists kept here.
 namespace ophook::py::device_readback {
 
-/// What one array waits for.
+/// What one array waits for: the generic path's pending object, or the statistics kernel's slot.
 struct Readback {
   PyRef pending;                   // from _torch_device.snapshot or .statistics; null: nothing
+  device_statistics::Slot slot;    // queued for the statistics kernel
   bool bytes = false;              // a snapshot: its bytes go into the array's reserved buffer
   std::size_t nbytes = 0;          // the tensor's bytes in its own dtype (what the fingerprint covers)
   std::size_t count = 0;           // its elements
   ElementWidener widen = nullptr;  // a snapshot of bf16/fp8/complex32: widened into the buffer
+  bool awaits() const { return pending || slot.valid(); }
 };
 
 /// Array `index` of `record` (being built) waits for `readback`.
@@ -28,6 +31,10 @@ void expect(core::CallRecord& record, std::uint32_t index, Readback readback);
 
 /// Whether arrays of `record` wait for a read-back. A few loads when none does.
 bool awaited(const core::CallRecord& record) noexcept;
+
+/// Launches the statistics kernel over the tensors queued so far (device_statistics): after a
+/// call's inputs when it may write into them, and after its outputs.
+void launch_queued();
 
 /// Reads back what `record`'s arrays wait for now (one synchronisation per device): OPHOOK_NAN
 /// checks the call before the program goes on.
@@ -37,8 +44,10 @@ void resolve(core::CallRecord& record);
 /// that was no culprit or raised) must leave no entry that its next use would take for its own.
 void forget(const core::CallRecord& record) noexcept;
 
-/// Holds a finished `record` whose arrays wait for a read-back; reads back every held record's
-/// and submits them all once 64 are held, the oldest was held for 0.1 s or the held snapshots
+/// Holds a finished `record` whose arrays wait for a read-back. Held records whose arrays wait
+/// only for the statistics kernel are submitted, in order, as their results arrive (checked at
+/// each defer, no waiting), and waited for only when 1024 are held. Others: every held record is
+/// read back and submitted once 64 are held, the oldest was held for 0.1 s or the held snapshots
 /// reach 16 MiB. In `trace` mode (read only for OPHOOK_NAN's check) the record goes at once.
 void defer(core::Recorder& recorder, core::RecordPtr record);
 

@@ -4,6 +4,9 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
+
+#include "ophook/statistics_kernel.hpp"
 
 namespace ophook::py {
 namespace {
@@ -57,8 +60,27 @@ std::size_t dtype_itemsize(PyObject* dtype) {
   return static_cast<std::size_t>(n);
 }
 
+/// The device kernel's element kind for a torch dtype name; kNone for the dtypes it does not read
+/// (those then take the generic device path).
+std::uint32_t kernel_kind(std::string_view name) {
+  namespace k = statistics_kernel;
+  static constexpr std::pair<std::string_view, k::ElementKind> kinds[] = {
+      {"bool", k::kBool},         {"int8", k::kInt8},           {"uint8", k::kUInt8},
+      {"int16", k::kInt16},       {"uint16", k::kUInt16},       {"int32", k::kInt32},
+      {"uint32", k::kUInt32},     {"int64", k::kInt64},         {"uint64", k::kUInt64},
+      {"float16", k::kFloat16},   {"bfloat16", k::kBFloat16},   {"float32", k::kFloat32},
+      {"float64", k::kFloat64},   {"complex64", k::kComplex64}, {"complex128", k::kComplex128},
+      {"float8_e4m3fn", k::kFloat8E4M3FN}, {"float8_e5m2", k::kFloat8E5M2},
+  };
+  for (const auto& [torch_name, kind] : kinds) {
+    if (torch_name == name) return kind;
+  }
+  return k::kNone;
+}
+
 TorchDtype describe(core::Recorder& recorder, PyObject* dtype, const std::string& name) {
   TorchDtype out;
+  out.kernel_kind = kernel_kind(name);
   out.item_size = dtype_itemsize(dtype);
   const SavedForm* form = saved_form(name);
   out.complex = name.starts_with("complex");

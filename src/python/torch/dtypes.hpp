@@ -20,6 +20,7 @@ struct TorchDtype {
   ElementWidener widen = nullptr;
   bool savable = false;
   bool complex = false;
+  std::uint32_t kernel_kind = 0;  // statistics_kernel::ElementKind the device kernel reads, 0: none
 };
 
 /// The description of torch dtype object `dtype`, cached per object (torch dtypes are singletons).

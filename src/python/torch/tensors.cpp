@@ -285,11 +285,11 @@ void capture_through_attributes(ValueCapture& capture, PyObject* tensor) {
         out.no_data_reason_id = diagnose(recorder, tensor);
       }
     } else if (capture.copies(false)) {
-      read = read_through_torch(capture, tensor, *dtype, out);
+      read = read_through_torch(capture, tensor, *dtype, out, has_lazy_bits(tensor, *dtype));
     }
   }
   const auto index = capture.add_array(tensor, std::move(out));
-  if (read.pending) device_readback::expect(capture.record(), index, std::move(read));
+  if (read.awaits()) device_readback::expect(capture.record(), index, std::move(read));
 }
 
 /// A DTensor: this rank's local shard is captured in its place, with a note saying so.

@@ -1,0 +1,490 @@
+#pragma once
+// The arithmetic of the device statistics kernel (docs/devices.md, "Statistics on a CUDA device"),
+// in one header that compiles three ways: as host C++ (the fake device and the tests, which check
+// it against src/core/stats.cpp), under nvcc (CI compiles the kernel for a GPU) and under NVRTC
+// (ophook compiles the kernel at run time, src/python/torch/cuda/statistics_kernel.cu). So the
+// writer's statistics and the device's cannot drift apart: both are tested against each other for
+// every dtype. NVRTC has no standard library: only builtin types and functions are used here.
+
+#if !defined(__CUDACC_RTC__)
+#include <cmath>
+#include <cstring>
+#endif
+#if defined(__CUDACC__)
+#define OPHOOK_KERNEL_FN __host__ __device__ inline
+#else
+#define OPHOOK_KERNEL_FN inline
+#endif
+
+namespace ophook::statistics_kernel {
+
+using u8 = unsigned char;
+using u16 = unsigned short;
+using u32 = unsigned int;
+using u64 = unsigned long long;
+using i64 = long long;
+
+/// Element types the kernel reads (a torch dtype's, see torch/dtypes.cpp); 0: none, the tensor
+/// is read the generic way.
+enum ElementKind : u32 {
+  kNone = 0,
+  kBool,
+  kInt8,
+  kUInt8,
+  kInt16,
+  kUInt16,
+  kInt32,
+  kUInt32,
+  kInt64,
+  kUInt64,
+  kFloat16,
+  kBFloat16,
+  kFloat32,
+  kFloat64,
+  kComplex64,
+  kComplex128,
+  kFloat8E4M3FN,
+  kFloat8E5M2,
+};
+
+OPHOOK_KERNEL_FN constexpr u32 item_size(u32 kind) {
+  switch (kind) {
+    case kBool: case kInt8: case kUInt8: case kFloat8E4M3FN: case kFloat8E5M2: return 1;
+    case kInt16: case kUInt16: case kFloat16: case kBFloat16: return 2;
+    case kInt32: case kUInt32: case kFloat32: return 4;
+    case kInt64: case kUInt64: case kFloat64: case kComplex64: return 8;
+    case kComplex128: return 16;
+    default: return 0;
+  }
+}
+
+/// Floating and complex kinds can hold NaN and Inf; the others are all finite.
+OPHOOK_KERNEL_FN bool can_be_nonfinite(u32 kind) {
+  return kind == kFloat16 || kind == kBFloat16 || kind == kFloat32 || kind == kFloat64 || kind == kComplex64 ||
+         kind == kComplex128 || kind == kFloat8E4M3FN || kind == kFloat8E5M2;
+}
+
+constexpr u32 kMaxDims = 8;
+
+/// One tensor's part of a launch. Plain integers only: the same bytes are the kernel's parameter.
+struct TensorJob {
+  u64 data = 0;     // address of the element at index 0 (storage offset applied)
+  u64 count = 0;    // elements
+  u64 groups = 0;   // count / group
+  i64 sizes[kMaxDims] = {};
+  i64 strides[kMaxDims] = {};  // in elements
+  u32 ndim = 0;
+  u32 kind = kNone;
+  u32 group = 1;    // elements per fingerprint word: 4 / item size for 1- and 2-byte words, else 1
+  u32 flags = 0;    // kContiguous | kWords | kWholeGroups | kSmallIndex
+  u32 first_block = 0;  // of the launch's grid
+  u32 blocks = 0;
+  u32 slot = 0;     // where its result goes (and its arrival counter)
+  u32 partials = 0; // its blocks' partials: entries [partials, partials + blocks) of the launch's arena
+};
+constexpr u32 kContiguous = 1;   // C order: element i at data + i * item size
+constexpr u32 kWords = 2;        // the fingerprint reads int32 words (the byte count is a multiple of 4)
+constexpr u32 kWholeGroups = 4;  // contiguous, groups of group_bytes() aligned to their size: one load each
+constexpr u32 kSmallIndex = 8;   // fewer than 2^32 elements: 32-bit index arithmetic
+
+/// What a thread, a block and finally the whole tensor know. Moments as count, mean and the sum of
+/// squared deviations, merged as the writer merges its chunks (Chan et al.).
+struct Partial {
+  u64 finite;
+  u64 nan;
+  u64 nonfinite;
+  double min, max, mean, m2;
+  u64 position;  // sum of w_i * (2i + 1), modulo 2^64
+  u64 by_value;  // sum of w_i * w_i, modulo 2^64
+};
+
+/// The result the host reads: the tensor's whole Partial.
+using Result = Partial;
+
+constexpr u32 kThreads = 256;          // per block
+constexpr u32 kMaxBlocksPerJob = 1024;  // a larger tensor's blocks stride over it
+constexpr u32 kJobsPerLaunch = 12;     // the launch parameter stays under CUDA's 4 KiB
+
+/// The kernel's one parameter: a call's tensors (up to kJobsPerLaunch), and the device addresses
+/// of the partials arena, the arrival counters and the results (host memory the device writes).
+struct LaunchParams {
+  u64 partials = 0;
+  u64 arrivals = 0;
+  u64 results = 0;
+  u32 jobs = 0;
+  u32 reserved = 0;
+  TensorJob job[kJobsPerLaunch];
+};
+
+OPHOOK_KERNEL_FN double bits_to_double(u64 bits) {
+#if defined(__CUDA_ARCH__)
+  return __longlong_as_double(static_cast<long long>(bits));
+#else
+  double value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+#endif
+}
+
+OPHOOK_KERNEL_FN float bits_to_float(u32 bits) {
+#if defined(__CUDA_ARCH__)
+  return __int_as_float(static_cast<int>(bits));
+#else
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+#endif
+}
+
+OPHOOK_KERNEL_FN double positive_infinity() { return bits_to_double(0x7FF0000000000000ULL); }
+OPHOOK_KERNEL_FN double quiet_nan() { return bits_to_double(0x7FF8000000000000ULL); }
+OPHOOK_KERNEL_FN bool is_nan(double v) { return v != v; }
+OPHOOK_KERNEL_FN bool is_finite(double v) { return v - v == 0.0; }  // Inf - Inf and NaN - NaN are NaN
+
+OPHOOK_KERNEL_FN double square_root(double v) {
+#if defined(__CUDA_ARCH__)
+  return sqrt(v);  // IEEE, correctly rounded, as std::sqrt
+#else
+  return std::sqrt(v);
+#endif
+}
+
+OPHOOK_KERNEL_FN double hypotenuse(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return hypot(a, b);
+#else
+  return std::hypot(a, b);
+#endif
+}
+
+/// IEEE binary16 → double, exactly (as ophook/half.hpp).
+OPHOOK_KERNEL_FN double half_value(u16 h) {
+  const u32 sign = static_cast<u32>(h & 0x8000u) << 16;
+  const u32 exponent = (h >> 10) & 0x1Fu;
+  const u32 mantissa = h & 0x3FFu;
+  if (exponent == 0x1F) return bits_to_float(sign | 0x7F800000u | (mantissa << 13));
+  if (exponent != 0) return bits_to_float(sign | ((exponent + 112) << 23) | (mantissa << 13));
+  const double magnitude = static_cast<double>(mantissa) * (1.0 / 16777216.0);  // 2^-24: subnormals
+  return sign != 0 ? -magnitude : magnitude;
+}
+
+/// float8 e4m3fn (no Inf; S.1111.111 is NaN) and e5m2 (IEEE-like) → double, exactly, as the
+/// writer's wideners (torch/float_formats.cpp) give them to src/core/stats.cpp.
+OPHOOK_KERNEL_FN double e4m3fn_value(u8 b) {
+  const bool negative = (b & 0x80u) != 0;
+  const u32 exponent = (b >> 3) & 0xFu;
+  const u32 mantissa = b & 0x7u;
+  double magnitude;
+  if (exponent == 0xF && mantissa == 0x7) return quiet_nan();
+  if (exponent == 0) {
+    magnitude = static_cast<double>(mantissa) * (1.0 / 512.0);  // 2^-6 * m/8
+  } else {
+    magnitude = (1.0 + static_cast<double>(mantissa) / 8.0);
+    int e = static_cast<int>(exponent) - 7;
+    for (; e > 0; --e) magnitude *= 2.0;
+    for (; e < 0; ++e) magnitude *= 0.5;
+  }
+  return negative ? -magnitude : magnitude;
+}
+
+OPHOOK_KERNEL_FN double e5m2_value(u8 b) { return half_value(static_cast<u16>(static_cast<u16>(b) << 8)); }
+
+template <typename T>
+OPHOOK_KERNEL_FN T load(const u8* p) {
+#if defined(__CUDA_ARCH__)
+  return *reinterpret_cast<const T*>(p);  // aligned: the caller loads whole elements or aligned groups
+#else
+  T value;
+  std::memcpy(&value, p, sizeof value);
+  return value;
+#endif
+}
+
+/// Up to 16 bytes of a tensor's memory, little-endian: one group of elements.
+struct Bits {
+  u64 lo = 0, hi = 0;
+};
+
+/// The `size` bytes at `p` (1, 2, 4, 8 or 16, aligned to their element's size).
+OPHOOK_KERNEL_FN Bits load_bits(const u8* p, u32 size) {
+  Bits b;
+  switch (size) {
+    case 1: b.lo = *p; break;
+    case 2: b.lo = load<u16>(p); break;
+    case 4: b.lo = load<u32>(p); break;
+    case 8: b.lo = load<u64>(p); break;
+    default: b.lo = load<u64>(p), b.hi = load<u64>(p + 8); break;
+  }
+  return b;
+}
+
+/// The value statistics are taken of, from an element's bits: reals as double, bool as 0/1, a
+/// complex number by its magnitude (NaN when either part is NaN; sqrt(re² + im²) for complex64,
+/// hypot for complex128), exactly as src/core/stats.cpp reads the bytes the writer gets. A
+/// template on the kind: the kernel's loop is compiled once per kind, with no switch inside.
+template <u32 Kind>
+OPHOOK_KERNEL_FN double element_value(u64 lo, u64 hi) {
+  if constexpr (Kind == kBool) return (lo & 0xFFu) != 0 ? 1.0 : 0.0;
+  if constexpr (Kind == kInt8) return static_cast<double>(static_cast<signed char>(lo & 0xFFu));
+  if constexpr (Kind == kUInt8) return static_cast<double>(lo & 0xFFu);
+  if constexpr (Kind == kInt16) return static_cast<double>(static_cast<short>(lo & 0xFFFFu));
+  if constexpr (Kind == kUInt16) return static_cast<double>(lo & 0xFFFFu);
+  if constexpr (Kind == kInt32) return static_cast<double>(static_cast<int>(static_cast<u32>(lo)));
+  if constexpr (Kind == kUInt32) return static_cast<double>(static_cast<u32>(lo));
+  if constexpr (Kind == kInt64) return static_cast<double>(static_cast<i64>(lo));
+  if constexpr (Kind == kUInt64) return static_cast<double>(lo);
+  if constexpr (Kind == kFloat16) return half_value(static_cast<u16>(lo));
+  if constexpr (Kind == kBFloat16) return bits_to_float(static_cast<u32>(lo & 0xFFFFu) << 16);
+  if constexpr (Kind == kFloat32) return bits_to_float(static_cast<u32>(lo));
+  if constexpr (Kind == kFloat64) return bits_to_double(lo);
+  if constexpr (Kind == kFloat8E4M3FN) return e4m3fn_value(static_cast<u8>(lo));
+  if constexpr (Kind == kFloat8E5M2) return e5m2_value(static_cast<u8>(lo));
+  if constexpr (Kind == kComplex64) {
+    const double re = bits_to_float(static_cast<u32>(lo)), im = bits_to_float(static_cast<u32>(lo >> 32));
+    if (is_nan(re) || is_nan(im)) return quiet_nan();
+    return square_root(re * re + im * im);
+  }
+  if constexpr (Kind == kComplex128) {
+    const double re = bits_to_double(lo), im = bits_to_double(hi);
+    if (is_nan(re) || is_nan(im)) return quiet_nan();
+    return hypotenuse(re, im);
+  }
+  (void)hi;
+  return 0.0;
+}
+
+/// A thread's running moments: sums of deviations from its first finite value (the shift), turned
+/// into a Partial at the end — no division per element, and no cancellation while the shift lies
+/// within the values' spread.
+struct Accumulator {
+  Partial part;
+  double shift = 0, sum = 0, squares = 0;
+
+  OPHOOK_KERNEL_FN Accumulator() {
+    part.finite = part.nan = part.nonfinite = 0;
+    part.min = positive_infinity(), part.max = -positive_infinity();
+    part.mean = part.m2 = 0;
+    part.position = part.by_value = 0;
+  }
+
+  OPHOOK_KERNEL_FN void value(double v) {
+    if (!is_finite(v)) {
+      ++part.nonfinite;
+      part.nan += is_nan(v) ? 1 : 0;
+      return;
+    }
+    if (part.finite == 0) shift = v;
+    ++part.finite;
+    part.min = v < part.min ? v : part.min;
+    part.max = v > part.max ? v : part.max;
+    const double d = v - shift;
+    sum += d;
+    squares += d * d;
+  }
+
+  /// Word `index` of the raw bytes (an int32 word sign-extended, or an unsigned byte).
+  OPHOOK_KERNEL_FN void word(u64 index, i64 w) {
+    const u64 bits = static_cast<u64>(w);
+    part.position += bits * (2 * index + 1);
+    part.by_value += bits * bits;
+  }
+
+  OPHOOK_KERNEL_FN Partial finish() const {
+    Partial out = part;
+    if (part.finite > 0) {
+      const double n = static_cast<double>(part.finite);
+      out.mean = shift + sum / n;
+      const double m2 = squares - sum * sum / n;
+      out.m2 = m2 > 0 ? m2 : 0.0;
+    }
+    return out;
+  }
+};
+
+/// `into` takes in `other` (both Partials of disjoint elements).
+OPHOOK_KERNEL_FN void merge(Partial& into, const Partial& other) {
+  into.nan += other.nan;
+  into.nonfinite += other.nonfinite;
+  into.position += other.position;
+  into.by_value += other.by_value;
+  if (other.finite == 0) return;
+  into.min = other.min < into.min ? other.min : into.min;
+  into.max = other.max > into.max ? other.max : into.max;
+  if (into.finite == 0) {
+    into.finite = other.finite, into.mean = other.mean, into.m2 = other.m2;
+    return;
+  }
+  const u64 total = into.finite + other.finite;
+  const double delta = other.mean - into.mean;
+  const double share = static_cast<double>(other.finite) / static_cast<double>(total);
+  into.mean += delta * share;
+  into.m2 += other.m2 + delta * delta * static_cast<double>(into.finite) * share;
+  into.finite = total;
+}
+
+/// The job's first element. An address travels as an integer in the kernel's parameter, which
+/// must be the same plain bytes on the host and the device.
+OPHOOK_KERNEL_FN const u8* first_element(const TensorJob& job) {
+  return reinterpret_cast<const u8*>(job.data);  // NOLINT(performance-no-int-to-ptr): see above
+}
+
+/// Address of element `index` (C order) of `job`: 32-bit index arithmetic where the tensor allows
+/// it (a 64-bit division costs several times a 32-bit one on a GPU).
+OPHOOK_KERNEL_FN const u8* element_address(const TensorJob& job, u64 index, u32 size) {
+  if (job.flags & kContiguous) return first_element(job) + index * size;
+  i64 offset = 0;
+  if (job.flags & kSmallIndex) {
+    u32 rest = static_cast<u32>(index);
+    for (u32 d = job.ndim; d-- > 0;) {
+      const u32 extent = static_cast<u32>(job.sizes[d]);
+      offset += static_cast<i64>(rest % extent) * job.strides[d];
+      rest /= extent;
+    }
+  } else {
+    for (u32 d = job.ndim; d-- > 0;) {
+      const u64 extent = static_cast<u64>(job.sizes[d]);
+      offset += static_cast<i64>(index % extent) * job.strides[d];
+      index /= extent;
+    }
+  }
+  return first_element(job) + offset * static_cast<i64>(size);
+}
+
+/// Bytes per group on the whole-group path: one element, or four bytes of smaller ones.
+OPHOOK_KERNEL_FN constexpr u32 group_bytes(u32 kind) { return item_size(kind) < 4 ? 4 : item_size(kind); }
+
+/// The bytes of group `g` of `job` (elements [g * group, (g + 1) * group)), element by element:
+/// any strides, any alignment.
+OPHOOK_KERNEL_FN Bits load_group(const TensorJob& job, u64 g) {
+  const u32 size = item_size(job.kind);
+  if (job.group == 1) return load_bits(element_address(job, g, size), size);
+  Bits b;
+  for (u32 k = 0; k < job.group; ++k) {
+    b.lo |= load_bits(element_address(job, g * job.group + k, size), size).lo << (8 * size * k);
+  }
+  return b;
+}
+
+/// Takes group `g` of `job`, its bytes `b`, into `acc`: its elements' values and its fingerprint
+/// words (an int32 word sign-extended, or in byte mode each unsigned byte).
+template <u32 Kind>
+OPHOOK_KERNEL_FN void accumulate_group(const TensorJob& job, u64 g, Bits b, Accumulator& acc) {
+  constexpr u32 size = item_size(Kind);
+  if constexpr (size >= 4) {
+    acc.value(element_value<Kind>(b.lo, b.hi));
+  } else {
+    constexpr u64 mask = (u64{1} << (8 * size)) - 1;
+    for (u32 k = 0; k < job.group; ++k) acc.value(element_value<Kind>((b.lo >> (8 * size * k)) & mask, 0));
+  }
+  if (!(job.flags & kWords)) {  // group == 1: a byte count that is not a multiple of 4
+    for (u32 i = 0; i < size; ++i) {
+      const u64 byte = (i < 8 ? b.lo >> (8 * i) : b.hi >> (8 * (i - 8))) & 0xFFu;
+      acc.word(g * size + i, static_cast<i64>(byte));
+    }
+    return;
+  }
+  constexpr u32 words = size >= 4 ? size / 4 : 1;  // per group
+  for (u32 w = 0; w < words; ++w) {
+    const u64 half = w < 2 ? b.lo : b.hi;
+    acc.word(g * words + w, static_cast<i64>(static_cast<int>(static_cast<u32>(half >> (32 * (w & 1))))));
+  }
+}
+
+/// The Partial of groups first, first + stride, … of a kWholeGroups `job`, four loads in flight
+/// before any is taken in: a GPU thread is bound by memory latency, not arithmetic. The
+/// accumulator lives and dies here, so that it stays in registers.
+template <u32 Kind>
+OPHOOK_KERNEL_FN Partial summarise_whole_groups(const TensorJob& job, u64 g, u64 stride) {
+  constexpr u32 bytes = group_bytes(Kind);
+  const u8* data = first_element(job);
+  Accumulator acc;
+  for (; g + 3 * stride < job.groups; g += 4 * stride) {
+    const Bits b0 = load_bits(data + g * bytes, bytes), b1 = load_bits(data + (g + stride) * bytes, bytes);
+    const Bits b2 = load_bits(data + (g + 2 * stride) * bytes, bytes);
+    const Bits b3 = load_bits(data + (g + 3 * stride) * bytes, bytes);
+    accumulate_group<Kind>(job, g, b0, acc);
+    accumulate_group<Kind>(job, g + stride, b1, acc);
+    accumulate_group<Kind>(job, g + 2 * stride, b2, acc);
+    accumulate_group<Kind>(job, g + 3 * stride, b3, acc);
+  }
+  for (; g < job.groups; g += stride) accumulate_group<Kind>(job, g, load_bits(data + g * bytes, bytes), acc);
+  return acc.finish();
+}
+
+/// accumulate_group for the job's kind, chosen at run time: the general path's, where the
+/// address arithmetic costs more than the choice.
+OPHOOK_KERNEL_FN void accumulate_any(const TensorJob& job, u64 g, Bits b, Accumulator& acc) {
+  switch (job.kind) {
+    case kBool: return accumulate_group<kBool>(job, g, b, acc);
+    case kInt8: return accumulate_group<kInt8>(job, g, b, acc);
+    case kUInt8: return accumulate_group<kUInt8>(job, g, b, acc);
+    case kInt16: return accumulate_group<kInt16>(job, g, b, acc);
+    case kUInt16: return accumulate_group<kUInt16>(job, g, b, acc);
+    case kInt32: return accumulate_group<kInt32>(job, g, b, acc);
+    case kUInt32: return accumulate_group<kUInt32>(job, g, b, acc);
+    case kInt64: return accumulate_group<kInt64>(job, g, b, acc);
+    case kUInt64: return accumulate_group<kUInt64>(job, g, b, acc);
+    case kFloat16: return accumulate_group<kFloat16>(job, g, b, acc);
+    case kBFloat16: return accumulate_group<kBFloat16>(job, g, b, acc);
+    case kFloat32: return accumulate_group<kFloat32>(job, g, b, acc);
+    case kFloat64: return accumulate_group<kFloat64>(job, g, b, acc);
+    case kComplex64: return accumulate_group<kComplex64>(job, g, b, acc);
+    case kComplex128: return accumulate_group<kComplex128>(job, g, b, acc);
+    case kFloat8E4M3FN: return accumulate_group<kFloat8E4M3FN>(job, g, b, acc);
+    case kFloat8E5M2: return accumulate_group<kFloat8E5M2>(job, g, b, acc);
+    default: return;
+  }
+}
+
+/// The Partial of groups first, first + stride, … of `job`: whole groups at once where they lie
+/// together and aligned, else element by element (views with strides, odd offsets, odd sizes).
+OPHOOK_KERNEL_FN Partial summarise(const TensorJob& job, u64 first, u64 stride) {
+  if (job.flags & kWholeGroups) {
+    switch (job.kind) {
+      case kBool: return summarise_whole_groups<kBool>(job, first, stride);
+      case kInt8: return summarise_whole_groups<kInt8>(job, first, stride);
+      case kUInt8: return summarise_whole_groups<kUInt8>(job, first, stride);
+      case kInt16: return summarise_whole_groups<kInt16>(job, first, stride);
+      case kUInt16: return summarise_whole_groups<kUInt16>(job, first, stride);
+      case kInt32: return summarise_whole_groups<kInt32>(job, first, stride);
+      case kUInt32: return summarise_whole_groups<kUInt32>(job, first, stride);
+      case kInt64: return summarise_whole_groups<kInt64>(job, first, stride);
+      case kUInt64: return summarise_whole_groups<kUInt64>(job, first, stride);
+      case kFloat16: return summarise_whole_groups<kFloat16>(job, first, stride);
+      case kBFloat16: return summarise_whole_groups<kBFloat16>(job, first, stride);
+      case kFloat32: return summarise_whole_groups<kFloat32>(job, first, stride);
+      case kFloat64: return summarise_whole_groups<kFloat64>(job, first, stride);
+      case kComplex64: return summarise_whole_groups<kComplex64>(job, first, stride);
+      case kComplex128: return summarise_whole_groups<kComplex128>(job, first, stride);
+      case kFloat8E4M3FN: return summarise_whole_groups<kFloat8E4M3FN>(job, first, stride);
+      case kFloat8E5M2: return summarise_whole_groups<kFloat8E5M2>(job, first, stride);
+      default: break;
+    }
+  }
+  Accumulator acc;
+  for (u64 g = first; g < job.groups; g += stride) accumulate_any(job, g, load_group(job, g), acc);
+  return acc.finish();
+}
+
+/// Fills in a job's grouping (group, groups, flags) for a job whose data, kind, ndim, count,
+/// sizes and strides are set; `contiguous`: its elements lie in C order.
+OPHOOK_KERNEL_FN void set_grouping(TensorJob& job, bool contiguous) {
+  const u32 size = item_size(job.kind);
+  const u64 bytes = job.count * size;
+  job.flags = contiguous ? kContiguous : 0;
+  job.group = 1;
+  if (bytes % 4 == 0) {
+    job.flags |= kWords;
+    if (size < 4) job.group = 4 / size;
+  }
+  job.groups = job.count / job.group;
+  if (contiguous && job.group * size == group_bytes(job.kind) && job.data % group_bytes(job.kind) == 0) {
+    job.flags |= kWholeGroups;
+  }
+  if (job.count < (u64{1} << 32)) job.flags |= kSmallIndex;
+}
+
+/// The whole job on one thread: the fake device's kernel, and the tests' reference.
+OPHOOK_KERNEL_FN Result summarise_job(const TensorJob& job) { return summarise(job, 0, 1); }
+
+}  // namespace ophook::statistics_kernel

@@ -1,0 +1,49 @@
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ophook/statistics_kernel.hpp"
+
+/// Where the statistics kernel runs: a CUDA device through the driver API, or the fake device
+/// (OPHOOK_TENSOR_COPY=fake-device), which runs the same arithmetic on the host and lets its
+/// launches finish late, so that the asynchronous completion is tested on machines without a GPU.
+namespace ophook::py::device_statistics {
+
+inline constexpr std::uint32_t kSlots = 8192;           // results (and arrival counters) in flight
+inline constexpr std::uint32_t kArenaPartials = 1 << 16;  // per-block partials of launches in flight
+
+class Backend {
+ public:
+  using Event = void*;
+  virtual ~Backend() = default;
+  /// The results, where the host reads them (kSlots of them).
+  virtual const statistics_kernel::Result* results() const = 0;
+  /// Launches `blocks` blocks over `params` (its addresses are filled in here) on `stream`.
+  /// False with `why` when the launch failed.
+  virtual bool launch(statistics_kernel::LaunchParams& params, std::uint32_t blocks, void* stream, std::string& why) = 0;
+  /// An event recorded on `stream` after the launches so far; null when none could be recorded
+  /// (the caller then waits at once).
+  virtual Event record(void* stream) = 0;
+  /// Whether the work before `event` has finished (no waiting).
+  virtual bool finished(Event event) = 0;
+  /// Waits until it has.
+  virtual void wait(Event event) = 0;
+  /// The event may be recorded again.
+  virtual void recycle(Event event) = 0;
+  /// Whether `stream` is capturing a CUDA graph now: nothing may be launched on it.
+  virtual bool capturing(void* stream) = 0;
+  /// Where the current stream comes from: the device's (DLPack type, ordinal).
+  virtual int dlpack_device_type() const = 0;
+};
+
+/// The CUDA device `ordinal`: its primary context, the kernel compiled with NVRTC (found among
+/// `nvrtc_libraries` or by name), its buffers. Null with `why` when any of it is missing.
+std::unique_ptr<Backend> make_cuda_backend(int ordinal, const std::vector<std::string>& nvrtc_libraries, std::string& why);
+
+/// The fake device: the kernel's arithmetic on the host, each launch finished only after it was
+/// asked about a few times (or waited for).
+std::unique_ptr<Backend> make_fake_backend();
+
+}  // namespace ophook::py::device_statistics

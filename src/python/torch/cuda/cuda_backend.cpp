@@ -1,0 +1,119 @@
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "torch/cuda/backend.hpp"
+#include "torch/cuda/cuda_driver.hpp"
+#include "torch/cuda/kernel_source.hpp"
+#include "torch/cuda/nvrtc_compiler.hpp"
+
+namespace ophook::py::device_statistics {
+namespace {
+
+namespace k = statistics_kernel;
+using namespace cuda;
+
+/// The kernel image for a compute capability, compiled once per process and architecture.
+const CompiledKernel* kernel_for(int major, int minor, const std::vector<std::string>& nvrtc_libraries,
+                                 std::string& why) {
+  static std::map<int, std::optional<CompiledKernel>> images;
+  static std::map<int, std::string> failures;
+  const int key = major * 10 + minor;
+  auto [it, fresh] = images.try_emplace(key);
+  if (fresh) {
+    it->second = compile_statistics_kernel(major, minor, nvrtc_libraries, failures[key]);
+  }
+  if (!it->second) why = failures[key];
+  return it->second ? &*it->second : nullptr;
+}
+
+class CudaBackend final : public Backend {
+ public:
+  bool open(int ordinal, const std::vector<std::string>& nvrtc_libraries, std::string& why) {
+    api_ = driver(why);
+    if (api_ == nullptr) return false;
+    CUdevice device = 0;
+    int major = 0, minor = 0;
+    if (!check(api_->device_get(&device, ordinal), "cuDeviceGet", why) ||
+        !check(api_->device_get_attribute(&major, kComputeCapabilityMajor, device), "cuDeviceGetAttribute", why) ||
+        !check(api_->device_get_attribute(&minor, kComputeCapabilityMinor, device), "cuDeviceGetAttribute", why) ||
+        !check(api_->primary_context_retain(&context_, device), "cuDevicePrimaryCtxRetain", why)) {
+      return false;
+    }
+    const CompiledKernel* image = kernel_for(major, minor, nvrtc_libraries, why);
+    if (image == nullptr) return false;
+    ContextScope scope(*api_, context_);
+    CUmodule module = nullptr;
+    void* host = nullptr;
+    return check(api_->module_load_data(&module, image->image.data()), "cuModuleLoadData (" + image->target + ")", why) &&
+           check(api_->module_get_function(&function_, module, kStatisticsKernelName), "cuModuleGetFunction", why) &&
+           check(api_->mem_alloc(&partials_, sizeof(k::Partial) * kArenaPartials), "cuMemAlloc", why) &&
+           check(api_->mem_alloc(&arrivals_, sizeof(std::uint32_t) * kSlots), "cuMemAlloc", why) &&
+           check(api_->memset_d32(arrivals_, 0, kSlots), "cuMemsetD32", why) &&
+           check(api_->host_alloc(&host, sizeof(k::Result) * kSlots, kHostAllocPortable | kHostAllocDeviceMap),
+                 "cuMemHostAlloc", why) &&
+           (results_ = static_cast<k::Result*>(host),
+            check(api_->host_get_device_pointer(&results_on_device_, host, 0), "cuMemHostGetDevicePointer", why));
+  }
+
+  const k::Result* results() const override { return results_; }
+
+  bool launch(k::LaunchParams& params, std::uint32_t blocks, void* stream, std::string& why) override {
+    params.partials = partials_, params.arrivals = arrivals_, params.results = results_on_device_;
+    void* arguments[] = {&params};
+    ContextScope scope(*api_, context_);
+    return check(api_->launch_kernel(function_, blocks, 1, 1, k::kThreads, 1, 1, 0, static_cast<CUstream>(stream),
+                                     arguments, nullptr),
+                 "cuLaunchKernel", why);
+  }
+
+  Event record(void* stream) override {
+    ContextScope scope(*api_, context_);
+    CUevent event = nullptr;
+    if (!free_.empty()) {
+      event = free_.back();
+      free_.pop_back();
+    } else if (api_->event_create(&event, kEventDisableTiming) != kSuccess) {
+      return nullptr;
+    }
+    if (api_->event_record(event, static_cast<CUstream>(stream)) == kSuccess) return event;
+    free_.push_back(event);
+    return nullptr;
+  }
+
+  bool finished(Event event) override { return api_->event_query(static_cast<CUevent>(event)) != kNotReady; }
+  void wait(Event event) override { api_->event_synchronize(static_cast<CUevent>(event)); }
+  void recycle(Event event) override { free_.push_back(static_cast<CUevent>(event)); }
+
+  bool capturing(void* stream) override {
+    int status = 0;
+    // An error (the legacy stream while another captures globally) counts as capturing: no launch.
+    return api_->stream_is_capturing(static_cast<CUstream>(stream), &status) != kSuccess || status != 0;
+  }
+
+  int dlpack_device_type() const override { return 2; }  // kDLCUDA
+
+ private:
+  bool check(CUresult result, const std::string& what, std::string& why) const {
+    if (result == kSuccess) return true;
+    why = what + " failed: " + describe(*api_, result);
+    return false;
+  }
+
+  const Driver* api_ = nullptr;
+  CUcontext context_ = nullptr;
+  CUfunction function_ = nullptr;
+  CUdeviceptr partials_ = 0, arrivals_ = 0, results_on_device_ = 0;
+  k::Result* results_ = nullptr;
+  std::vector<CUevent> free_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(int ordinal, const std::vector<std::string>& nvrtc_libraries, std::string& why) {
+  auto backend = std::make_unique<CudaBackend>();
+  if (!backend->open(ordinal, nvrtc_libraries, why)) return nullptr;
+  return backend;
+}
+
+}  // namespace ophook::py::device_statistics

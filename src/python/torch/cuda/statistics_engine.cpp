@@ -1,0 +1,276 @@
+#include "torch/cuda/statistics_engine.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "ophook/log.hpp"
+#include "torch/cuda/backend.hpp"
+#include "torch/dense_view.hpp"
+#include "torch/device_path.hpp"
+
+namespace ophook::py::device_statistics {
+namespace {
+
+namespace k = statistics_kernel;
+
+// Threads per block times the groups each thread takes before a tensor gets another block: small
+// tensors get one block, large ones up to kMaxBlocksPerJob.
+constexpr std::uint64_t kGroupsPerBlock = std::uint64_t{k::kThreads} * 4;
+
+enum class SlotState : std::uint8_t { Free, Used, Abandoned };
+
+struct SlotEntry {
+  SlotState state = SlotState::Free;
+  std::uint64_t launch = 0;  // the launch that computes it
+};
+
+struct Launch {
+  Backend::Event event = nullptr;
+  std::uint32_t arena_begin = 0, arena_end = 0;
+  std::uint32_t open_slots = 0;  // results not yet taken or abandoned
+  bool done = false;
+  bool failed = false;
+};
+
+Costs engine_costs;
+
+/// One device: its backend, its result slots, the launch being assembled and those in flight.
+class DeviceEngine {
+ public:
+  explicit DeviceEngine(std::unique_ptr<Backend> backend) : backend_(std::move(backend)), slots_(kSlots) {
+    free_.reserve(kSlots);
+    for (std::uint32_t i = kSlots; i-- > 0;) free_.push_back(i);
+  }
+
+  Backend& backend() { return *backend_; }
+
+  /// A free result slot for the launch being assembled, or false when all are in flight.
+  bool take_slot(std::uint32_t& index) {
+    if (free_.empty()) sweep_abandoned();
+    if (free_.empty()) return false;
+    index = free_.back();
+    free_.pop_back();
+    slots_[index] = {SlotState::Used, next_launch_};
+    return true;
+  }
+
+  void add(k::TensorJob job, void* stream) {
+    if (params_.jobs > 0 && (stream != stream_ || params_.jobs == k::kJobsPerLaunch)) launch();
+    stream_ = stream;
+    job.first_block = blocks_;
+    params_.job[params_.jobs++] = job;
+    blocks_ += job.blocks;
+  }
+
+  void launch() {
+    if (params_.jobs == 0) return;
+    Launch entry;
+    entry.open_slots = params_.jobs;
+    reserve_arena(entry);
+    for (std::uint32_t j = 0; j < params_.jobs; ++j) params_.job[j].partials = entry.arena_begin + params_.job[j].first_block;
+    std::string why;
+    entry.failed = !backend_->launch(params_, blocks_, stream_, why);
+    if (!entry.failed) entry.event = backend_->record(stream_);
+    if (entry.failed || entry.event == nullptr) {
+      entry.failed = entry.done = true;
+      if (engine_costs.launch_failures++ == 0) {
+        core::logger().warn("the statistics kernel could not run ({}): those tensors are recorded without values",
+                            why.empty() ? "no event could be recorded" : why);
+      }
+    } else {
+      ++engine_costs.kernels_launched;
+      engine_costs.tensors_read += params_.jobs;
+      for (std::uint32_t j = 0; j < params_.jobs; ++j) {
+        engine_costs.bytes_read += params_.job[j].count * k::item_size(params_.job[j].kind);
+      }
+    }
+    launches_.push_back(entry);
+    ++next_launch_;
+    params_.jobs = 0;
+    blocks_ = 0;
+  }
+
+  bool ready(std::uint32_t index) {
+    if (slots_[index].launch == next_launch_) return false;  // not launched yet
+    Launch& entry = launch_of(index);
+    if (!entry.done && backend_->finished(entry.event)) finish(entry);
+    return entry.done;
+  }
+
+  void wait(std::uint32_t index) {
+    if (slots_[index].launch == next_launch_) launch();
+    Launch& entry = launch_of(index);
+    if (!entry.done) wait_for(entry);
+  }
+
+  std::optional<k::Result> take(std::uint32_t index) {
+    Launch& entry = launch_of(index);
+    std::optional<k::Result> result;
+    if (!entry.failed) {
+      result = backend_->results()[index];
+      engine_costs.bytes_to_host += sizeof(k::Result);
+    }
+    release(index);
+    return result;
+  }
+
+  void abandon(std::uint32_t index) { slots_[index].state = SlotState::Abandoned; }
+
+ private:
+  Launch& launch_of(std::uint32_t index) { return launches_[slots_[index].launch - first_launch_]; }
+
+  void finish(Launch& entry) {
+    entry.done = true;
+    backend_->recycle(entry.event);
+    entry.event = nullptr;
+  }
+
+  void wait_for(Launch& entry) {
+    const auto start = std::chrono::steady_clock::now();
+    backend_->wait(entry.event);
+    ++engine_costs.synchronizations;
+    engine_costs.wait_ns += static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+    finish(entry);
+  }
+
+  void release(std::uint32_t index) {
+    Launch& entry = launch_of(index);
+    --entry.open_slots;
+    slots_[index].state = SlotState::Free;
+    free_.push_back(index);
+    while (!launches_.empty() && launches_.front().done && launches_.front().open_slots == 0) {
+      launches_.pop_front();
+      ++first_launch_;
+    }
+  }
+
+  /// Frees the abandoned slots whose launches are done.
+  void sweep_abandoned() {
+    for (std::uint32_t i = 0; i < kSlots; ++i) {
+      if (slots_[i].state == SlotState::Abandoned && slots_[i].launch != next_launch_ && ready(i)) release(i);
+    }
+  }
+
+  /// Partials for the launch's blocks, past those of launches still running (waited for when the
+  /// arena comes round to them).
+  void reserve_arena(Launch& entry) {
+    if (cursor_ + blocks_ > kArenaPartials) cursor_ = 0;
+    entry.arena_begin = cursor_;
+    entry.arena_end = cursor_ + blocks_;
+    cursor_ = entry.arena_end;
+    for (auto& running : launches_) {
+      const bool overlaps = running.arena_begin < entry.arena_end && entry.arena_begin < running.arena_end;
+      if (!overlaps || running.done) continue;
+      if (backend_->finished(running.event)) {
+        finish(running);
+      } else {
+        wait_for(running);
+      }
+    }
+  }
+
+  std::unique_ptr<Backend> backend_;
+  std::vector<SlotEntry> slots_;
+  std::vector<std::uint32_t> free_;
+  std::deque<Launch> launches_;
+  std::uint64_t first_launch_ = 0, next_launch_ = 0;  // ids of launches_.front() and of the one assembled
+  k::LaunchParams params_;
+  std::uint32_t blocks_ = 0;
+  void* stream_ = nullptr;
+  std::uint32_t cursor_ = 0;
+};
+
+/// Engines by device: index 0 the fake device, 1 + ordinal the CUDA devices; null where there is
+/// none (tried once).
+std::vector<std::unique_ptr<DeviceEngine>> engines;
+std::vector<bool> tried;
+
+DeviceEngine* engine_for(bool fake, int ordinal, std::uint32_t& device) {
+  device = fake ? 0 : 1 + static_cast<std::uint32_t>(ordinal);
+  if (device >= engines.size()) engines.resize(device + 1), tried.resize(device + 1);
+  if (tried[device]) return engines[device].get();
+  tried[device] = true;
+  std::string why;
+  auto backend = fake ? make_fake_backend() : make_cuda_backend(ordinal, nvrtc_libraries(), why);
+  const std::string name = fake ? std::string("fake") : "cuda:" + std::to_string(ordinal);
+  if (!backend) {
+    engine_costs.unavailable = name + ": " + why;
+    core::logger().warn("statistics of tensors on {} are computed through torch, not by ophook's kernel: {}", name, why);
+    return nullptr;
+  }
+  engine_costs.devices += (engine_costs.devices.empty() ? "" : ", ") + name;
+  engines[device] = std::make_unique<DeviceEngine>(std::move(backend));
+  return engines[device].get();
+}
+
+/// The kernel's description of `view`; false when it takes no such tensor.
+bool describe(const DLTensor& view, std::uint32_t kind, k::TensorJob& job) {
+  if (view.ndim < 0 || static_cast<std::uint32_t>(view.ndim) > k::kMaxDims) return false;
+  job.kind = kind;
+  job.ndim = static_cast<std::uint32_t>(view.ndim);
+  job.data = reinterpret_cast<std::uintptr_t>(view.data) + view.byte_offset;
+  job.count = 1;
+  bool contiguous = true;
+  std::int64_t expected = 1;
+  for (std::uint32_t d = job.ndim; d-- > 0;) {
+    job.sizes[d] = view.shape[d];
+    job.strides[d] = view.strides != nullptr ? view.strides[d] : expected;
+    if (job.sizes[d] != 1 && job.strides[d] != expected) contiguous = false;
+    expected *= view.shape[d];
+    job.count *= static_cast<std::uint64_t>(view.shape[d]);
+  }
+  k::set_grouping(job, contiguous);
+  job.blocks = static_cast<std::uint32_t>(
+      std::clamp<std::uint64_t>((job.groups + kGroupsPerBlock - 1) / kGroupsPerBlock, 1, k::kMaxBlocksPerJob));
+  return true;
+}
+
+}  // namespace
+
+Queued queue(const DLTensor& view, std::uint32_t kind, bool fake, Slot& slot) {
+  if (kind == k::kNone) return Queued::Elsewhere;
+  std::uint32_t device = 0;
+  DeviceEngine* engine = engine_for(fake, view.device.device_id, device);
+  if (engine == nullptr) return Queued::Elsewhere;
+  void* stream = nullptr;
+  if (!fake && !current_work_stream(engine->backend().dlpack_device_type(), view.device.device_id, stream)) {
+    return Queued::Elsewhere;
+  }
+  if (engine->backend().capturing(stream)) return Queued::Capturing;
+  k::TensorJob job;
+  if (!describe(view, kind, job) || !engine->take_slot(job.slot)) return Queued::Elsewhere;
+  engine->add(job, stream);
+  slot = {device, job.slot};
+  return Queued::Yes;
+}
+
+void launch_queued() {
+  for (auto& engine : engines) {
+    if (engine) engine->launch();
+  }
+}
+
+bool may_poll() {
+  for (std::uint32_t device = 1; device < engines.size(); ++device) {
+    void* stream = nullptr;
+    if (!engines[device]) continue;
+    const int ordinal = static_cast<int>(device) - 1;
+    if (!current_work_stream(engines[device]->backend().dlpack_device_type(), ordinal, stream) ||
+        engines[device]->backend().capturing(stream)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool ready(Slot slot) { return engines[slot.device]->ready(slot.index); }
+void wait(Slot slot) { engines[slot.device]->wait(slot.index); }
+std::optional<statistics_kernel::Result> take(Slot slot) { return engines[slot.device]->take(slot.index); }
+void abandon(Slot slot) { engines[slot.device]->abandon(slot.index); }
+const Costs& costs() { return engine_costs; }
+
+}  // namespace ophook::py::device_statistics

@@ -1,0 +1,67 @@
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <dlpack/dlpack.h>
+
+#include "ophook/statistics_kernel.hpp"
+
+/// Statistics of device tensors computed where they lie (docs/devices.md, "Statistics on a CUDA
+/// device"): a call's tensors are queued here as they are captured and summarised by one kernel
+/// launch on the current stream (launch_queued, after the call; before it too when the call may
+/// write into its inputs). Each result lands in host memory; an event recorded after the launch
+/// says when it is there, so nothing waits on the program's thread until a result is wanted.
+/// CUDA devices go through the driver API and NVRTC, loaded when the first CUDA tensor is read;
+/// OPHOOK_TENSOR_COPY=fake-device sends CPU tensors to the fake device instead. Every function
+/// needs the GIL, which also guards the state kept here.
+namespace ophook::py::device_statistics {
+
+/// A queued tensor's result: which device, and which of its result slots.
+struct Slot {
+  static constexpr std::uint32_t kNone = ~0u;
+  std::uint32_t device = kNone;
+  std::uint32_t index = 0;
+  bool valid() const { return device != kNone; }
+};
+
+enum class Queued : std::uint8_t {
+  Yes,
+  Elsewhere,  // no engine for this tensor (no driver or NVRTC, a shape the kernel does not take…): the generic path reads it
+  Capturing,  // its stream is capturing a CUDA graph: not read now
+};
+
+/// Queues the statistics of the tensor `view` (elements of kernel kind `kind`); `slot` says
+/// where its result will be. `fake`: a CPU tensor for the fake device.
+Queued queue(const DLTensor& view, std::uint32_t kind, bool fake, Slot& slot);
+
+/// Launches what is queued, one launch per device (per 12 tensors): after a call's tensors are
+/// captured.
+void launch_queued();
+
+/// Whether the result of `slot` is there (no waiting); wait() waits for it, counted as a
+/// synchronisation in costs().
+bool ready(Slot slot);
+void wait(Slot slot);
+
+/// Whether results may be asked about now: not while a CUDA graph is being captured on a current
+/// stream, where querying an event could invalidate the program's capture.
+bool may_poll();
+
+/// The result of `slot`, which must be ready or waited for; nullopt when its launch failed. The
+/// slot is free afterwards.
+std::optional<statistics_kernel::Result> take(Slot slot);
+
+/// Frees `slot` without its result (a record that goes back unwritten), once its launch is done.
+void abandon(Slot slot);
+
+/// What the engine cost and why it is not used where it is not, for summary.json.
+struct Costs {
+  std::uint64_t kernels_launched = 0, tensors_read = 0, bytes_read = 0, bytes_to_host = 0;
+  std::uint64_t synchronizations = 0, wait_ns = 0, launch_failures = 0;
+  std::string devices;      // "cuda:0 sm_90", "fake"
+  std::string unavailable;  // why a device has no engine
+};
+const Costs& costs();
+
+}  // namespace ophook::py::device_statistics

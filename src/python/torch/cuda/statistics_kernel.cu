@@ -1,0 +1,78 @@
+// The device statistics kernel (docs/devices.md, "Statistics on a CUDA device"): one launch reads
+// all of a call's CUDA tensors once. Block b works on the job whose blocks it falls in; its
+// threads stride over the job's fingerprint groups (ophook/statistics_kernel.hpp holds the
+// arithmetic, shared with the host); the block's merged Partial goes to the partials arena, and
+// the last block of a job to arrive merges them all and writes the job's Result into host memory.
+// ophook compiles this file with NVRTC at run time; CI compiles it with nvcc.
+#include "ophook/statistics_kernel.hpp"
+
+using namespace ophook::statistics_kernel;
+
+namespace {
+
+__device__ void merge_in_block(Partial* shared) {
+  for (u32 s = kThreads / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) merge(shared[threadIdx.x], shared[threadIdx.x + s]);
+    __syncthreads();
+  }
+}
+
+/// Another block's Partial, read past this block's L1 (it was written by another SM).
+__device__ Partial load_other(const Partial* p) {
+  constexpr u32 kWords = sizeof(Partial) / sizeof(u64);
+  const volatile u64* words = reinterpret_cast<const volatile u64*>(p);
+  union {
+    u64 w[kWords];
+    Partial partial;
+  } out;
+  for (u32 i = 0; i < kWords; ++i) out.w[i] = words[i];
+  return out.partial;
+}
+
+}  // namespace
+
+extern "C" __global__ void __launch_bounds__(kThreads) ophook_statistics(const LaunchParams params) {
+  __shared__ Partial shared[kThreads];
+  __shared__ TensorJob job;
+  __shared__ bool last;
+  // The block's job, into shared memory. Only constant indices into the parameter: a computed one
+  // makes the compiler copy the whole parameter into every thread's local memory.
+  u32 j = 0;
+#pragma unroll
+  for (u32 i = 1; i < kJobsPerLaunch; ++i) {
+    if (i < params.jobs && blockIdx.x >= params.job[i].first_block) j = i;
+  }
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (u32 i = 0; i < kJobsPerLaunch; ++i) {
+      if (i == j) job = params.job[i];
+    }
+  }
+  __syncthreads();
+  const u32 local = blockIdx.x - job.first_block;
+
+  shared[threadIdx.x] = summarise(job, static_cast<u64>(local) * kThreads + threadIdx.x,
+                                  static_cast<u64>(job.blocks) * kThreads);
+  __syncthreads();
+  merge_in_block(shared);
+
+  Partial* partials = reinterpret_cast<Partial*>(params.partials) + job.partials;
+  u32* arrivals = reinterpret_cast<u32*>(params.arrivals);
+  if (threadIdx.x == 0) {
+    partials[local] = shared[0];
+    __threadfence();  // the partial before the arrival
+    last = atomicAdd(&arrivals[job.slot], 1u) == job.blocks - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+
+  shared[threadIdx.x] = Accumulator().finish();
+  for (u32 b = threadIdx.x; b < job.blocks; b += kThreads) merge(shared[threadIdx.x], load_other(partials + b));
+  __syncthreads();
+  merge_in_block(shared);
+  if (threadIdx.x == 0) {
+    reinterpret_cast<Result*>(params.results)[job.slot] = shared[0];
+    arrivals[job.slot] = 0;  // ready for the slot's next job
+    __threadfence_system();
+  }
+}

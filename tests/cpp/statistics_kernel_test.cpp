@@ -1,0 +1,271 @@
+// The device statistics kernel's arithmetic (ophook/statistics_kernel.hpp), run on the host,
+// against the writer's (src/core/stats.cpp) for every element kind it reads: the same statistics
+// for the same bytes, and fingerprint sums equal to a plain loop over the bytes.
+#include "ophook/statistics_kernel.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ophook/half.hpp"
+#include "ophook/stats.hpp"
+
+namespace ophook::statistics_kernel {
+namespace {
+
+/// A kind, the descr of the bytes the writer summarises, and how an element becomes them.
+struct KindCase {
+  ElementKind kind;
+  std::string descr;  // of the writer's bytes: the element's own, or float32 for bf16/fp8
+  std::string name;
+};
+
+const std::vector<KindCase>& cases() {
+  static const std::vector<KindCase> all = {
+      {kBool, "|b1", "bool"},          {kInt8, "|i1", "int8"},          {kUInt8, "|u1", "uint8"},
+      {kInt16, "<i2", "int16"},        {kUInt16, "<u2", "uint16"},      {kInt32, "<i4", "int32"},
+      {kUInt32, "<u4", "uint32"},      {kInt64, "<i8", "int64"},        {kUInt64, "<u8", "uint64"},
+      {kFloat16, "<f2", "float16"},    {kBFloat16, "<f4", "bfloat16"},  {kFloat32, "<f4", "float32"},
+      {kFloat64, "<f8", "float64"},    {kComplex64, "<c8", "complex64"}, {kComplex128, "<c16", "complex128"},
+      {kFloat8E4M3FN, "<f4", "float8_e4m3fn"}, {kFloat8E5M2, "<f4", "float8_e5m2"},
+  };
+  return all;
+}
+
+/// float8 e4m3fn → float, written out here from the format's definition (not the kernel's code).
+float e4m3fn_reference(std::uint8_t b) {
+  const int exponent = (b >> 3) & 0xF, mantissa = b & 7;
+  if (exponent == 0xF && mantissa == 7) return std::nanf("");
+  const float magnitude = exponent == 0 ? std::ldexp(static_cast<float>(mantissa), -9)
+                                        : std::ldexp(1.0F + static_cast<float>(mantissa) / 8.0F, exponent - 7);
+  return (b & 0x80) != 0 ? -magnitude : magnitude;
+}
+
+/// The bytes the writer would summarise for `raw` elements of `kind`: bf16 and fp8 widened to
+/// float32 (as torch/float_formats.cpp does), the others as they are.
+std::vector<std::byte> writer_bytes(ElementKind kind, const std::vector<std::byte>& raw) {
+  if (kind != kBFloat16 && kind != kFloat8E4M3FN && kind != kFloat8E5M2) return raw;
+  const std::size_t size = item_size(kind), count = raw.size() / size;
+  std::vector<float> wide(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    if (kind == kBFloat16) {
+      std::uint16_t half = 0;
+      std::memcpy(&half, &raw[i * 2], 2);
+      const std::uint32_t bits = static_cast<std::uint32_t>(half) << 16;
+      std::memcpy(&wide[i], &bits, 4);
+    } else if (kind == kFloat8E5M2) {
+      wide[i] = static_cast<float>(core::half_to_double(static_cast<std::uint16_t>(std::to_integer<unsigned>(raw[i]) << 8)));
+    } else {
+      wide[i] = e4m3fn_reference(std::to_integer<std::uint8_t>(raw[i]));
+    }
+  }
+  std::vector<std::byte> out(count * 4);
+  std::memcpy(out.data(), wide.data(), out.size());
+  return out;
+}
+
+/// Random elements of `kind`: floats of mixed scale with a NaN and an Inf planted (where the kind
+/// has them), integers over their whole range, bools 0/1.
+std::vector<std::byte> random_elements(ElementKind kind, std::size_t count, std::mt19937_64& rng) {
+  const std::size_t size = item_size(kind);
+  std::vector<std::byte> out(count * size);
+  std::normal_distribution<double> normal(0.5, 3.0);
+  for (std::size_t i = 0; i < count; ++i) {
+    std::byte* p = &out[i * size];
+    const double v = normal(rng);
+    switch (kind) {
+      case kBool: *p = std::byte(rng() & 1); break;
+      case kFloat16: {
+        // float16 through float: round by truncating the float's bits (any valid half will do).
+        const float f = static_cast<float>(v);
+        std::uint32_t bits = 0;
+        std::memcpy(&bits, &f, 4);
+        const std::uint32_t exponent = ((bits >> 23) & 0xFF);
+        const std::uint16_t half = static_cast<std::uint16_t>(
+            ((bits >> 16) & 0x8000) | (exponent < 113 ? 0 : ((exponent - 112) << 10) | ((bits >> 13) & 0x3FF)));
+        std::memcpy(p, &half, 2);
+        break;
+      }
+      case kFloat32: {
+        const float f = static_cast<float>(v);
+        std::memcpy(p, &f, 4);
+        break;
+      }
+      case kFloat64: std::memcpy(p, &v, 8); break;
+      case kComplex64: {
+        const float parts[2] = {static_cast<float>(v), static_cast<float>(normal(rng))};
+        std::memcpy(p, parts, 8);
+        break;
+      }
+      case kComplex128: {
+        const double parts[2] = {v, normal(rng)};
+        std::memcpy(p, parts, 16);
+        break;
+      }
+      default: {  // integers, bf16 and fp8: any bits
+        const std::uint64_t bits = rng();
+        std::memcpy(p, &bits, size);
+      }
+    }
+  }
+  if (can_be_nonfinite(kind) && count >= 8 && kind != kFloat8E4M3FN) {
+    // A NaN and an Inf at fixed places: all-ones exponents (a quiet NaN, then +Inf).
+    const auto plant = [&](std::size_t at, std::uint64_t bits) { std::memcpy(&out[at * size], &bits, std::min<std::size_t>(size, 8)); };
+    switch (kind) {
+      case kFloat16: plant(3, 0x7E00), plant(5, 0x7C00); break;
+      case kBFloat16: plant(3, 0x7FC0), plant(5, 0x7F80); break;
+      case kFloat32: case kComplex64: plant(3, 0x7FC00000), plant(5, 0x7F800000); break;
+      case kFloat64: case kComplex128: plant(3, 0x7FF8000000000000), plant(5, 0x7FF0000000000000); break;
+      case kFloat8E5M2: plant(3, 0x7F), plant(5, 0x7C); break;
+      default: break;
+    }
+  }
+  return out;
+}
+
+TensorJob contiguous_job(ElementKind kind, const std::vector<std::byte>& bytes) {
+  TensorJob job;
+  job.kind = kind;
+  job.data = reinterpret_cast<std::uintptr_t>(bytes.data());
+  job.count = bytes.size() / item_size(kind);
+  job.ndim = 1;
+  job.sizes[0] = static_cast<i64>(job.count);
+  job.strides[0] = 1;
+  set_grouping(job, true);
+  return job;
+}
+
+/// The fingerprint sums written out: int32 words of the C-order bytes (unsigned bytes when their
+/// count is not a multiple of 4), sum of w_i * (2i + 1) and of w_i * w_i modulo 2^64.
+std::pair<std::uint64_t, std::uint64_t> fingerprint_reference(const std::vector<std::byte>& bytes) {
+  std::uint64_t position = 0, by_value = 0;
+  const bool words = bytes.size() % 4 == 0;
+  const std::size_t n = words ? bytes.size() / 4 : bytes.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    std::int64_t w = 0;
+    if (words) {
+      std::int32_t word = 0;
+      std::memcpy(&word, &bytes[4 * i], 4);
+      w = word;
+    } else {
+      w = std::to_integer<std::uint8_t>(bytes[i]);
+    }
+    position += static_cast<std::uint64_t>(w) * (2 * i + 1);
+    by_value += static_cast<std::uint64_t>(w) * static_cast<std::uint64_t>(w);
+  }
+  return {position, by_value};
+}
+
+void expect_same_statistics(const Result& kernel, const core::ArrayStats& writer, const std::string& where) {
+  EXPECT_EQ(kernel.nan, writer.nan) << where;
+  EXPECT_EQ(kernel.nonfinite - kernel.nan, writer.inf) << where;
+  ASSERT_EQ(kernel.finite > 0, writer.has_finite) << where;
+  if (!writer.has_finite) return;
+  EXPECT_EQ(kernel.min, writer.min) << where;
+  EXPECT_EQ(kernel.max, writer.max) << where;
+  const double scale = std::max({std::fabs(writer.min), std::fabs(writer.max), 1e-300});
+  EXPECT_NEAR(std::clamp(kernel.mean, kernel.min, kernel.max), writer.mean, 1e-12 * scale) << where;
+  EXPECT_NEAR(std::sqrt(kernel.m2 / static_cast<double>(kernel.finite)), writer.std, 1e-12 * scale) << where;
+}
+
+TEST(StatisticsKernel, EveryKindGivesTheWritersStatisticsAndTheFingerprintOfItsBytes) {
+  std::mt19937_64 rng(7);
+  for (const auto& c : cases()) {
+    for (const std::size_t count : {std::size_t{1}, std::size_t{3}, std::size_t{8}, std::size_t{1001}, std::size_t{4096}}) {
+      const auto bytes = random_elements(c.kind, count, rng);
+      const Result kernel = summarise_job(contiguous_job(c.kind, bytes));
+      const auto wide = writer_bytes(c.kind, bytes);
+      const std::string where = c.name + " x" + std::to_string(count);
+      expect_same_statistics(kernel, core::compute_stats(c.descr, wide.data(), wide.size()), where);
+      const auto [position, by_value] = fingerprint_reference(bytes);
+      EXPECT_EQ(kernel.position, position) << where;
+      EXPECT_EQ(kernel.by_value, by_value) << where;
+    }
+  }
+}
+
+/// The same arithmetic over the same elements in the same order: every field equal.
+void expect_identical(const Result& a, const Result& b, const std::string& where) {
+  EXPECT_EQ(a.finite, b.finite) << where;
+  EXPECT_EQ(a.nan, b.nan) << where;
+  EXPECT_EQ(a.nonfinite, b.nonfinite) << where;
+  EXPECT_EQ(a.min, b.min) << where;
+  EXPECT_EQ(a.max, b.max) << where;
+  EXPECT_EQ(a.mean, b.mean) << where;
+  EXPECT_EQ(a.m2, b.m2) << where;
+  EXPECT_EQ(a.position, b.position) << where;
+  EXPECT_EQ(a.by_value, b.by_value) << where;
+}
+
+TEST(StatisticsKernel, ViewsGiveTheResultOfTheirContiguousCopy) {
+  std::mt19937_64 rng(11);
+  for (const auto& c : cases()) {
+    const std::size_t size = item_size(c.kind);
+    // A 2-D (rows x cols) block, read transposed (cols x rows, strides 1 and cols).
+    constexpr std::size_t rows = 33, cols = 18;
+    const auto block = random_elements(c.kind, rows * cols, rng);
+    std::vector<std::byte> transposed(block.size());
+    for (std::size_t i = 0; i < cols; ++i) {
+      for (std::size_t j = 0; j < rows; ++j) std::memcpy(&transposed[(i * rows + j) * size], &block[(j * cols + i) * size], size);
+    }
+    TensorJob view;
+    view.kind = c.kind;
+    view.data = reinterpret_cast<std::uintptr_t>(block.data());
+    view.count = rows * cols;
+    view.ndim = 2;
+    view.sizes[0] = cols, view.sizes[1] = rows;
+    view.strides[0] = 1, view.strides[1] = cols;
+    set_grouping(view, false);
+    const Result from_view = summarise_job(view);
+    const Result from_copy = summarise_job(contiguous_job(c.kind, transposed));
+    expect_identical(from_view, from_copy, c.name + " transposed");
+
+    // A contiguous run that starts one element in: groups not aligned to their size.
+    std::vector<std::byte> tail(block.begin() + static_cast<std::ptrdiff_t>(size), block.begin() + static_cast<std::ptrdiff_t>(size * 9));
+    TensorJob offset = contiguous_job(c.kind, tail);
+    offset.data = reinterpret_cast<std::uintptr_t>(block.data() + size);
+    set_grouping(offset, true);
+    const Result from_offset = summarise_job(offset);
+    const Result from_tail = summarise_job(contiguous_job(c.kind, tail));
+    expect_identical(from_offset, from_tail, c.name + " offset");
+  }
+}
+
+TEST(StatisticsKernel, PartialsOfInterleavedThreadsMergeIntoTheWhole) {
+  std::mt19937_64 rng(13);
+  for (const auto kind : {kFloat32, kFloat16, kInt64, kComplex64}) {
+    const auto bytes = random_elements(kind, 5000, rng);
+    const TensorJob job = contiguous_job(kind, bytes);
+    const Result whole = summarise_job(job);
+    // As the kernel's threads take the groups: thread t of 7 takes t, t + 7, t + 14, …
+    constexpr std::uint64_t threads = 7;
+    Result merged = summarise(job, 0, threads);
+    for (std::uint64_t t = 1; t < threads; ++t) merge(merged, summarise(job, t, threads));
+    EXPECT_EQ(merged.nan, whole.nan);
+    EXPECT_EQ(merged.nonfinite, whole.nonfinite);
+    EXPECT_EQ(merged.finite, whole.finite);
+    EXPECT_EQ(merged.min, whole.min);
+    EXPECT_EQ(merged.max, whole.max);
+    EXPECT_EQ(merged.position, whole.position);
+    EXPECT_EQ(merged.by_value, whole.by_value);
+    const double scale = std::max(std::fabs(whole.min), std::fabs(whole.max));
+    EXPECT_NEAR(merged.mean, whole.mean, 1e-12 * scale);
+    EXPECT_NEAR(merged.m2 / static_cast<double>(merged.finite), whole.m2 / static_cast<double>(whole.finite),
+                1e-12 * scale * scale);
+  }
+}
+
+TEST(StatisticsKernel, AnEmptyTensorHasNoFiniteValue) {
+  const std::vector<std::byte> none;
+  const Result result = summarise_job(contiguous_job(kFloat32, none));
+  EXPECT_EQ(result.finite, 0U);
+  EXPECT_EQ(result.nan + result.nonfinite + result.position + result.by_value, 0U);
+}
+
+}  // namespace
+}  // namespace ophook::statistics_kernel
