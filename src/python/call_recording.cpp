@@ -158,6 +158,29 @@ void copy_live_arrays(const core::Recorder& recorder, core::CallRecord& record) 
   }
 }
 
+}  // namespace
+
+std::string announce_nonfinite(core::Recorder& recorder, core::CallRecord& record) {
+  record.nonfinite_new = true;
+  auto where = describe_call(recorder, record);
+  if (recorder.claim_first_nonfinite_report()) core::logger().warn("first NaN/Inf from finite inputs: {}", where);
+  return where;
+}
+
+bool fresh_nonfinite(const core::Recorder& recorder, const core::CallRecord& record, std::size_t first_output,
+                     std::optional<bool> inputs_nonfinite_before) {
+  // Outputs first: the inputs are looked at only for a NaN/Inf (those the call could not write
+  // into are as they were before it).
+  auto inputs_nonfinite = [&] {
+    if (!inputs_nonfinite_before) return any_nonfinite(recorder, record, 0, first_output, Arrays::All);
+    return *inputs_nonfinite_before || any_nonfinite(recorder, record, 0, first_output, Arrays::Copied);
+  };
+  return !record.nonfinite_scalar_input && any_nonfinite(recorder, record, first_output, record.arrays.size(), Arrays::All) &&
+         !inputs_nonfinite();
+}
+
+namespace {
+
 /// A culprit: reported once on stderr, recorded (a CheckOnly call gets its seq and source now),
 /// and raised as FloatingPointError under `raise`, once its record and dumps are on disk.
 PyObject* report_nonfinite(core::Recorder& recorder, core::RecordPtr& record, PyObject* result, RecordUse use) {
@@ -168,13 +191,9 @@ PyObject* report_nonfinite(core::Recorder& recorder, core::RecordPtr& record, Py
     record->source_file_id = site.file_id, record->source_func_id = site.func_id, record->source_line = site.line;
     if (recorder.config().mode != core::Mode::Trace) copy_live_arrays(recorder, *record);
   }
-  record->nonfinite_new = true;
-  const auto where = describe_call(recorder, *record);
+  const auto where = announce_nonfinite(recorder, *record);
   const auto op_name = recorder.op(record->op_id).name;
   const bool raise = recorder.config().nan == core::NanPolicy::Raise;
-  if (recorder.claim_first_nonfinite_report()) {
-    core::logger().warn("first NaN/Inf from finite inputs: {}", where);
-  }
   submit_record(recorder, std::move(record));
   if (!raise) return result;
   Py_BEGIN_ALLOW_THREADS recorder.flush();
@@ -200,16 +219,16 @@ void return_check_record(core::RecordPtr record) noexcept {
 
 PyObject* check_nonfinite(core::Recorder& recorder, core::RecordPtr& record, std::size_t first_output,
                           std::optional<bool> inputs_nonfinite_before, PyObject* result, RecordUse use) {
+  // `warn` on a recorded call whose device tensors the statistics kernel reads: judged when the
+  // results arrive, in seq order, without waiting for them here.
+  if (use == RecordUse::Recorded && recorder.config().nan == core::NanPolicy::Warn &&
+      group_of(recorder.op(record->op_id).level) != LevelGroup::Numpy &&
+      device_readback::check_later(*record, first_output, inputs_nonfinite_before)) {
+    submit_record(recorder, std::move(record));
+    return result;
+  }
   device_readback::resolve(*record);  // tensors on devices: their counts, one synchronisation
-  // Outputs first: the inputs are looked at only for a NaN/Inf (those the call could not write
-  // into are as they were before it).
-  auto inputs_nonfinite = [&] {
-    if (!inputs_nonfinite_before) return any_nonfinite(recorder, *record, 0, first_output, Arrays::All);
-    return *inputs_nonfinite_before || any_nonfinite(recorder, *record, 0, first_output, Arrays::Copied);
-  };
-  const bool fresh = !record->nonfinite_scalar_input &&
-                     any_nonfinite(recorder, *record, first_output, record->arrays.size(), Arrays::All) &&
-                     !inputs_nonfinite();
+  const bool fresh = fresh_nonfinite(recorder, *record, first_output, inputs_nonfinite_before);
   if (fresh && group_of(recorder.op(record->op_id).level) == LevelGroup::Numpy &&
       errstate_silences(recorder, *record, first_output)) {
     record->nonfinite_expected = true;  // the program said it expects this: counted, not reported

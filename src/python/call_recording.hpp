@@ -1,6 +1,7 @@
 #pragma once
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "import_guard.hpp"
@@ -60,6 +61,15 @@ enum class RecordUse : std::uint8_t {
 /// a culprit). Returns the (possibly new) result.
 PyObject* check_nonfinite(core::Recorder& recorder, core::RecordPtr& record, std::size_t first_output,
                           std::optional<bool> inputs_nonfinite_before, PyObject* result, RecordUse use);
+
+/// OPHOOK_NAN's verdict on a finished call: its outputs hold NaN/Inf and its inputs (arrays
+/// [0, first_output), judged before the call where it could write into them) did not.
+bool fresh_nonfinite(const core::Recorder& recorder, const core::CallRecord& record, std::size_t first_output,
+                     std::optional<bool> inputs_nonfinite_before);
+
+/// Marks `record` as a culprit and, for the run's first, says so on stderr. Returns the call's
+/// description ("seq 12 torch.log at …").
+std::string announce_nonfinite(core::Recorder& recorder, core::CallRecord& record);
 
 /// Which arrays of a record any_nonfinite looks at: all, those read in place (the caller's own,
 /// OPHOOK_NAN in `trace` mode), or the others (copies, device counts: taken before the call).

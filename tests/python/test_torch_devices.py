@@ -301,6 +301,49 @@ def test_kernel_costs_are_in_the_summary(tmp_path):
     assert proc.stdout == run_script(tmp_path / "plain", TRAINING, preload=False).stdout
 
 
+NAN_PROGRAM = """
+import torch
+torch.manual_seed(0)
+net = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 1))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for step in range(4):
+    h = net(torch.randn(64, 16))
+    if step == 2:
+        h = torch.log(h - 10)  # NaN from finite inputs
+    loss = h.square().mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+print(loss.item())
+"""
+
+
+@pytest.mark.parametrize("levels", ["torch_function", "torch_function,torch_dispatch"])
+def test_kernel_nan_warn_names_the_culprit_of_the_direct_path(tmp_path, levels):
+    """OPHOOK_NAN=warn in trace mode with the kernel's NaN counts arriving late: the recorded calls
+    are judged as their results come in, oldest first, and the culprit, its warning and the run's
+    first NaN/Inf are the direct path's. With both torch levels every call is recorded and nothing
+    waits but the run's end; with torch_function alone, the backward ops no level records are
+    checked as they run, one wait each (docs/devices.md)."""
+    runs = {}
+    for copy in ("auto", "fake-device"):
+        (tmp_path / copy).mkdir()
+        proc = run_script(tmp_path / copy, NAN_PROGRAM, levels=levels, mode="trace", nan="warn", tensor_copy=copy)
+        here = str(tmp_path / copy)  # each run's own directory, out of what is compared
+        warnings = [line.split("] ", 1)[1].replace(here, "") for line in proc.stderr.splitlines() if "first NaN/Inf" in line]
+        first = summary(tmp_path / copy / "out")
+        first["first_nonfinite"]["source"] = first["first_nonfinite"]["source"].replace(here, "")
+        runs[copy] = (proc.stdout, warnings, first)
+    (plain, direct_warnings, direct), (out, kernel_warnings, kernel) = runs["auto"], runs["fake-device"]
+    assert out == plain and len(direct_warnings) == 1
+    assert kernel_warnings == direct_warnings
+    assert "/prog.py:9:" in direct_warnings[0] and "(forward)" in direct_warnings[0]
+    assert kernel["first_nonfinite"] == direct["first_nonfinite"]
+    assert direct["first_nonfinite"]["step"] == 2 and direct["first_nonfinite"]["source"] == "/prog.py:9:<module>"
+    if "torch_dispatch" in levels:  # the fake device's last few launches, waited for at the end
+        assert kernel["notes"]["device_statistics"]["synchronizations"] <= 5
+
+
 # ---- meta, fake and DTensor ------------------------------------------------------------------------
 
 META_AND_FAKE = """

@@ -46,6 +46,14 @@ Clock::time_point held_since;
 std::size_t snapshot_bytes = 0;  // of the entries in `expected`
 std::size_t generic_entries = 0;  // entries of `expected` the generic path (Python) reads back
 
+/// OPHOOK_NAN's check of a held record, done when its kernel results arrive (check_later).
+struct HeldCheck {
+  const core::CallRecord* record;
+  std::size_t first_output;
+  std::optional<bool> inputs_nonfinite_before;
+};
+auto& held_checks = *new std::vector<HeldCheck>;
+
 // A forked child's copies belong to the parent, which submits them: the child forgets them,
 // leaked, since their tensors live on a device the child must not touch.
 const bool fork_handler_registered = [] {
@@ -56,6 +64,7 @@ const bool fork_handler_registered = [] {
     expected.clear();
     snapshot_bytes = 0;
     generic_entries = 0;
+    held_checks.clear();
   });
   return true;
 }();
@@ -227,6 +236,23 @@ void read_back(std::vector<Expected>& batch) {
   }
 }
 
+/// The held check of `record`, if any, taken out of the list.
+std::optional<HeldCheck> take_check(const core::CallRecord& record) {
+  const auto it = std::find_if(held_checks.begin(), held_checks.end(), [&](const HeldCheck& c) { return c.record == &record; });
+  if (it == held_checks.end()) return std::nullopt;
+  const HeldCheck check = *it;
+  held_checks.erase(it);
+  return check;
+}
+
+/// OPHOOK_NAN's check of `record`, now that its values are in, if it was left for later.
+void judge(core::Recorder& recorder, core::CallRecord& record) {
+  const auto check = take_check(record);
+  if (check && fresh_nonfinite(recorder, record, check->first_output, check->inputs_nonfinite_before)) {
+    announce_nonfinite(recorder, record);
+  }
+}
+
 /// Whether every array `record` waits for waits for the statistics kernel, and (unless `wait`)
 /// every result is there; with `wait`, waits for them.
 bool kernel_results_in(const core::CallRecord& record, bool wait) {
@@ -249,6 +275,7 @@ bool submit_front(core::Recorder& recorder, bool wait) {
   core::CallRecord* record = held.front().get();
   auto batch = take_expected([&](const core::CallRecord* r) { return r == record; });
   for (const auto& entry : batch) fill_from_kernel(entry);
+  judge(recorder, *record);
   auto front = std::move(held.front());
   held.erase(held.begin());
   if (!held.empty()) held_since = Clock::now();
@@ -280,13 +307,27 @@ bool awaited(const core::CallRecord& record) noexcept {
   return std::any_of(expected.begin(), expected.end(), [&](const Expected& e) { return e.record == &record; });
 }
 
+bool check_later(core::CallRecord& record, std::size_t first_output, std::optional<bool> inputs_nonfinite_before) {
+  bool waits = false;
+  for (const auto& entry : expected) {
+    if (entry.record != &record) continue;
+    if (!entry.readback.slot.valid()) return false;
+    waits = true;
+  }
+  if (waits) held_checks.push_back({&record, first_output, inputs_nonfinite_before});
+  return waits;
+}
+
 void resolve(core::CallRecord& record) {
+  // Checks left for later come first: the first culprit is the first in seq order.
+  if (!held_checks.empty()) resolve_held();
   if (!awaited(record)) return;
   auto batch = take_expected([&](const core::CallRecord* r) { return r == &record; });
   read_back(batch);
 }
 
 void forget(const core::CallRecord& record) noexcept {
+  std::erase_if(held_checks, [&](const HeldCheck& check) { return check.record == &record; });
   std::erase_if(expected, [&](const Expected& entry) {
     if (entry.record != &record) return false;
     unaccount(entry);
@@ -296,7 +337,9 @@ void forget(const core::CallRecord& record) noexcept {
 }
 
 void defer(core::Recorder& recorder, core::RecordPtr record) {
-  if (recorder.config().mode == core::Mode::Trace) {
+  const bool checked_later = std::any_of(held_checks.begin(), held_checks.end(),
+                                         [&](const HeldCheck& check) { return check.record == record.get(); });
+  if (recorder.config().mode == core::Mode::Trace && !checked_later) {
     // Trace mode reads values for OPHOOK_NAN's check alone; a call that raised is not checked.
     forget(*record);
     return submit_record(recorder, std::move(record));
@@ -343,7 +386,10 @@ void resolve_held() {
   auto* recorder = core::Recorder::get();
   if (recorder == nullptr) return;
   recorder->set_held_records(held.size());
-  for (auto& record : records) submit_record(*recorder, std::move(record));
+  for (auto& record : records) {
+    judge(*recorder, *record);
+    submit_record(*recorder, std::move(record));
+  }
 }
 
 void resolve_held_before_exit() noexcept {

@@ -1,6 +1,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "ophook/record.hpp"
 #include "ophook/recorder.hpp"
@@ -39,6 +40,12 @@ void launch_queued();
 /// Reads back what `record`'s arrays wait for now (one synchronisation per device): OPHOOK_NAN
 /// checks the call before the program goes on.
 void resolve(core::CallRecord& record);
+
+/// OPHOOK_NAN=warn: when every array `record` waits for waits for the statistics kernel, keeps
+/// the check's facts with it and returns true: the record, held, is judged (fresh_nonfinite) when
+/// its results arrive, oldest first, so the first culprit is still the first in seq order. False
+/// otherwise: the caller checks now.
+bool check_later(core::CallRecord& record, std::size_t first_output, std::optional<bool> inputs_nonfinite_before);
 
 /// Drops what `record`'s arrays wait for, unread: a record going back unwritten (a CheckOnly call
 /// that was no culprit or raised) must leave no entry that its next use would take for its own.
