@@ -1,5 +1,7 @@
 #include "torch/cuda/statistics_engine.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <chrono>
 #include <deque>
@@ -188,6 +190,17 @@ class DeviceEngine {
 /// none (tried once).
 std::vector<std::unique_ptr<DeviceEngine>> engines;
 std::vector<bool> tried;
+
+// A forked child cannot use its parent's CUDA context: it forgets the engines (leaked, not
+// destroyed: freeing their device memory there would fail) and starts afresh if it meets a tensor.
+const bool fork_handler_registered = [] {
+  pthread_atfork(nullptr, nullptr, [] {
+    for (auto& engine : engines) (void)engine.release();
+    engines.clear();
+    tried.clear();
+  });
+  return true;
+}();
 
 DeviceEngine* engine_for(bool fake, int ordinal, std::uint32_t& device) {
   device = fake ? 0 : 1 + static_cast<std::uint32_t>(ordinal);
