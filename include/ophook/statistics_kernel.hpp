@@ -81,6 +81,7 @@ struct TensorJob {
   u32 blocks = 0;
   u32 slot = 0;     // where its result goes (and its arrival counter)
   u32 partials = 0; // its blocks' partials: entries [partials, partials + blocks) of the launch's arena
+  u64 copy_to = 0;  // where its bytes go in C order (host memory the device writes), 0: not copied
 };
 constexpr u32 kContiguous = 1;   // C order: element i at data + i * item size
 constexpr u32 kWords = 2;        // the fingerprint reads int32 words (the byte count is a multiple of 4)
@@ -200,6 +201,15 @@ OPHOOK_KERNEL_FN T load(const u8* p) {
 #endif
 }
 
+template <typename T>
+OPHOOK_KERNEL_FN void store(u8* p, const T& value) {
+#if defined(__CUDA_ARCH__)
+  *reinterpret_cast<T*>(p) = value;
+#else
+  std::memcpy(p, &value, sizeof value);
+#endif
+}
+
 /// Up to 16 bytes of a tensor's memory, little-endian: one group of elements.
 struct Bits {
   u64 lo = 0, hi = 0;
@@ -216,6 +226,17 @@ OPHOOK_KERNEL_FN Bits load_bits(const u8* p, u32 size) {
     default: b.lo = load<u64>(p), b.hi = load<u64>(p + 8); break;
   }
   return b;
+}
+
+/// Writes the `size` bytes of `b` (1, 2, 4, 8 or 16) at `p`, aligned to `size` (at most 8).
+OPHOOK_KERNEL_FN void store_bits(u8* p, Bits b, u32 size) {
+  switch (size) {
+    case 1: *p = static_cast<u8>(b.lo); break;
+    case 2: { const u16 v = static_cast<u16>(b.lo); store(p, v); break; }
+    case 4: { const u32 v = static_cast<u32>(b.lo); store(p, v); break; }
+    case 8: store(p, b.lo); break;
+    default: store(p, b.lo), store(p + 8, b.hi); break;
+  }
 }
 
 /// The value statistics are taken of, from an element's bits: reals as double, bool as 0/1, a
@@ -328,6 +349,11 @@ OPHOOK_KERNEL_FN const u8* first_element(const TensorJob& job) {
   return reinterpret_cast<const u8*>(job.data);  // NOLINT(performance-no-int-to-ptr): see above
 }
 
+/// Where the job's bytes are copied to, or null.
+OPHOOK_KERNEL_FN u8* copy_destination(const TensorJob& job) {
+  return reinterpret_cast<u8*>(job.copy_to);  // NOLINT(performance-no-int-to-ptr): as first_element
+}
+
 /// Address of element `index` (C order) of `job`: 32-bit index arithmetic where the tensor allows
 /// it (a 64-bit division costs several times a 32-bit one on a GPU).
 OPHOOK_KERNEL_FN const u8* element_address(const TensorJob& job, u64 index, u32 size) {
@@ -397,17 +423,26 @@ template <u32 Kind>
 OPHOOK_KERNEL_FN Partial summarise_whole_groups(const TensorJob& job, u64 g, u64 stride) {
   constexpr u32 bytes = group_bytes(Kind);
   const u8* data = first_element(job);
+  u8* copy = copy_destination(job);
   Accumulator acc;
   for (; g + 3 * stride < job.groups; g += 4 * stride) {
     const Bits b0 = load_bits(data + g * bytes, bytes), b1 = load_bits(data + (g + stride) * bytes, bytes);
     const Bits b2 = load_bits(data + (g + 2 * stride) * bytes, bytes);
     const Bits b3 = load_bits(data + (g + 3 * stride) * bytes, bytes);
+    if (copy != nullptr) {
+      store_bits(copy + g * bytes, b0, bytes), store_bits(copy + (g + stride) * bytes, b1, bytes);
+      store_bits(copy + (g + 2 * stride) * bytes, b2, bytes), store_bits(copy + (g + 3 * stride) * bytes, b3, bytes);
+    }
     accumulate_group<Kind>(job, g, b0, acc);
     accumulate_group<Kind>(job, g + stride, b1, acc);
     accumulate_group<Kind>(job, g + 2 * stride, b2, acc);
     accumulate_group<Kind>(job, g + 3 * stride, b3, acc);
   }
-  for (; g < job.groups; g += stride) accumulate_group<Kind>(job, g, load_bits(data + g * bytes, bytes), acc);
+  for (; g < job.groups; g += stride) {
+    const Bits b = load_bits(data + g * bytes, bytes);
+    if (copy != nullptr) store_bits(copy + g * bytes, b, bytes);
+    accumulate_group<Kind>(job, g, b, acc);
+  }
   return acc.finish();
 }
 
@@ -462,7 +497,13 @@ OPHOOK_KERNEL_FN Partial summarise(const TensorJob& job, u64 first, u64 stride) 
     }
   }
   Accumulator acc;
-  for (u64 g = first; g < job.groups; g += stride) accumulate_any(job, g, load_group(job, g), acc);
+  u8* copy = copy_destination(job);
+  const u32 bytes = job.group * item_size(job.kind);
+  for (u64 g = first; g < job.groups; g += stride) {
+    const Bits b = load_group(job, g);
+    if (copy != nullptr) store_bits(copy + g * bytes, b, bytes);
+    accumulate_any(job, g, b, acc);
+  }
   return acc.finish();
 }
 

@@ -202,7 +202,7 @@ void expect_identical(const Result& a, const Result& b, const std::string& where
   EXPECT_EQ(a.by_value, b.by_value) << where;
 }
 
-TEST(StatisticsKernel, ViewsGiveTheResultOfTheirContiguousCopy) {
+TEST(StatisticsKernel, ViewsGiveTheResultOfTheirContiguousCopyAndCopyTheirBytesInCOrder) {
   std::mt19937_64 rng(11);
   for (const auto& c : cases()) {
     const std::size_t size = item_size(c.kind);
@@ -221,18 +221,29 @@ TEST(StatisticsKernel, ViewsGiveTheResultOfTheirContiguousCopy) {
     view.sizes[0] = cols, view.sizes[1] = rows;
     view.strides[0] = 1, view.strides[1] = cols;
     set_grouping(view, false);
+    std::vector<std::byte> copied(block.size());  // `dump`: the kernel writes the view's bytes in C order
+    view.copy_to = reinterpret_cast<std::uintptr_t>(copied.data());
     const Result from_view = summarise_job(view);
     const Result from_copy = summarise_job(contiguous_job(c.kind, transposed));
     expect_identical(from_view, from_copy, c.name + " transposed");
+    EXPECT_EQ(copied, transposed) << c.name << " transposed, copied";
+    TensorJob whole = contiguous_job(c.kind, block);
+    std::vector<std::byte> copied_whole(block.size());
+    whole.copy_to = reinterpret_cast<std::uintptr_t>(copied_whole.data());
+    (void)summarise_job(whole);
+    EXPECT_EQ(copied_whole, block) << c.name << " copied";
 
     // A contiguous run that starts one element in: groups not aligned to their size.
     std::vector<std::byte> tail(block.begin() + static_cast<std::ptrdiff_t>(size), block.begin() + static_cast<std::ptrdiff_t>(size * 9));
     TensorJob offset = contiguous_job(c.kind, tail);
     offset.data = reinterpret_cast<std::uintptr_t>(block.data() + size);
     set_grouping(offset, true);
+    std::vector<std::byte> copied_tail(tail.size());
+    offset.copy_to = reinterpret_cast<std::uintptr_t>(copied_tail.data());
     const Result from_offset = summarise_job(offset);
     const Result from_tail = summarise_job(contiguous_job(c.kind, tail));
     expect_identical(from_offset, from_tail, c.name + " offset");
+    EXPECT_EQ(copied_tail, tail) << c.name << " offset, copied";
   }
 }
 

@@ -113,22 +113,41 @@ void copy_into_record(ValueCapture& capture, PyObject* tensor, const TorchDtype&
   capture.recorder().count_tensor_copied_by_torch();
 }
 
-/// `stats`, and OPHOOK_NAN's counts in `trace`: the statistics of a CUDA tensor (a CPU one on the
-/// fake device) queued for ophook's kernel, one launch per call (device_statistics). False when
-/// the kernel does not take it: the generic path reads it.
+/// The record's buffer for the bytes the kernel copies (`dump`), within OPHOOK_QUEUE_BYTES; an
+/// array refused by the cap gives its slot back and keeps the reason.
+void reserve_for_copy(ValueCapture& capture, const TorchDtype& dtype, core::ArrayCapture& out,
+                      device_readback::Readback& read) {
+  auto budget = reserve_copy(capture, read.count * dtype.saved_item_size);
+  if (!budget.copy) {
+    out.no_data_reason_id = budget.reason_id;
+    device_statistics::abandon(read.slot);
+    read.slot = {};
+    return;
+  }
+  out.reserve_data(read.count * dtype.saved_item_size, std::move(budget.spare));
+  read.bytes = true;
+  read.widen = dtype.widen;
+}
+
+/// A CUDA tensor (a CPU one on the fake device) queued for ophook's kernel, one launch per call
+/// (device_statistics): its statistics (`stats`, OPHOOK_NAN's counts in `trace`) or, in `dump`,
+/// its bytes too, copied into host memory by the kernel and into the record once they are there,
+/// within OPHOOK_QUEUE_BYTES. False when the kernel does not take it: the generic path reads it.
 bool queue_on_device(ValueCapture& capture, PyObject* tensor, const TorchDtype& dtype, core::ArrayCapture& out,
                      device_readback::Readback& read) {
   // auto: CUDA tensors; fake-device: CPU tensors on the fake device; torch: none (all through torch).
-  const auto copy = capture.recorder().config().tensor_copy;
-  const bool fake = copy == core::TensorCopy::FakeDevice;
+  const auto tensor_copy = capture.recorder().config().tensor_copy;
+  const bool fake = tensor_copy == core::TensorCopy::FakeDevice;
   DLTensor view;
-  if (copy == core::TensorCopy::Torch || dtype.kernel_kind == 0 || !read_any_device_view(tensor, view) ||
+  if (tensor_copy == core::TensorCopy::Torch || dtype.kernel_kind == 0 || !read_any_device_view(tensor, view) ||
       view.device.device_type != (fake ? kDLCPU : kDLCUDA)) {
     return false;
   }
-  switch (device_statistics::queue(view, dtype.kernel_kind, fake, read.slot)) {
+  const bool dump = capture.recorder().config().mode == core::Mode::Dump;
+  switch (device_statistics::queue(view, dtype.kernel_kind, fake, dump, read.slot)) {
     case device_statistics::Queued::Yes:
       capture.note_queued_on_device();
+      if (dump) reserve_for_copy(capture, dtype, out, read);
       return true;
     case device_statistics::Queued::Capturing:
       report_unread(capture.record(), out, {"not read while a CUDA graph is being captured: spec only", "", false});
@@ -211,7 +230,7 @@ device_readback::Readback read_through_torch(ValueCapture& capture, PyObject* te
   const auto mode = capture.recorder().config().mode;
   // Trace mode reads values only for OPHOOK_NAN's check, of floats alone.
   if (mode == core::Mode::Trace && !floating(capture.recorder(), dtype)) return read;
-  if (mode != core::Mode::Dump && !lazy_bits && queue_on_device(capture, tensor, dtype, out, read)) return read;
+  if (!lazy_bits && queue_on_device(capture, tensor, dtype, out, read)) return read;
   if (read.nbytes > kSnapshotBytes && mode == core::Mode::Dump) {
     copy_into_record(capture, tensor, dtype, out);
     return read;

@@ -173,12 +173,30 @@ void fill_from_kernel(const Expected& entry, const statistics_kernel::Result& re
   array.given_stats = stats;
 }
 
-/// Takes the kernel's result for `entry` (ready or waited for) into its array.
+/// Takes the kernel's result for `entry` (ready or waited for) into its array: in `dump` the
+/// bytes it copied (widened where the file's dtype is wider), from which the writer computes the
+/// statistics as for any array; otherwise the statistics.
 void fill_from_kernel(const Expected& entry) {
   auto& array = entry.record->arrays[entry.index];
-  const auto result = device_statistics::take(entry.readback.slot);
-  if (!result) return report_unread(*entry.record, array, {"reading it on the device failed: spec only", "", false});
-  fill_from_kernel(entry, *result, array);
+  const auto& r = entry.readback;
+  bool copied = r.count == 0;
+  const auto result = device_statistics::take(r.slot, [&](const std::byte* bytes) {
+    if (!array.data) return;
+    if (r.widen != nullptr) {
+      r.widen(array.data.get(), bytes, r.count);
+    } else {
+      std::memcpy(array.data.get(), bytes, r.nbytes);
+    }
+    copied = true;
+  });
+  if (!result || (r.bytes && !copied)) {
+    return report_unread(*entry.record, array, {"reading it on the device failed: spec only", "", false});
+  }
+  if (r.bytes) {
+    array.captured = true;
+  } else {
+    fill_from_kernel(entry, *result, array);
+  }
   if (auto* recorder = core::Recorder::get()) recorder->count_tensor_copied_by_torch();
 }
 

@@ -1,4 +1,5 @@
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -13,6 +14,7 @@ namespace ophook::py::device_statistics {
 
 inline constexpr std::uint32_t kSlots = 8192;           // results (and arrival counters) in flight
 inline constexpr std::uint32_t kArenaPartials = 1 << 16;  // per-block partials of launches in flight
+inline constexpr std::size_t kStagingBytes = std::size_t{256} << 20;  // dumped bytes on their way to the host
 
 class Backend {
  public:
@@ -20,6 +22,9 @@ class Backend {
   virtual ~Backend() = default;
   /// The results, where the host reads them (kSlots of them).
   virtual const statistics_kernel::Result* results() const = 0;
+  /// kStagingBytes of host memory the device writes `dump`'s bytes into, allocated at the first
+  /// call; null when it cannot be had. `device_address` is where the kernel writes it.
+  virtual const std::byte* staging(std::uint64_t& device_address) = 0;
   /// Launches `blocks` blocks over `params` (its addresses are filled in here) on `stream`.
   /// False with `why` when the launch failed.
   virtual bool launch(statistics_kernel::LaunchParams& params, std::uint32_t blocks, void* stream, std::string& why) = 0;

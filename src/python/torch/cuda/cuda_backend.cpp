@@ -58,6 +58,18 @@ class CudaBackend final : public Backend {
 
   const k::Result* results() const override { return results_; }
 
+  const std::byte* staging(std::uint64_t& device_address) override {
+    if (staging_ == nullptr && !staging_failed_) {
+      ContextScope scope(*api_, context_);
+      void* host = nullptr;
+      staging_failed_ = api_->host_alloc(&host, kStagingBytes, kHostAllocPortable | kHostAllocDeviceMap) != kSuccess ||
+                        api_->host_get_device_pointer(&staging_on_device_, host, 0) != kSuccess;
+      if (!staging_failed_) staging_ = static_cast<const std::byte*>(host);
+    }
+    device_address = staging_on_device_;
+    return staging_;
+  }
+
   bool launch(k::LaunchParams& params, std::uint32_t blocks, void* stream, std::string& why) override {
     params.partials = partials_, params.arrivals = arrivals_, params.results = results_on_device_;
     void* arguments[] = {&params};
@@ -105,6 +117,9 @@ class CudaBackend final : public Backend {
   CUfunction function_ = nullptr;
   CUdeviceptr partials_ = 0, arrivals_ = 0, results_on_device_ = 0;
   k::Result* results_ = nullptr;
+  const std::byte* staging_ = nullptr;
+  CUdeviceptr staging_on_device_ = 0;
+  bool staging_failed_ = false;
   std::vector<CUevent> free_;
 };
 

@@ -18,6 +18,12 @@ class FakeBackend final : public Backend {
 
   const k::Result* results() const override { return results_.data(); }
 
+  const std::byte* staging(std::uint64_t& device_address) override {
+    if (staging_.empty()) staging_.resize(kStagingBytes);
+    device_address = reinterpret_cast<std::uintptr_t>(staging_.data());  // the fake device's memory is the host's
+    return staging_.data();
+  }
+
   bool launch(k::LaunchParams& params, std::uint32_t /*blocks*/, void* /*stream*/, std::string& /*why*/) override {
     for (std::uint32_t j = 0; j < params.jobs; ++j) results_[params.job[j].slot] = k::summarise_job(params.job[j]);
     ++launches_;
@@ -44,6 +50,7 @@ class FakeBackend final : public Backend {
  private:
   static constexpr std::uint64_t kLag = 3;  // launches a result trails behind
   std::vector<k::Result> results_;
+  std::vector<std::byte> staging_;
   std::uint64_t launches_ = kLag;           // so that "launches_ - kLag" never wraps
   std::deque<std::uint64_t> events_;        // the launch count at each event; a deque keeps their addresses
   std::vector<std::uint64_t*> free_;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -18,6 +19,8 @@ namespace {
 
 namespace k = statistics_kernel;
 
+constexpr std::uint64_t kNotStaged = ~std::uint64_t{0};
+
 // Threads per block times the groups each thread takes before a tensor gets another block: small
 // tensors get one block, large ones up to kMaxBlocksPerJob.
 constexpr std::uint64_t kGroupsPerBlock = std::uint64_t{k::kThreads} * 4;
@@ -26,7 +29,54 @@ enum class SlotState : std::uint8_t { Free, Used, Abandoned };
 
 struct SlotEntry {
   SlotState state = SlotState::Free;
-  std::uint64_t launch = 0;  // the launch that computes it
+  std::uint64_t launch = 0;     // the launch that computes it
+  std::uint64_t staged = kNotStaged;  // offset of its bytes in the staging memory (`dump`)
+  std::uint64_t staged_bytes = 0;
+};
+
+/// The staging memory's ranges in use, oldest first: a ring, since records complete in about
+/// the order their tensors were queued.
+class StagingRing {
+ public:
+  /// An offset for `n` bytes (16-byte aligned), or kNotStaged when the ring has no room for them.
+  std::uint64_t take(std::uint64_t n) {
+    n = (n + 15) & ~std::uint64_t{15};
+    while (!ranges_.empty() && ranges_.front().released) ranges_.pop_front();
+    if (ranges_.empty()) head_ = 0;
+    const std::uint64_t tail = ranges_.empty() ? kStagingBytes : ranges_.front().begin;
+    std::uint64_t begin = kNotStaged;
+    if (ranges_.empty() || head_ > tail) {
+      if (head_ + n <= kStagingBytes) {
+        begin = head_;
+      } else if (!ranges_.empty() && n < tail) {
+        begin = 0;  // wrap round, short of the oldest range
+      }
+    } else if (head_ + n < tail) {
+      begin = head_;
+    }
+    if (begin == kNotStaged) return kNotStaged;
+    ranges_.push_back({begin, n, false});
+    head_ = begin + n;
+    return begin;
+  }
+
+  void release(std::uint64_t begin) {
+    for (auto& range : ranges_) {
+      if (range.begin == begin && !range.released) {
+        range.released = true;
+        break;
+      }
+    }
+    while (!ranges_.empty() && ranges_.front().released) ranges_.pop_front();
+  }
+
+ private:
+  struct Range {
+    std::uint64_t begin, size;
+    bool released;
+  };
+  std::deque<Range> ranges_;
+  std::uint64_t head_ = 0;
 };
 
 struct Launch {
@@ -49,13 +99,27 @@ class DeviceEngine {
 
   Backend& backend() { return *backend_; }
 
-  /// A free result slot for the launch being assembled, or false when all are in flight.
-  bool take_slot(std::uint32_t& index) {
+  /// A free result slot for the launch being assembled (with `copy_bytes` of staging memory for
+  /// its bytes, unless 0) and, for a copy, the device address `job` copies them to; false when
+  /// all slots or the staging memory are in use.
+  bool take_slot(k::TensorJob& job, std::uint64_t copy_bytes) {
     if (free_.empty()) sweep_abandoned();
     if (free_.empty()) return false;
-    index = free_.back();
+    std::uint64_t staged = kNotStaged;
+    if (copy_bytes > 0) {
+      std::uint64_t device_address = 0;
+      if (backend_->staging(device_address) == nullptr || copy_bytes > kStagingBytes / 2) return false;
+      staged = staging_.take(copy_bytes);
+      if (staged == kNotStaged) {
+        sweep_abandoned();  // abandoned copies may hold the staging memory
+        staged = staging_.take(copy_bytes);
+      }
+      if (staged == kNotStaged) return false;
+      job.copy_to = device_address + staged;
+    }
+    job.slot = free_.back();
     free_.pop_back();
-    slots_[index] = {SlotState::Used, next_launch_};
+    slots_[job.slot] = {SlotState::Used, next_launch_, staged, copy_bytes};
     return true;
   }
 
@@ -108,12 +172,17 @@ class DeviceEngine {
     if (!entry.done) wait_for(entry);
   }
 
-  std::optional<k::Result> take(std::uint32_t index) {
+  std::optional<k::Result> take(std::uint32_t index, const std::function<void(const std::byte*)>& consume_bytes) {
     Launch& entry = launch_of(index);
     std::optional<k::Result> result;
     if (!entry.failed) {
       result = backend_->results()[index];
       engine_costs.bytes_to_host += sizeof(k::Result);
+      if (slots_[index].staged != kNotStaged && consume_bytes) {
+        std::uint64_t device_address = 0;
+        consume_bytes(backend_->staging(device_address) + slots_[index].staged);
+        engine_costs.bytes_to_host += slots_[index].staged_bytes;
+      }
     }
     release(index);
     return result;
@@ -142,6 +211,8 @@ class DeviceEngine {
   void release(std::uint32_t index) {
     Launch& entry = launch_of(index);
     --entry.open_slots;
+    if (slots_[index].staged != kNotStaged) staging_.release(slots_[index].staged);
+    slots_[index].staged = kNotStaged;
     slots_[index].state = SlotState::Free;
     free_.push_back(index);
     while (!launches_.empty() && launches_.front().done && launches_.front().open_slots == 0) {
@@ -184,6 +255,7 @@ class DeviceEngine {
   std::uint32_t blocks_ = 0;
   void* stream_ = nullptr;
   std::uint32_t cursor_ = 0;
+  StagingRing staging_;
 };
 
 /// Engines by device: index 0 the fake device, 1 + ordinal the CUDA devices; null where there is
@@ -244,7 +316,7 @@ bool describe(const DLTensor& view, std::uint32_t kind, k::TensorJob& job) {
 
 }  // namespace
 
-Queued queue(const DLTensor& view, std::uint32_t kind, bool fake, Slot& slot) {
+Queued queue(const DLTensor& view, std::uint32_t kind, bool fake, bool copy, Slot& slot) {
   if (kind == k::kNone) return Queued::Elsewhere;
   std::uint32_t device = 0;
   DeviceEngine* engine = engine_for(fake, view.device.device_id, device);
@@ -255,7 +327,9 @@ Queued queue(const DLTensor& view, std::uint32_t kind, bool fake, Slot& slot) {
   }
   if (engine->backend().capturing(stream)) return Queued::Capturing;
   k::TensorJob job;
-  if (!describe(view, kind, job) || !engine->take_slot(job.slot)) return Queued::Elsewhere;
+  if (!describe(view, kind, job) || !engine->take_slot(job, copy ? job.count * k::item_size(kind) : 0)) {
+    return Queued::Elsewhere;
+  }
   engine->add(job, stream);
   slot = {device, job.slot};
   return Queued::Yes;
@@ -282,7 +356,9 @@ bool may_poll() {
 
 bool ready(Slot slot) { return engines[slot.device]->ready(slot.index); }
 void wait(Slot slot) { engines[slot.device]->wait(slot.index); }
-std::optional<statistics_kernel::Result> take(Slot slot) { return engines[slot.device]->take(slot.index); }
+std::optional<statistics_kernel::Result> take(Slot slot, const std::function<void(const std::byte*)>& consume_bytes) {
+  return engines[slot.device]->take(slot.index, consume_bytes);
+}
 void abandon(Slot slot) { engines[slot.device]->abandon(slot.index); }
 const Costs& costs() { return engine_costs; }
 

@@ -1,5 +1,7 @@
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -31,9 +33,10 @@ enum class Queued : std::uint8_t {
   Capturing,  // its stream is capturing a CUDA graph: not read now
 };
 
-/// Queues the statistics of the tensor `view` (elements of kernel kind `kind`); `slot` says
-/// where its result will be. `fake`: a CPU tensor for the fake device.
-Queued queue(const DLTensor& view, std::uint32_t kind, bool fake, Slot& slot);
+/// Queues the statistics of the tensor `view` (elements of kernel kind `kind`) and, with `copy`
+/// (`dump`), a copy of its bytes in C order into host memory the device writes; `slot` says where
+/// its result will be. `fake`: a CPU tensor for the fake device.
+Queued queue(const DLTensor& view, std::uint32_t kind, bool fake, bool copy, Slot& slot);
 
 /// Launches what is queued, one launch per device (per 12 tensors): after a call's tensors are
 /// captured.
@@ -48,9 +51,10 @@ void wait(Slot slot);
 /// stream, where querying an event could invalidate the program's capture.
 bool may_poll();
 
-/// The result of `slot`, which must be ready or waited for; nullopt when its launch failed. The
-/// slot is free afterwards.
-std::optional<statistics_kernel::Result> take(Slot slot);
+/// The result of `slot`, which must be ready or waited for; nullopt when its launch failed. A
+/// copied tensor's bytes go to `consume_bytes` first (valid during the call only). The slot is
+/// free afterwards.
+std::optional<statistics_kernel::Result> take(Slot slot, const std::function<void(const std::byte*)>& consume_bytes = {});
 
 /// Frees `slot` without its result (a record that goes back unwritten), once its launch is done.
 void abandon(Slot slot);
