@@ -181,14 +181,19 @@ bool fresh_nonfinite(const core::Recorder& recorder, const core::CallRecord& rec
 
 namespace {
 
+/// A CheckOnly call's source line, found only for a culprit (or a call judged later).
+void locate_check_only_source(core::Recorder& recorder, core::CallRecord& record) {
+  SourceSite site;
+  if (recorder.config().stack) locate_source(site, recorder);
+  record.source_file_id = site.file_id, record.source_func_id = site.func_id, record.source_line = site.line;
+}
+
 /// A culprit: reported once on stderr, recorded (a CheckOnly call gets its seq and source now),
 /// and raised as FloatingPointError under `raise`, once its record and dumps are on disk.
 PyObject* report_nonfinite(core::Recorder& recorder, core::RecordPtr& record, PyObject* result, RecordUse use) {
   if (use == RecordUse::CheckOnly) {
     record->seq = recorder.next_seq();
-    SourceSite site;
-    if (recorder.config().stack) locate_source(site, recorder);
-    record->source_file_id = site.file_id, record->source_func_id = site.func_id, record->source_line = site.line;
+    locate_check_only_source(recorder, *record);
     if (recorder.config().mode != core::Mode::Trace) copy_live_arrays(recorder, *record);
   }
   const auto where = announce_nonfinite(recorder, *record);
@@ -219,11 +224,12 @@ void return_check_record(core::RecordPtr record) noexcept {
 
 PyObject* check_nonfinite(core::Recorder& recorder, core::RecordPtr& record, std::size_t first_output,
                           std::optional<bool> inputs_nonfinite_before, PyObject* result, RecordUse use) {
-  // `warn` on a recorded call whose device tensors the statistics kernel reads: judged when the
-  // results arrive, in seq order, without waiting for them here.
-  if (use == RecordUse::Recorded && recorder.config().nan == core::NanPolicy::Warn &&
-      group_of(recorder.op(record->op_id).level) != LevelGroup::Numpy &&
-      device_readback::check_later(*record, first_output, inputs_nonfinite_before)) {
+  // `warn` on a call whose device tensors the statistics kernel reads: judged when the results
+  // arrive, oldest first, without waiting for them here. A call no level records takes its line
+  // now, while its frames are there; its seq only if it turns out the culprit.
+  if (recorder.config().nan == core::NanPolicy::Warn && group_of(recorder.op(record->op_id).level) != LevelGroup::Numpy &&
+      device_readback::check_later(*record, first_output, inputs_nonfinite_before, use == RecordUse::CheckOnly)) {
+    if (use == RecordUse::CheckOnly) locate_check_only_source(recorder, *record);
     submit_record(recorder, std::move(record));
     return result;
   }

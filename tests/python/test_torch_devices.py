@@ -312,39 +312,49 @@ opt = torch.optim.SGD(net.parameters(), lr=0.1)
 for step in range(4):
     h = net(torch.randn(64, 16))
     if step == 2:
-        h = torch.log(h - 10)  # NaN from finite inputs
-    loss = h.square().mean()
+        h = PLANTED
+    loss = h.square().mean() + h.mean()
     opt.zero_grad()
     loss.backward()
     opt.step()
 print(loss.item())
 """
+# NaN from finite inputs in forward, and Inf born in backward (sqrt's gradient at 0), line 9
+PLANTED = {"forward": "torch.log(h - 10)", "backward": "torch.sqrt(h * 0)"}
 
 
-@pytest.mark.parametrize("levels", ["torch_function", "torch_function,torch_dispatch"])
-def test_kernel_nan_warn_names_the_culprit_of_the_direct_path(tmp_path, levels):
-    """OPHOOK_NAN=warn in trace mode with the kernel's NaN counts arriving late: the recorded calls
-    are judged as their results come in, oldest first, and the culprit, its warning and the run's
-    first NaN/Inf are the direct path's. With both torch levels every call is recorded and nothing
-    waits but the run's end; with torch_function alone, the backward ops no level records are
-    checked as they run, one wait each (docs/devices.md)."""
+@pytest.mark.parametrize("where,levels,mode", [("forward", "torch_function", "trace"),
+                                               ("forward", "torch_function,torch_dispatch", "trace"),
+                                               ("forward", "torch_function", None),
+                                               ("backward", "torch_function", None)])
+def test_kernel_nan_warn_names_the_culprit_of_the_direct_path(tmp_path, where, levels, mode):
+    """OPHOOK_NAN=warn with the kernel's counts (trace) or bytes (the default: dump with the ring)
+    arriving late: every call is judged as its values come in, oldest first — recorded calls and
+    the backward ops no level records alike — and the culprit, its warning, the run's first
+    NaN/Inf and the ring's files are the direct path's; nothing waits but the run's end."""
     runs = {}
     for copy in ("auto", "fake-device"):
         (tmp_path / copy).mkdir()
-        proc = run_script(tmp_path / copy, NAN_PROGRAM, levels=levels, mode="trace", nan="warn", tensor_copy=copy)
+        settings = {"mode": mode} if mode else {}
+        proc = run_script(tmp_path / copy, NAN_PROGRAM.replace("PLANTED", PLANTED[where]), levels=levels, nan="warn",
+                          tensor_copy=copy, **settings)
         here = str(tmp_path / copy)  # each run's own directory, out of what is compared
-        warnings = [line.split("] ", 1)[1].replace(here, "") for line in proc.stderr.splitlines() if "first NaN/Inf" in line]
+        warnings = [line.split("] ", 1)[1].replace(here, "") for line in proc.stderr.splitlines()
+                    if "warning: first NaN/Inf" in line]
         first = summary(tmp_path / copy / "out")
         first["first_nonfinite"]["source"] = first["first_nonfinite"]["source"].replace(here, "")
-        runs[copy] = (proc.stdout, warnings, first)
-    (plain, direct_warnings, direct), (out, kernel_warnings, kernel) = runs["auto"], runs["fake-device"]
+        files = sorted(p.name for p in (tmp_path / copy / "out").glob("op_*.npy"))
+        runs[copy] = (proc.stdout, warnings, first, files)
+    (plain, direct_warnings, direct, direct_files), (out, kernel_warnings, kernel, kernel_files) = runs.values()
     assert out == plain and len(direct_warnings) == 1
-    assert kernel_warnings == direct_warnings
-    assert "/prog.py:9:" in direct_warnings[0] and "(forward)" in direct_warnings[0]
-    assert kernel["first_nonfinite"] == direct["first_nonfinite"]
-    assert direct["first_nonfinite"]["step"] == 2 and direct["first_nonfinite"]["source"] == "/prog.py:9:<module>"
-    if "torch_dispatch" in levels:  # the fake device's last few launches, waited for at the end
-        assert kernel["notes"]["device_statistics"]["synchronizations"] <= 5
+    strip_seq = lambda text: re.sub(r"seq \d+ ", "", text)  # a backward culprit's seq is given when judged
+    assert [strip_seq(w) for w in kernel_warnings] == [strip_seq(w) for w in direct_warnings]
+    assert ("/prog.py:9:" if where == "forward" else "/prog.py:12:") in direct_warnings[0]  # backward's line
+    assert ("(%s)" % where) in direct_warnings[0]
+    culprit = {k: v for k, v in direct["first_nonfinite"].items() if k != "seq"}
+    assert {k: v for k, v in kernel["first_nonfinite"].items() if k != "seq"} == culprit and culprit["step"] == 2
+    assert kernel_files == direct_files and (mode == "trace" or direct_files)  # the ring's dump
+    assert kernel["notes"]["device_statistics"]["synchronizations"] <= 5  # the fake device's last launches
 
 
 # ---- meta, fake and DTensor ------------------------------------------------------------------------

@@ -51,6 +51,7 @@ struct HeldCheck {
   const core::CallRecord* record;
   std::size_t first_output;
   std::optional<bool> inputs_nonfinite_before;
+  bool check_only;  // a call no level records: written, with a seq, only if it is the culprit
 };
 auto& held_checks = *new std::vector<HeldCheck>;
 
@@ -263,12 +264,15 @@ std::optional<HeldCheck> take_check(const core::CallRecord& record) {
   return check;
 }
 
-/// OPHOOK_NAN's check of `record`, now that its values are in, if it was left for later.
-void judge(core::Recorder& recorder, core::CallRecord& record) {
+/// OPHOOK_NAN's check of `record`, now that its values are in, if it was left for later. False
+/// when the record is not to be written: a call no level records that was no culprit.
+bool judge(core::Recorder& recorder, core::CallRecord& record) {
   const auto check = take_check(record);
-  if (check && fresh_nonfinite(recorder, record, check->first_output, check->inputs_nonfinite_before)) {
-    announce_nonfinite(recorder, record);
-  }
+  if (!check) return true;
+  const bool culprit = fresh_nonfinite(recorder, record, check->first_output, check->inputs_nonfinite_before);
+  if (culprit && check->check_only) record.seq = recorder.next_seq();  // its seq, as the checked-at-once get
+  if (culprit) announce_nonfinite(recorder, record);
+  return culprit || !check->check_only;
 }
 
 /// Whether every array `record` waits for waits for the statistics kernel, and (unless `wait`)
@@ -293,11 +297,11 @@ bool submit_front(core::Recorder& recorder, bool wait) {
   core::CallRecord* record = held.front().get();
   auto batch = take_expected([&](const core::CallRecord* r) { return r == record; });
   for (const auto& entry : batch) fill_from_kernel(entry);
-  judge(recorder, *record);
+  const bool written = judge(recorder, *record);
   auto front = std::move(held.front());
   held.erase(held.begin());
   if (!held.empty()) held_since = Clock::now();
-  submit_record(recorder, std::move(front));
+  if (written) submit_record(recorder, std::move(front));  // else back to the pool, unwritten
   return true;
 }
 
@@ -325,14 +329,15 @@ bool awaited(const core::CallRecord& record) noexcept {
   return std::any_of(expected.begin(), expected.end(), [&](const Expected& e) { return e.record == &record; });
 }
 
-bool check_later(core::CallRecord& record, std::size_t first_output, std::optional<bool> inputs_nonfinite_before) {
+bool check_later(core::CallRecord& record, std::size_t first_output, std::optional<bool> inputs_nonfinite_before,
+                 bool check_only) {
   bool waits = false;
   for (const auto& entry : expected) {
     if (entry.record != &record) continue;
     if (!entry.readback.slot.valid()) return false;
     waits = true;
   }
-  if (waits) held_checks.push_back({&record, first_output, inputs_nonfinite_before});
+  if (waits) held_checks.push_back({&record, first_output, inputs_nonfinite_before, check_only});
   return waits;
 }
 
@@ -405,8 +410,7 @@ void resolve_held() {
   if (recorder == nullptr) return;
   recorder->set_held_records(held.size());
   for (auto& record : records) {
-    judge(*recorder, *record);
-    submit_record(*recorder, std::move(record));
+    if (judge(*recorder, *record)) submit_record(*recorder, std::move(record));
   }
 }
 

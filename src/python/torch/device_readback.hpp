@@ -43,9 +43,11 @@ void resolve(core::CallRecord& record);
 
 /// OPHOOK_NAN=warn: when every array `record` waits for waits for the statistics kernel, keeps
 /// the check's facts with it and returns true: the record, held, is judged (fresh_nonfinite) when
-/// its results arrive, oldest first, so the first culprit is still the first in seq order. False
-/// otherwise: the caller checks now.
-bool check_later(core::CallRecord& record, std::size_t first_output, std::optional<bool> inputs_nonfinite_before);
+/// its results arrive, oldest first, so the first culprit is still the first judged. A
+/// `check_only` record (a call no level records) is then written, given its seq, only if it is the
+/// culprit. False otherwise: the caller checks now.
+bool check_later(core::CallRecord& record, std::size_t first_output, std::optional<bool> inputs_nonfinite_before,
+                 bool check_only);
 
 /// Drops what `record`'s arrays wait for, unread: a record going back unwritten (a CheckOnly call
 /// that was no culprit or raised) must leave no entry that its next use would take for its own.
