@@ -283,6 +283,34 @@ print(loss.item())
 """
 
 
+MANY_TENSORS = """
+import torch
+torch.manual_seed(0)
+parts = [torch.randn(100 + i) * (i + 1) for i in range(30)]
+whole = torch.cat(parts)
+scaled = torch._foreach_mul(parts, 2.0)
+torch._foreach_mul_(parts[:13], 3.0)  # in place: its 13 inputs read before it, one more than a launch takes
+print(float(whole.sum()), float(sum(t.sum() for t in scaled)), float(sum(t.sum() for t in parts)))
+"""
+
+
+def test_kernel_reads_calls_of_many_tensors(tmp_path):
+    """A call of more tensors than one launch takes (twelve: torch.cat and a foreach op of thirty,
+    an in-place foreach of thirteen) gets several launches, and each tensor's statistics are its own: the fake device publishes a
+    launch's results only when that launch is done, so a tensor tied to the wrong launch would read
+    a poisoned result."""
+    out = {}
+    for copy in ("auto", "fake-device"):
+        (tmp_path / copy).mkdir()
+        run_script(tmp_path / copy, MANY_TENSORS, levels="torch_function", mode="stats", tensor_copy=copy)
+        out[copy] = tensor_values(trace(tmp_path / copy / "out"), ["torch"])
+    assert len(out["auto"]) == len(out["fake-device"]) > 90
+    for direct, kernel in zip(out["auto"], out["fake-device"]):
+        a, b = direct["stats"], kernel["stats"]
+        assert (a["min"], a["max"], a["nan"], a["inf"]) == (b["min"], b["max"], b["nan"], b["inf"]), (a, b)
+        assert abs(a["mean"] - b["mean"]) <= 1e-12 * max(abs(a["min"]), abs(a["max"])), (a, b)
+
+
 def test_kernel_costs_are_in_the_summary(tmp_path):
     """summary.json says what the kernel did: one launch per call and twelve tensors (two when the
     call may write into its inputs: those are read before it),

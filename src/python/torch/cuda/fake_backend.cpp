@@ -1,5 +1,7 @@
 #include <cstdint>
+#include <cstring>
 #include <deque>
+#include <utility>
 #include <vector>
 
 #include "torch/cuda/backend.hpp"
@@ -9,9 +11,10 @@ namespace {
 
 namespace k = statistics_kernel;
 
-/// Runs each launch at once on the host (CPU tensors, so the arithmetic reads them where they
-/// are, before the program can change them) and lets its event finish only once three more
-/// launches were made after it: records wait in flight as they do behind a busy GPU.
+/// Runs each launch's arithmetic at once on the host (CPU tensors, so it reads them where they are,
+/// before the program can change them), but makes its results visible only when its event
+/// finishes, three launches later (or when waited for): records wait in flight as they do behind
+/// a busy GPU, and a result read before its launch is done reads a poisoned slot.
 class FakeBackend final : public Backend {
  public:
   FakeBackend() : results_(kSlots) {}
@@ -25,7 +28,11 @@ class FakeBackend final : public Backend {
   }
 
   bool launch(k::LaunchParams& params, std::uint32_t /*blocks*/, void* /*stream*/, std::string& /*why*/) override {
-    for (std::uint32_t j = 0; j < params.jobs; ++j) results_[params.job[j].slot] = k::summarise_job(params.job[j]);
+    for (std::uint32_t j = 0; j < params.jobs; ++j) {
+      const auto slot = params.job[j].slot;
+      computed_.emplace_back(slot, k::summarise_job(params.job[j]));
+      std::memset(&results_[slot], 0xFF, sizeof(k::Result));  // not there until the event says so
+    }
     ++launches_;
     return true;
   }
@@ -37,23 +44,42 @@ class FakeBackend final : public Backend {
     }
     auto* event = free_.back();
     free_.pop_back();
-    *event = launches_;
+    event->launch = launches_;
+    event->results = std::move(computed_);
+    computed_.clear();
     return event;
   }
 
-  bool finished(Event event) override { return launches_ - *static_cast<std::uint64_t*>(event) >= kLag; }
-  void wait(Event event) override { *static_cast<std::uint64_t*>(event) = launches_ - kLag; }
-  void recycle(Event event) override { free_.push_back(static_cast<std::uint64_t*>(event)); }
+  bool finished(Event event) override {
+    auto* e = static_cast<FakeEvent*>(event);
+    if (launches_ - e->launch < kLag) return false;
+    publish(*e);
+    return true;
+  }
+
+  void wait(Event event) override { publish(*static_cast<FakeEvent*>(event)); }
+  void recycle(Event event) override { free_.push_back(static_cast<FakeEvent*>(event)); }
   bool capturing(void* /*stream*/) override { return false; }
   int dlpack_device_type() const override { return 1; }  // kDLCPU: no stream to ask for
 
  private:
+  struct FakeEvent {
+    std::uint64_t launch = 0;  // the launch count when it was recorded
+    std::vector<std::pair<std::uint32_t, k::Result>> results;  // published when it finishes
+  };
+
+  void publish(FakeEvent& event) {
+    for (const auto& [slot, result] : event.results) results_[slot] = result;
+    event.results.clear();
+  }
+
   static constexpr std::uint64_t kLag = 3;  // launches a result trails behind
   std::vector<k::Result> results_;
   std::vector<std::byte> staging_;
-  std::uint64_t launches_ = kLag;           // so that "launches_ - kLag" never wraps
-  std::deque<std::uint64_t> events_;        // the launch count at each event; a deque keeps their addresses
-  std::vector<std::uint64_t*> free_;
+  std::vector<std::pair<std::uint32_t, k::Result>> computed_;  // by the launch not yet recorded
+  std::uint64_t launches_ = 0;
+  std::deque<FakeEvent> events_;  // a deque keeps their addresses
+  std::vector<FakeEvent*> free_;
 };
 
 }  // namespace

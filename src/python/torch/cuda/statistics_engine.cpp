@@ -125,6 +125,7 @@ class DeviceEngine {
 
   void add(k::TensorJob job, void* stream) {
     if (params_.jobs > 0 && (stream != stream_ || params_.jobs == k::kJobsPerLaunch)) launch();
+    slots_[job.slot].launch = next_launch_;  // the launch it joins, now that a full one has gone
     stream_ = stream;
     job.first_block = blocks_;
     params_.job[params_.jobs++] = job;
