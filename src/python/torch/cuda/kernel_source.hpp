@@ -1,12 +1,15 @@
 #pragma once
 
 /// The statistics kernel's source text, embedded at build time (src/python/CMakeLists.txt) for
-/// NVRTC: torch/cuda/statistics_kernel.cu and the header it includes.
+/// NVRTC: torch/cuda/statistics_kernel.cu and the headers it includes.
 namespace ophook::py::cuda {
 
+inline constexpr int kStatisticsKernelHeaderCount = 2;
 extern const char* const kStatisticsKernelSource;
-extern const char* const kStatisticsKernelHeader;
-inline constexpr const char* kStatisticsKernelHeaderName = "ophook/statistics_kernel.hpp";
+/// The headers' texts and the names the source includes them by, in the same order.
+extern const char* const kStatisticsKernelHeaders[kStatisticsKernelHeaderCount];
+inline constexpr const char* kStatisticsKernelHeaderNames[kStatisticsKernelHeaderCount] = {
+    "ophook/statistics_kernel.hpp", "ophook/statistics_elements.hpp"};
 inline constexpr const char* kStatisticsKernelName = "ophook_statistics";
 
 }  // namespace ophook::py::cuda

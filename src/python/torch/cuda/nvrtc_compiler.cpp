@@ -94,10 +94,9 @@ std::optional<CompiledKernel> compile_statistics_kernel(int major, int minor, co
   out.target = (cubin ? "sm_" : "compute_") + std::to_string(arch);
   const std::string architecture = "--gpu-architecture=" + out.target;
   const char* const options[] = {architecture.c_str(), "--std=c++17"};
-  const char* const headers[] = {kStatisticsKernelHeader};
-  const char* const header_names[] = {kStatisticsKernelHeaderName};
   nvrtcProgram program = nullptr;
-  if (api.create(&program, kStatisticsKernelSource, "statistics_kernel.cu", 1, headers, header_names) != 0) {
+  if (api.create(&program, kStatisticsKernelSource, "statistics_kernel.cu", kStatisticsKernelHeaderCount,
+                 kStatisticsKernelHeaders, kStatisticsKernelHeaderNames) != 0) {
     why = "nvrtcCreateProgram failed";
     return std::nullopt;
   }
