@@ -26,6 +26,9 @@ using FourFloats = float __attribute__((vector_size(16)));
 constexpr std::size_t kLanes = sizeof(Wide) / sizeof(double);
 constexpr std::size_t kParts = kStep / kLanes;  // accumulators, so that the adds overlap
 static_assert(kParts == 4);
+// Elements given to the digest at once: few enough for its work and the statistics' to be in
+// flight together, enough that its state's trip through memory on each call costs little.
+constexpr std::size_t kDigestElements = 4 * kStep;
 
 template <typename V>
 inline V load(const std::byte* p) noexcept {
@@ -61,46 +64,42 @@ template <typename V>
 inline V greater(V a, V b) noexcept { return a > b ? a : b; }
 
 // Float32's minimum and maximum are taken as float32, eight at a time (exact: a comparison does
-// not round), which halves their work; the sums are in double, as every statistic.
+// not round), which halves their work; the deviations are in double, as every statistic. The
+// digest is fed the same bytes a few steps at a time in the same loop: XXH64 waits on its
+// multiplications while the statistics keep the vector units busy, so the two overlap instead of
+// taking turns.
 template <typename T>
-inline bool extremes_and_sum_of(const std::byte* data, std::size_t n, Extremes& running,
-                                            double& sum) noexcept {
+inline bool moments_and_digest_of(const std::byte* data, std::size_t n, double centre, Extremes& running,
+                                  ShiftedSums& sums, XXH64_state_t& digest) noexcept {
   using Lanes = std::conditional_t<std::is_same_v<T, float>, Floats, Wide>;
   constexpr std::size_t kPerLanes = sizeof(Lanes) / sizeof(T);
   // ±Inf or a value of T: exact either way.
   Lanes lo = Lanes{} + static_cast<T>(running.min), hi = Lanes{} + static_cast<T>(running.max);
+  const Wide c = Wide{} + centre;
   Wide s0 = {}, s1 = {}, s2 = {}, s3 = {};
+  Wide q0 = {}, q1 = {}, q2 = {}, q3 = {};
   for (std::size_t i = 0; i < n; i += kStep) {
     const std::byte* p = data + i * sizeof(T);
+    if (i % kDigestElements == 0) XXH64_update(&digest, p, std::min(n - i, kDigestElements) * sizeof(T));
     for (std::size_t k = 0; k < kStep / kPerLanes; k += 2) {
       const Lanes a = load<Lanes>(p + k * sizeof(Lanes)), b = load<Lanes>(p + (k + 1) * sizeof(Lanes));
       lo = lesser(lo, lesser(a, b));
       hi = greater(hi, greater(a, b));
     }
-    s0 += part<T>(p, 0), s1 += part<T>(p, 1), s2 += part<T>(p, 2), s3 += part<T>(p, 3);
+    const Wide d0 = part<T>(p, 0) - c, d1 = part<T>(p, 1) - c;
+    const Wide d2 = part<T>(p, 2) - c, d3 = part<T>(p, 3) - c;
+    s0 += d0, s1 += d1, s2 += d2, s3 += d3;
+    q0 += d0 * d0, q1 += d1 * d1, q2 += d2 * d2, q3 += d3 * d3;
   }
-  sum = lanes_sum(s0, s1, s2, s3);
-  if (!std::isfinite(sum)) return false;
+  const ShiftedSums block = {lanes_sum(s0, s1, s2, s3), lanes_sum(q0, q1, q2, q3)};
+  // A NaN or Inf element makes both sums non-finite, and so does an overflow.
+  if (!std::isfinite(block.sum) || !std::isfinite(block.squares)) return false;
   for (std::size_t k = 0; k < kPerLanes; ++k) {
     running.min = std::min<double>(running.min, lo[k]);
     running.max = std::max<double>(running.max, hi[k]);
   }
+  sums = block;
   return true;
-}
-
-template <typename T>
-inline bool squared_deviations_of(const std::byte* data, std::size_t n, double mean,
-                                              double& sum) noexcept {
-  const Wide centre = Wide{} + mean;
-  Wide s0 = {}, s1 = {}, s2 = {}, s3 = {};
-  for (std::size_t i = 0; i < n; i += kStep) {
-    const std::byte* p = data + i * sizeof(T);
-    const Wide d0 = part<T>(p, 0) - centre, d1 = part<T>(p, 1) - centre;
-    const Wide d2 = part<T>(p, 2) - centre, d3 = part<T>(p, 3) - centre;
-    s0 += d0 * d0, s1 += d1 * d1, s2 += d2 * d2, s3 += d3 * d3;
-  }
-  sum = lanes_sum(s0, s1, s2, s3);
-  return std::isfinite(sum);
 }
 
 // The NaN/Inf scan: a branch-free test of a whole block of components (the mask is byte-swapped
@@ -162,10 +161,8 @@ inline bool any_all_ones_exponent_of(const std::byte* data, std::size_t count, U
 
 /// The kernels, as compiled in the including file.
 constexpr Kernels kKernels = {
-    extremes_and_sum_of<float>,
-    extremes_and_sum_of<double>,
-    squared_deviations_of<float>,
-    squared_deviations_of<double>,
+    moments_and_digest_of<float>,
+    moments_and_digest_of<double>,
     any_all_ones_exponent_of<std::uint16_t>,
     any_all_ones_exponent_of<std::uint32_t>,
     any_all_ones_exponent_of<std::uint64_t>,

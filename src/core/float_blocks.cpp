@@ -22,17 +22,13 @@ const Kernels& chosen() noexcept {
 
 const Kernels& baseline_kernels() noexcept { return kKernels; }
 
-bool extremes_and_sum_f32(const std::byte* data, std::size_t n, Extremes& running, double& sum) noexcept {
-  return chosen().extremes_and_sum_f32(data, n, running, sum);
+bool moments_and_digest_f32(const std::byte* data, std::size_t n, double centre, Extremes& running, ShiftedSums& sums,
+                            XXH64_state_t& digest) noexcept {
+  return chosen().moments_and_digest_f32(data, n, centre, running, sums, digest);
 }
-bool extremes_and_sum_f64(const std::byte* data, std::size_t n, Extremes& running, double& sum) noexcept {
-  return chosen().extremes_and_sum_f64(data, n, running, sum);
-}
-bool squared_deviations_f32(const std::byte* data, std::size_t n, double mean, double& sum) noexcept {
-  return chosen().squared_deviations_f32(data, n, mean, sum);
-}
-bool squared_deviations_f64(const std::byte* data, std::size_t n, double mean, double& sum) noexcept {
-  return chosen().squared_deviations_f64(data, n, mean, sum);
+bool moments_and_digest_f64(const std::byte* data, std::size_t n, double centre, Extremes& running, ShiftedSums& sums,
+                            XXH64_state_t& digest) noexcept {
+  return chosen().moments_and_digest_f64(data, n, centre, running, sums, digest);
 }
 bool any_all_ones_exponent_u16(const std::byte* data, std::size_t count, std::uint16_t mask) noexcept {
   return chosen().any_all_ones_exponent_u16(data, count, mask);

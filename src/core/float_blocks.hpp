@@ -11,6 +11,11 @@
 #include <limits>
 #include <type_traits>
 
+#ifndef XXH_INLINE_ALL
+#define XXH_INLINE_ALL  // header-only: libophook.so must not depend on libxxhash.so
+#endif
+#include <xxhash.h>
+
 namespace ophook::core::float_blocks {
 
 constexpr std::size_t kStep = 16;  // elements per step; blocks are cut to multiples
@@ -21,20 +26,23 @@ struct Extremes {
   double max = -std::numeric_limits<double>::infinity();
 };
 
-// A block's kernels need no NaN/Inf test per element: a NaN or an Inf makes the block's sum NaN or
+/// Sums of a block's deviations from a centre: Σ(x − c) and Σ(x − c)².
+struct ShiftedSums {
+  double sum = 0, squares = 0;
+};
+
+// A block's kernels need no NaN/Inf test per element: a NaN or an Inf makes the block's sums NaN or
 // infinite, and so does overflow; either way the caller redoes the block element by element,
 // which also undoes what an Inf did to the minimum or maximum.
 
-/// Min, max and sum of the `n` elements at `data` (n a multiple of kStep, any alignment) into
-/// `running` and `sum` when the sum is finite (every element is); false, `running` untouched,
-/// otherwise.
-bool extremes_and_sum_f32(const std::byte* data, std::size_t n, Extremes& running, double& sum) noexcept;
-bool extremes_and_sum_f64(const std::byte* data, std::size_t n, Extremes& running, double& sum) noexcept;
-
-/// Sum of (x - mean)^2 over the `n` elements at `data` (n a multiple of kStep) when finite; false
-/// otherwise.
-bool squared_deviations_f32(const std::byte* data, std::size_t n, double mean, double& sum) noexcept;
-bool squared_deviations_f64(const std::byte* data, std::size_t n, double mean, double& sum) noexcept;
+/// Min and max of the `n` elements at `data` (n a multiple of kStep, any alignment) into `running`,
+/// and their deviations from `centre` into `sums`, when both sums are finite (every element is);
+/// false, `running` and `sums` untouched, otherwise. Either way the `n` elements' bytes are fed to
+/// `digest`.
+bool moments_and_digest_f32(const std::byte* data, std::size_t n, double centre, Extremes& running, ShiftedSums& sums,
+                            XXH64_state_t& digest) noexcept;
+bool moments_and_digest_f64(const std::byte* data, std::size_t n, double centre, Extremes& running, ShiftedSums& sums,
+                            XXH64_state_t& digest) noexcept;
 
 /// Whether any of the `count` IEEE components of width 2, 4 or 8 bytes at `data` has an all-ones
 /// exponent (NaN or Inf); `mask` holds the exponent's bits, byte-swapped for the other byte order.
@@ -45,10 +53,8 @@ bool any_all_ones_exponent_u64(const std::byte* data, std::size_t count, std::ui
 
 /// The kernels of one instruction set (float_block_kernels.hpp).
 struct Kernels {
-  bool (*extremes_and_sum_f32)(const std::byte*, std::size_t, Extremes&, double&) noexcept;
-  bool (*extremes_and_sum_f64)(const std::byte*, std::size_t, Extremes&, double&) noexcept;
-  bool (*squared_deviations_f32)(const std::byte*, std::size_t, double, double&) noexcept;
-  bool (*squared_deviations_f64)(const std::byte*, std::size_t, double, double&) noexcept;
+  bool (*moments_and_digest_f32)(const std::byte*, std::size_t, double, Extremes&, ShiftedSums&, XXH64_state_t&) noexcept;
+  bool (*moments_and_digest_f64)(const std::byte*, std::size_t, double, Extremes&, ShiftedSums&, XXH64_state_t&) noexcept;
   bool (*any_all_ones_exponent_u16)(const std::byte*, std::size_t, std::uint16_t) noexcept;
   bool (*any_all_ones_exponent_u32)(const std::byte*, std::size_t, std::uint32_t) noexcept;
   bool (*any_all_ones_exponent_u64)(const std::byte*, std::size_t, std::uint64_t) noexcept;
@@ -62,20 +68,16 @@ const Kernels* avx2_kernels() noexcept;
 
 /// The kernels by element type (float or double).
 template <typename T>
-inline bool extremes_and_sum(const std::byte* data, std::size_t n, Extremes& running, double& sum) noexcept {
-  if constexpr (std::is_same_v<T, float>) return extremes_and_sum_f32(data, n, running, sum);
-  return extremes_and_sum_f64(data, n, running, sum);
+inline bool moments_and_digest(const std::byte* data, std::size_t n, double centre, Extremes& running, ShiftedSums& sums,
+                               XXH64_state_t& digest) noexcept {
+  if constexpr (std::is_same_v<T, float>) return moments_and_digest_f32(data, n, centre, running, sums, digest);
+  return moments_and_digest_f64(data, n, centre, running, sums, digest);
 }
 template <typename U>
 inline bool any_all_ones_exponent(const std::byte* data, std::size_t count, U mask) noexcept {
   if constexpr (sizeof(U) == 2) return any_all_ones_exponent_u16(data, count, mask);
   if constexpr (sizeof(U) == 4) return any_all_ones_exponent_u32(data, count, mask);
   return any_all_ones_exponent_u64(data, count, mask);
-}
-template <typename T>
-inline bool squared_deviations(const std::byte* data, std::size_t n, double mean, double& sum) noexcept {
-  if constexpr (std::is_same_v<T, float>) return squared_deviations_f32(data, n, mean, sum);
-  return squared_deviations_f64(data, n, mean, sum);
 }
 
 }  // namespace ophook::core::float_blocks
