@@ -15,7 +15,10 @@ struct SpareBuffer {
 /// Large capture buffers the writer is done with, kept for the next copies of about their size.
 /// A fresh buffer of megabytes is fresh memory, which the kernel zeroes page by page as the copy
 /// first touches it: in a dump of 64 MiB arrays that cost the program's thread more than the copy
-/// itself (perf: clear_page_erms in 15% of the run's samples, the copy's memmove in 6%).
+/// itself (perf: clear_page_erms in 15% of the run's samples, the copy's memmove in 6%). Buffers of
+/// a few hundred KiB fare no better through malloc: freed by the writer, they go back to the system
+/// as the heap's top is trimmed (the NaN hunt's ring on an MLP of 256 KiB activations: 88,000 page
+/// faults more than the unhooked run in 100 steps, 30,000 with them kept here).
 ///
 /// Idle bytes count against OPHOOK_QUEUE_BYTES: RecordQueue::has_room frees whatever would take
 /// idle and queued bytes together over the cap, so captured data held at once stays within it.
@@ -24,11 +27,15 @@ struct SpareBuffer {
 class CaptureBufferPool {
  public:
   /// Smaller buffers are not kept: malloc reuses freed memory of that size from its own heap.
-  static constexpr std::size_t kMinBytes = std::size_t{1} << 20;
+  static constexpr std::size_t kMinBytes = std::size_t{1} << 16;
+  /// Idle buffers kept at most, so that a take() looks through few: the writer frees them at the
+  /// pace the program copies, so a handful are idle at a time; more only after a burst of frees.
+  static constexpr std::size_t kMaxIdle = 64;
 
   /// A buffer of `bytes` up to `bytes` + 1/8 from the pool, or an empty one.
   OPHOOK_API static SpareBuffer take(std::size_t bytes);
-  /// Keeps a buffer of kMinBytes or more while the idle bytes stay within the limit; frees the rest.
+  /// Keeps a buffer of kMinBytes or more while the idle bytes stay within the limit (the oldest idle
+  /// ones freed to make room, and beyond kMaxIdle buffers); frees the rest.
   OPHOOK_API static void give(std::unique_ptr<std::byte[]> data, std::size_t capacity) noexcept;
   /// Frees idle buffers, oldest first, until at most `keep_bytes` stay idle.
   OPHOOK_API static void trim(std::size_t keep_bytes) noexcept;

@@ -16,13 +16,13 @@ std::vector<SpareBuffer> idle;       // oldest first; a handful of entries at mo
 std::atomic<std::size_t> idle_total{0};  // read without the mutex by idle_bytes() and trim()
 std::size_t limit = 0;
 
-/// Moves idle buffers out (oldest first) until at most `keep_bytes` stay; the caller frees them
-/// after unlocking (freeing megabytes is an munmap).
-std::vector<SpareBuffer> evict_locked(std::size_t keep_bytes) {
+/// Moves idle buffers out (oldest first) until at most `keep_bytes` in at most `keep_count` buffers
+/// stay; the caller frees them after unlocking (freeing megabytes is an munmap).
+std::vector<SpareBuffer> evict_locked(std::size_t keep_bytes, std::size_t keep_count = CaptureBufferPool::kMaxIdle) {
   std::vector<SpareBuffer> evicted;
   std::size_t total = idle_total.load(std::memory_order_relaxed);
   std::size_t n = 0;
-  while (n < idle.size() && total > keep_bytes) total -= idle[n++].capacity;
+  while (n < idle.size() && (total > keep_bytes || idle.size() - n > keep_count)) total -= idle[n++].capacity;
   evicted.reserve(n);
   std::move(idle.begin(), idle.begin() + static_cast<std::ptrdiff_t>(n), std::back_inserter(evicted));
   idle.erase(idle.begin(), idle.begin() + static_cast<std::ptrdiff_t>(n));
@@ -54,7 +54,7 @@ void CaptureBufferPool::give(std::unique_ptr<std::byte[]> data, std::size_t capa
     std::lock_guard lock(pool_mu);
     if (capacity > limit) return;  // freed here, after the unlock
     try {
-      evicted = evict_locked(limit - capacity);
+      evicted = evict_locked(limit - capacity, kMaxIdle - 1);
       idle.push_back({std::move(data), capacity});
       idle_total.fetch_add(capacity, std::memory_order_relaxed);
     } catch (const std::bad_alloc&) {

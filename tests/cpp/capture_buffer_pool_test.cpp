@@ -51,7 +51,7 @@ TEST_F(CaptureBufferPoolTest, TheSmallestFittingBufferIsTaken) {
 }
 
 TEST_F(CaptureBufferPoolTest, SmallBuffersAndBuffersBeyondTheLimitAreFreed) {
-  auto small = fresh(kMiB - 1);
+  auto small = fresh(CaptureBufferPool::kMinBytes - 1);
   CaptureBufferPool::give(std::move(small.data), small.capacity);
   EXPECT_EQ(CaptureBufferPool::idle_bytes(), 0u);
   auto huge = fresh(65 * kMiB);
@@ -66,6 +66,18 @@ TEST_F(CaptureBufferPoolTest, SmallBuffersAndBuffersBeyondTheLimitAreFreed) {
   EXPECT_EQ(CaptureBufferPool::idle_bytes(), 64 * kMiB);
   CaptureBufferPool::set_limit(0);  // a run ends
   EXPECT_EQ(CaptureBufferPool::idle_bytes(), 0u);
+}
+
+TEST_F(CaptureBufferPoolTest, AtMostSoManyBuffersStayIdleTheNewest) {
+  const std::size_t size = CaptureBufferPool::kMinBytes;
+  for (std::size_t i = 0; i < CaptureBufferPool::kMaxIdle + 10; ++i) {
+    auto buffer = fresh(size + i);  // a capacity of its own, to tell which stayed
+    CaptureBufferPool::give(std::move(buffer.data), buffer.capacity);
+  }
+  std::size_t expected = 0;
+  for (std::size_t i = 10; i < CaptureBufferPool::kMaxIdle + 10; ++i) expected += size + i;
+  EXPECT_EQ(CaptureBufferPool::idle_bytes(), expected);
+  EXPECT_EQ(CaptureBufferPool::take(size + 9).capacity, size + 10);  // the oldest ten went
 }
 
 TEST_F(CaptureBufferPoolTest, HasRoomFreesIdleBuffersThatWouldTakeTheTotalOverTheCap) {
