@@ -21,8 +21,11 @@ namespace ophook::core {
 /// of the batch. Without a helper (one CPU) every job runs on the recording thread.
 class SummaryBatch {
  public:
-  /// Arrays smaller than this are not worth a helper's wake-up: the caller summarises them itself.
-  static constexpr std::size_t kSharedBytes = std::size_t{256} << 10;
+  /// Arrays smaller than this are not worth handing over (a few microseconds of work): the caller
+  /// summarises them itself. 64 KiB takes in a compiled model's activations (Inductor's kernels
+  /// run for tens of microseconds, time the helper spends on their inputs): the compiled MLP of
+  /// tests/bench/mlp_loop.py in `stats`, fastest of six runs, 0.80 s with 256 KiB, 0.75 s with this.
+  static constexpr std::size_t kSharedBytes = std::size_t{64} << 10;
 
   SummaryBatch() = default;
   ~SummaryBatch() { finish(); }
