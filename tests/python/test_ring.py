@@ -192,3 +192,43 @@ def test_sigkill_leaves_whole_files_only(tmp_path):
         assert (shift == shift[0]).all(), name
     assert named_files(records) <= set(files)
     assert not [f.name for f in out.iterdir() if f.name.startswith(".tmp.") and "reserve" not in f.name]
+
+
+# Large arrays: their copies into the ring are shared between the program's thread and the helper
+# thread, which copies a call's inputs while it runs unless the call may write into them.
+SHARED_COPIES = """
+import torch
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+e = torch.rand(1 << 22) * 2.0 - 1.0    # 16 MiB of float32, half of it negative
+before = e.clone()
+F.relu(e, True)                         # in place at once (torch passes it on as inplace=True)
+torch.save(before, "before.pt")
+torch.save(e.clone(), "after.pt")
+y = torch.full((1 << 22,), 2.0)
+e.add_(y)                               # in place, by its name
+z = torch.log(e - 2.5)                  # NaN where relu left zeros: the trigger
+print(int(torch.isnan(z).sum()))
+"""
+
+
+def test_the_rings_shared_copies_hold_each_calls_values(runner):
+    plain = runner.run(SHARED_COPIES, how="plain")
+    run = runner.run(SHARED_COPIES, env={"OPHOOK_NAN": "warn"})
+    assert run.stdout == plain.stdout
+    import torch
+
+    before = torch.load(run.output.parent / "before.pt").numpy()
+    after = torch.load(run.output.parent / "after.pt").numpy()
+    records = run.records()
+    relu = next(r for r in records if r["op"] == "torch.nn.functional.relu")
+    np.testing.assert_array_equal(load(run.output, arrays(relu)[0]), before)  # not torn by the call
+    np.testing.assert_array_equal(load(run.output, arrays(relu, "outputs")[0]), after)
+    add_ = next(r for r in records if r["op"] == "torch.Tensor.add_")
+    np.testing.assert_array_equal(load(run.output, arrays(add_)[0]), after)
+    np.testing.assert_array_equal(load(run.output, arrays(add_, "outputs")[0]), after + 2.0)
+    culprit = next(r for r in records if r["op"] == "torch.log")
+    assert "first NaN/Inf from finite inputs: seq %d torch.log" % culprit["seq"] in run.stderr
+    logged = torch.log(torch.from_numpy(load(run.output, arrays(culprit)[0]))).numpy()
+    np.testing.assert_array_equal(load(run.output, arrays(culprit, "outputs")[0]), logged)
