@@ -34,12 +34,4 @@ OPHOOK_API std::optional<std::size_t> one_block_elements(std::span<const std::in
 OPHOOK_API void strided_copy(std::byte* dst, const std::byte* src, std::span<const std::int64_t> shape,
                   std::span<const std::int64_t> strides, std::size_t item_size) noexcept;
 
-/// Copies `nbytes` contiguous bytes, as strided_copy copies a contiguous array (huge pages
-/// advised for a large destination). Thread-safe.
-inline void copy_bytes(std::byte* dst, const std::byte* src, std::size_t nbytes) noexcept {
-  const auto count = static_cast<std::int64_t>(nbytes);
-  constexpr std::int64_t kOneByte = 1;
-  strided_copy(dst, src, {&count, 1}, {&kOneByte, 1}, 1);
-}
-
 }  // namespace ophook::core

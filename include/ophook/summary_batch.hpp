@@ -10,12 +10,11 @@
 
 namespace ophook::core {
 
-/// Statistics of a call's arrays read where they lie (`stats` mode), or their copies into the
-/// call's record (`dump` mode, the NaN hunt's ring), shared between the thread recording the call
-/// and one helper thread, so that large arrays cost the call about half the time: the helper
-/// starts on the inputs while the call runs (when the call cannot write into them), and both
-/// threads share the outputs. An array is one job, statistics and digest in one pass over its
-/// memory (splitting the two between the threads would read it twice), or one copy.
+/// Statistics of a call's arrays read where they lie (`stats` mode), shared between the thread
+/// recording the call and one helper thread, so that large arrays cost the call about half the
+/// time: the helper starts on the inputs while the call runs (when the call cannot write into
+/// them), and both threads share the outputs. An array is one job, statistics and digest in one
+/// pass over its memory (splitting the two between the threads would read it twice).
 ///
 /// Used by one thread (the recording one), which must call finish() (or let the destructor do
 /// it) before the arrays' memory may change or go away: after finish() the helper holds nothing
@@ -36,8 +35,6 @@ class SummaryBatch {
   /// Adds array `index`'s job; false when the batch is full (the caller summarises it
   /// itself). `descr` must outlive the batch (the recorder's interned dtype). Before start() only.
   OPHOOK_API bool add(std::string_view descr, const std::byte* data, std::size_t nbytes, std::uint32_t index);
-  /// Adds a job copying `nbytes` from `from` to `to` (no result); false when the batch is full.
-  OPHOOK_API bool add_copy(const std::byte* from, std::byte* to, std::size_t nbytes);
   bool empty() const noexcept { return jobs_ == 0; }
 
   /// Offers the jobs to the helper thread, which may begin at once.
@@ -47,12 +44,10 @@ class SummaryBatch {
   /// Runs what is left, then waits for the helper's jobs; afterwards results are ready. Idempotent.
   OPHOOK_API void finish();
 
-  /// After finish(): calls f(index, stats) for each array added to be summarised.
+  /// After finish(): calls f(index, stats) for each array added.
   template <typename F>
   void for_each_result(F&& f) const {
-    for (std::size_t i = 0; i < jobs_; ++i) {
-      if (slots_[i].copy_to == nullptr) f(slots_[i].index, slots_[i].stats);
-    }
+    for (std::size_t i = 0; i < jobs_; ++i) f(slots_[i].index, slots_[i].stats);
   }
 
  private:
@@ -61,7 +56,6 @@ class SummaryBatch {
   struct Job {
     std::string_view descr;
     const std::byte* data = nullptr;
-    std::byte* copy_to = nullptr;  // a copy job's destination; null: statistics
     std::size_t nbytes = 0;
     std::uint32_t index = 0;
     ArrayStats stats;

@@ -12,8 +12,6 @@
 #include <new>
 #include <thread>
 
-#include "ophook/strided_copy.hpp"
-
 namespace ophook::core {
 
 /// The one helper thread of the process, started when the first batch is offered. Never
@@ -120,16 +118,7 @@ class SummaryHelper {
 bool SummaryBatch::add(std::string_view descr, const std::byte* data, std::size_t nbytes, std::uint32_t index) {
   if (jobs_ == kMaxJobs) return false;
   auto& job = slots_[jobs_++];
-  job.descr = descr, job.data = data, job.copy_to = nullptr, job.nbytes = nbytes, job.index = index;
-  job.state.store(kOpen, std::memory_order_relaxed);
-  finished_ = false;
-  return true;
-}
-
-bool SummaryBatch::add_copy(const std::byte* from, std::byte* to, std::size_t nbytes) {
-  if (jobs_ == kMaxJobs) return false;
-  auto& job = slots_[jobs_++];
-  job.descr = {}, job.data = from, job.copy_to = to, job.nbytes = nbytes, job.index = 0;
+  job.descr = descr, job.data = data, job.nbytes = nbytes, job.index = index;
   job.state.store(kOpen, std::memory_order_relaxed);
   finished_ = false;
   return true;
@@ -139,11 +128,7 @@ bool SummaryBatch::try_run(std::size_t i, bool done_by_helper) noexcept {
   auto& job = slots_[i];
   std::uint8_t open = kOpen;
   if (!job.state.compare_exchange_strong(open, kTaken, std::memory_order_acquire)) return false;
-  if (job.copy_to != nullptr) {
-    copy_bytes(job.copy_to, job.data, job.nbytes);
-  } else {
-    job.stats = compute_stats(job.descr, job.data, job.nbytes);
-  }
+  job.stats = compute_stats(job.descr, job.data, job.nbytes);
   job.state.store(kDone, std::memory_order_release);
   if (done_by_helper) job.state.notify_one();
   return true;

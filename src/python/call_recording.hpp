@@ -131,7 +131,7 @@ PyObject* record_call(core::Recorder& recorder, ThreadState& state, std::uint32_
   if (capture.checks_in_place() && may_write_inputs(recorder, op_id, capture)) {
     inputs_nonfinite_before = any_nonfinite(recorder, *record, 0, record->arrays.size(), Arrays::InPlace);
   }
-  if (capture.shares_inputs()) capture.inputs_captured(may_write_inputs(recorder, op_id, capture));
+  if (capture.summarises_in_place()) capture.inputs_captured(may_write_inputs(recorder, op_id, capture));
   // Device tensors' statistics: launched now if the call may write into them, else with the outputs'.
   if (capture.queued_on_device() && may_write_inputs(recorder, op_id, capture)) device_readback::launch_queued();
 

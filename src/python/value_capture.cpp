@@ -6,7 +6,6 @@
 
 #include "numpy/arrays.hpp"
 #include "ophook/stats.hpp"
-#include "ophook/strided_copy.hpp"
 #include "thread_state.hpp"
 
 namespace ophook::py {
@@ -36,24 +35,14 @@ ValueCapture::ValueCapture(core::CallRecord& record, core::Recorder& recorder, b
                        (recorder.config().mode == core::Mode::Trace || check_only)),
       summarises_in_place_(recorder.config().mode == core::Mode::Stats && !check_only) {}
 
-core::SummaryBatch& ValueCapture::shared_jobs() {
-  auto& batch = in_outputs_ ? output_summaries_ : input_summaries_;
-  if (!batch) batch.emplace();
-  return *batch;
-}
-
 void ValueCapture::summarise_in_place(core::ArrayCapture& array, const std::byte* data, std::size_t nbytes) {
   const std::string_view descr = recorder_.dtype(array.dtype_id).descr;  // interned: outlives the batch
-  if (nbytes >= core::SummaryBatch::kSharedBytes &&
-      shared_jobs().add(descr, data, nbytes, static_cast<std::uint32_t>(record_.arrays.size() - 1))) {
-    return;
+  if (nbytes >= core::SummaryBatch::kSharedBytes) {
+    auto& batch = in_outputs_ ? output_summaries_ : input_summaries_;
+    if (!batch) batch.emplace();
+    if (batch->add(descr, data, nbytes, static_cast<std::uint32_t>(record_.arrays.size() - 1))) return;
   }
   array.given_stats = core::compute_stats(descr, data, nbytes);
-}
-
-void ValueCapture::copy_bytes(const std::byte* from, std::byte* to, std::size_t nbytes) {
-  if (nbytes >= core::SummaryBatch::kSharedBytes && shared_jobs().add_copy(from, to, nbytes)) return;
-  core::copy_bytes(to, from, nbytes);
 }
 
 void ValueCapture::inputs_captured(bool inputs_may_change) {

@@ -51,20 +51,11 @@ class ValueCapture {
   /// array added, its dtype set), into its given_stats: at once for a small array, else shared
   /// with a helper thread (core::SummaryBatch) and settled by finish_summaries().
   void summarise_in_place(core::ArrayCapture& array, const std::byte* data, std::size_t nbytes);
-  /// The batch this section's shared jobs go to.
-  core::SummaryBatch& shared_jobs();
-  /// Copies `nbytes` C-order bytes from `from` into `to` (an array's reserved buffer): at once for
-  /// a small array, else shared with the helper thread like a summary (inputs_captured(),
-  /// finish_summaries()).
-  void copy_bytes(const std::byte* from, std::byte* to, std::size_t nbytes);
-  /// After the inputs are captured: the helper begins on their summaries and copies while the call
-  /// runs, unless the call may write into them (`inputs_may_change`, the NaN check's rule): they
-  /// are then done before it runs.
+  /// After the inputs are captured: the helper begins on them while the call runs, unless the
+  /// call may write into them (`inputs_may_change`): they are then summarised before it runs.
   void inputs_captured(bool inputs_may_change);
-  /// Whether inputs were handed to the helper thread (inputs_captured() is then due).
-  bool shares_inputs() const { return input_summaries_ && !input_summaries_->empty(); }
-  /// After the outputs are captured, before anything reads a record's statistics or copies: every
-  /// summary and copy is done and none of the call's memory is read any more.
+  /// After the outputs are captured, before anything reads a record's statistics: every
+  /// summary is done and none of the call's memory is read any more.
   void finish_summaries();
   /// Whether an array is copied: `dense` says it could be checked in place.
   bool copies(bool dense) const { return copy_data_ || (checks_in_place_ && !dense); }
@@ -100,8 +91,8 @@ class ValueCapture {
   bool inputs_may_be_written_ = false;
   bool queued_on_device_ = false;
   bool in_outputs_ = false;
-  // Set up at the first array large enough to share: most calls, and every call in `trace`
-  // mode, never pay for constructing one.
+  // Set up at the first array large enough to share: most calls, and every call in other modes
+  // than `stats`, never pay for constructing one.
   std::optional<core::SummaryBatch> input_summaries_, output_summaries_;
   // This section's arrays: a few inline (no allocation per call), the rest in overflow_.
   static constexpr std::size_t kInlineSeen = 8;

@@ -54,33 +54,6 @@ TEST(SummaryBatch, ResultsEqualComputeStatsWhicheverThreadRanThem) {
   summarise_and_check(arrays, false);  // never offered: all on this thread
 }
 
-// Copies and summaries in one batch: each copy holds its source's bytes, and only the summaries
-// have results.
-TEST(SummaryBatch, CopiesBesideSummaries) {
-  std::vector<std::vector<std::byte>> sources, copies;
-  SummaryBatch batch;
-  for (std::uint32_t i = 0; i < 6; ++i) {
-    sources.push_back(float_bytes((1u << 16) + i * 100, static_cast<float>(i)));
-    copies.emplace_back(sources.back().size());
-  }
-  for (std::uint32_t i = 0; i < 6; ++i) {
-    if (i % 2 == 0) {
-      ASSERT_TRUE(batch.add_copy(sources[i].data(), copies[i].data(), sources[i].size()));
-    } else {
-      ASSERT_TRUE(batch.add("<f4", sources[i].data(), sources[i].size(), i));
-    }
-  }
-  batch.start();
-  batch.finish();
-  std::vector<std::uint32_t> summarised;
-  batch.for_each_result([&](std::uint32_t index, const ArrayStats& stats) {
-    summarised.push_back(index);
-    expect_same(stats, compute_stats("<f4", sources[index].data(), sources[index].size()));
-  });
-  EXPECT_EQ(summarised, (std::vector<std::uint32_t>{1, 3, 5}));
-  for (std::size_t i = 0; i < 6; i += 2) EXPECT_EQ(copies[i], sources[i]) << i;
-}
-
 TEST(SummaryBatch, AFullBatchRefusesMoreJobs) {
   const auto bytes = float_bytes(64, 1);
   SummaryBatch batch;

@@ -194,9 +194,9 @@ def test_sigkill_leaves_whole_files_only(tmp_path):
     assert not [f.name for f in out.iterdir() if f.name.startswith(".tmp.") and "reserve" not in f.name]
 
 
-# Large arrays: their copies into the ring are shared between the program's thread and the helper
-# thread, which copies a call's inputs while it runs unless the call may write into them.
-SHARED_COPIES = """
+# Large in-place calls: the ring's copies of their inputs are the values before the call, of their
+# outputs the values after it.
+IN_PLACE_CALLS = """
 import torch
 import torch.nn.functional as F
 
@@ -213,9 +213,9 @@ print(int(torch.isnan(z).sum()))
 """
 
 
-def test_the_rings_shared_copies_hold_each_calls_values(runner):
-    plain = runner.run(SHARED_COPIES, how="plain")
-    run = runner.run(SHARED_COPIES, env={"OPHOOK_NAN": "warn"})
+def test_the_rings_copies_of_in_place_calls_hold_their_values(runner):
+    plain = runner.run(IN_PLACE_CALLS, how="plain")
+    run = runner.run(IN_PLACE_CALLS, env={"OPHOOK_NAN": "warn"})
     assert run.stdout == plain.stdout
     import torch
 

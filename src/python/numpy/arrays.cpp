@@ -130,16 +130,11 @@ void capture_array(ValueCapture& capture, PyObject* object, PyArrayObject* array
                                static_cast<std::size_t>(PyArray_SIZE(array)) * item);
   }
   if (budget.copy) {
-    std::byte* copy = out.reserve_data(n, std::move(budget.spare));
-    const auto* data = static_cast<const std::byte*>(PyArray_DATA(array));
-    if (PyArray_IS_C_CONTIGUOUS(array)) {
-      capture.copy_bytes(data, copy, n);  // maybe by the helper thread
-    } else {
-      const npy_intp* strides = PyArray_STRIDES(array);
-      static_assert(sizeof(npy_intp) == sizeof(std::int64_t));
-      core::strided_copy(copy, data, {reinterpret_cast<const std::int64_t*>(dims), static_cast<std::size_t>(nd)},
-                         {reinterpret_cast<const std::int64_t*>(strides), static_cast<std::size_t>(nd)}, item);
-    }
+    const npy_intp* strides = PyArray_STRIDES(array);
+    static_assert(sizeof(npy_intp) == sizeof(std::int64_t));
+    core::strided_copy(out.reserve_data(n, std::move(budget.spare)), static_cast<const std::byte*>(PyArray_DATA(array)),
+                       {reinterpret_cast<const std::int64_t*>(dims), static_cast<std::size_t>(nd)},
+                       {reinterpret_cast<const std::int64_t*>(strides), static_cast<std::size_t>(nd)}, item);
     out.captured = true;
   }
 }

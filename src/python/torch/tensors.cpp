@@ -192,11 +192,7 @@ bool capture_dense(ValueCapture& capture, PyObject* tensor) {
     out.live_nbytes = *block * dtype->item_size;
   }
   if (summarised) capture.summarise_in_place(out, view.data, element_count(shape) * dtype->item_size);
-  if (budget.copy && dtype->widen == nullptr && core::is_c_order(shape, {view.strides, view.ndim})) {
-    const auto nbytes = element_count(shape) * dtype->item_size;
-    capture.copy_bytes(view.data, out.reserve_data(nbytes, std::move(budget.spare)), nbytes);  // maybe by the helper
-    out.captured = true;
-  } else if (budget.copy) {
+  if (budget.copy) {
     thread_local std::vector<std::int64_t> byte_strides;  // reused: no allocation per tensor
     byte_strides.assign(view.strides, view.strides + view.ndim);
     for (auto& s : byte_strides) s *= static_cast<std::int64_t>(dtype->item_size);
