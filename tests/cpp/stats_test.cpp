@@ -292,6 +292,7 @@ TEST(Stats, BlockKernelsFallBackOnNanInfAndOverflow) {
   EXPECT_EQ(h.nan + h.inf, 0u);
   EXPECT_EQ(h.max, 1e308);
   EXPECT_EQ(h.min, *std::min_element(huge.begin(), huge.end()));
+  EXPECT_FALSE(std::isfinite(h.std));  // the sums overflow: no finite spread is made up
 
   std::vector<float> floats(1000 + 3);
   for (float& v : floats) {
