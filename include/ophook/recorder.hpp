@@ -195,6 +195,9 @@ class OPHOOK_API Recorder {
   std::atomic<bool> finished_{false};
   std::atomic<int> owner_pid_{0};
   std::int64_t start_t_ns_ = 0;  // written by begin_run and in the fork child, before any reader
+  // When the parent's fork began (on_fork_prepare, forks serialised by writer_mu_): a child's
+  // start, so that children order as they were forked, not as the scheduler first ran them.
+  std::int64_t fork_t_ns_ = 0;
   int root_pid_ = 0;
   std::atomic<bool> nonfinite_reported_{false};
   std::mutex writer_mu_;

@@ -324,6 +324,7 @@ void Recorder::merge_facts(nlohmann::ordered_json& summary) const {
 
 void Recorder::on_fork_prepare() noexcept {
   writer_mu_.lock();
+  fork_t_ns_ = monotonic_ns();
   // The tables' mutexes are the only ones the child needs afterwards; hold them across fork so the
   // child never inherits one locked by another thread.
   ops_.mutex().lock();
@@ -362,7 +363,10 @@ void Recorder::on_fork_child() noexcept {
   not_read_.store(0), not_read_oom_.store(0);
   owner_pid_.store(::getpid());
   rank_.at_fork_child();
-  start_t_ns_ = monotonic_ns();  // the fork, not the first record that starts the writer
+  // The fork, as the parent began it: not the first record that starts the writer, nor when the
+  // scheduler first ran this child (two DataLoader workers, forked in order, took their starts out
+  // of order under load, and `compare` paired each with the other run's other worker).
+  start_t_ns_ = fork_t_ns_;
   // No thread is started here: the child's writer (and its directory) comes with its first record,
   // so a fork that only execs leaves nothing behind.
   writer_mu_.unlock();  // taken by on_fork_prepare in this very thread
