@@ -281,10 +281,8 @@ void summarise(const std::byte* data, std::size_t count, ArrayStats& s, XXH64_st
     total.add(centre * n);
     total.add(chunk_sums.sum);
     const double chunk_mean = centre + chunk_sums.sum / n;
-    // Squares that overflowed stay infinite (the difference would be Inf − Inf, a NaN).
-    const double chunk_m2 = std::isfinite(chunk_sums.squares)
-                                ? std::max(0.0, chunk_sums.squares - chunk_sums.sum * (chunk_sums.sum / n))
-                                : chunk_sums.squares;
+    // Sums that overflowed make chunk_mean infinite, and the merge then leaves no finite spread.
+    const double chunk_m2 = std::max(0.0, chunk_sums.squares - chunk_sums.sum * (chunk_sums.sum / n));
     moments.merge(chunk_finite, chunk_mean, chunk_m2);
   }
   s.numeric = true;
