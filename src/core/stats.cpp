@@ -128,7 +128,7 @@ struct CompensatedSum {
 };
 
 constexpr std::size_t kLanes = 4;  // independent accumulators: the adds overlap instead of chaining
-constexpr std::size_t kBlock = 256;
+constexpr std::size_t kBlock = 2048;
 
 // Calls f(lane, value) for the elements [start, end), spread over kLanes lanes.
 template <typename Reader, typename F>
