@@ -1,9 +1,10 @@
 #pragma once
 // The block kernels of float_blocks.hpp as templates, written once with GCC vector extensions
-// (four doubles, eight floats per vector) and compiled twice: for the baseline (float_blocks.cpp)
-// and with AVX2 and FMA (float_blocks_avx2.cpp), which the dispatch in float_blocks.cpp picks on
-// a CPU that has them. Include only from those two files: every definition here has internal
-// linkage, so that the two compilations cannot be mixed up by the linker.
+// (four doubles, eight floats per vector; eight doubles where AVX-512 has the registers) and
+// compiled three times: for the baseline (float_blocks.cpp), with AVX2 (float_blocks_avx2.cpp) and
+// with AVX-512 (float_blocks_avx512.cpp), which the dispatch in float_blocks.cpp picks on a CPU
+// that has them. Include only from those files: every definition here has internal linkage, so
+// that the compilations cannot be mixed up by the linker.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -53,6 +54,25 @@ inline Wide part(const std::byte* p, std::size_t k) noexcept {
   }
 }
 
+#if defined(__AVX512F__)
+using Wider = double __attribute__((vector_size(64)));  // eight doubles: two Wide side by side
+
+/// Elements [8k, 8k + 8) of the step at `p` as doubles: part(p, 2k) and part(p, 2k + 1) in one.
+template <typename T>
+inline Wider pair(const std::byte* p, std::size_t k) noexcept {
+  if constexpr (std::is_same_v<T, double>) {
+    return load<Wider>(p + k * sizeof(Wider));
+  } else {
+    // One vcvtps2pd, as part() (GCC 12 splits __builtin_convertvector); the zero-masking form
+    // because the plain one passes GCC 12's header an uninitialized operand it warns about.
+    return reinterpret_cast<Wider>(_mm512_maskz_cvtps_pd(0xFF, reinterpret_cast<__m256>(load<Floats>(p + k * sizeof(Floats)))));
+  }
+}
+
+inline Wide low_half(Wider v) noexcept { return __builtin_shufflevector(v, v, 0, 1, 2, 3); }
+inline Wide high_half(Wider v) noexcept { return __builtin_shufflevector(v, v, 4, 5, 6, 7); }
+#endif
+
 inline double lanes_sum(Wide a, Wide b, Wide c, Wide d) noexcept {
   const Wide v = (a + b) + (c + d);
   return (v[0] + v[1]) + (v[2] + v[3]);
@@ -75,9 +95,15 @@ inline bool moments_and_digest_of(const std::byte* data, std::size_t n, double c
   constexpr std::size_t kPerLanes = sizeof(Lanes) / sizeof(T);
   // ±Inf or a value of T: exact either way.
   Lanes lo = Lanes{} + static_cast<T>(running.min), hi = Lanes{} + static_cast<T>(running.max);
+#if defined(__AVX512F__)
+  // The same sixteen running sums as below, two accumulators to a register: the same bits.
+  const Wider c = Wider{} + centre;
+  Wider s01 = {}, s23 = {}, q01 = {}, q23 = {};
+#else
   const Wide c = Wide{} + centre;
   Wide s0 = {}, s1 = {}, s2 = {}, s3 = {};
   Wide q0 = {}, q1 = {}, q2 = {}, q3 = {};
+#endif
   for (std::size_t i = 0; i < n; i += kStep) {
     const std::byte* p = data + i * sizeof(T);
     if (i % kDigestElements == 0) XXH64_update(&digest, p, std::min(n - i, kDigestElements) * sizeof(T));
@@ -86,11 +112,21 @@ inline bool moments_and_digest_of(const std::byte* data, std::size_t n, double c
       lo = lesser(lo, lesser(a, b));
       hi = greater(hi, greater(a, b));
     }
+#if defined(__AVX512F__)
+    const Wider d01 = pair<T>(p, 0) - c, d23 = pair<T>(p, 1) - c;
+    s01 += d01, s23 += d23;
+    q01 += d01 * d01, q23 += d23 * d23;
+#else
     const Wide d0 = part<T>(p, 0) - c, d1 = part<T>(p, 1) - c;
     const Wide d2 = part<T>(p, 2) - c, d3 = part<T>(p, 3) - c;
     s0 += d0, s1 += d1, s2 += d2, s3 += d3;
     q0 += d0 * d0, q1 += d1 * d1, q2 += d2 * d2, q3 += d3 * d3;
+#endif
   }
+#if defined(__AVX512F__)
+  const Wide s0 = low_half(s01), s1 = high_half(s01), s2 = low_half(s23), s3 = high_half(s23);
+  const Wide q0 = low_half(q01), q1 = high_half(q01), q2 = low_half(q23), q3 = high_half(q23);
+#endif
   const ShiftedSums block = {lanes_sum(s0, s1, s2, s3), lanes_sum(q0, q1, q2, q3)};
   // A NaN or Inf element makes both sums non-finite, and so does an overflow.
   if (!std::isfinite(block.sum) || !std::isfinite(block.squares)) return false;

@@ -60,11 +60,12 @@ struct Kernels {
   bool (*any_all_ones_exponent_u64)(const std::byte*, std::size_t, std::uint64_t) noexcept;
 };
 
-/// The kernels for the baseline instruction set, and those compiled for AVX2
-/// (float_blocks_avx2.cpp; nullptr where the build has none: another architecture). Both give
-/// the same bits; the functions above use the best this CPU runs.
+/// The kernels for the baseline instruction set, and those compiled for AVX2 and for AVX-512
+/// (float_blocks_avx2.cpp, float_blocks_avx512.cpp; nullptr where the build has none: another
+/// architecture). All give the same bits; the functions above use the best this CPU runs.
 const Kernels& baseline_kernels() noexcept;
 const Kernels* avx2_kernels() noexcept;
+const Kernels* avx512_kernels() noexcept;
 
 /// The kernels by element type (float or double).
 template <typename T>

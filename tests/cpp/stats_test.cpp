@@ -423,9 +423,8 @@ void expect_kernel_sets_agree(const float_blocks::Kernels& a, const float_blocks
   }
 }
 
-TEST(FloatBlocks, Avx2KernelsGiveTheBaselinesBits) {
-  const float_blocks::Kernels* avx2 = float_blocks::avx2_kernels();
-  if (avx2 == nullptr || !__builtin_cpu_supports("avx2")) GTEST_SKIP() << "no AVX2 build or CPU";
+// Statistics and NaN/Inf scans of a kernel set (AVX2, AVX-512) against the baseline's, bit for bit.
+void expect_the_baselines_bits(const float_blocks::Kernels* set) {
   std::vector<double> doubles(4096);
   std::vector<float> floats(4096);
   std::uint32_t state = 11;
@@ -434,12 +433,12 @@ TEST(FloatBlocks, Avx2KernelsGiveTheBaselinesBits) {
     doubles[i] = static_cast<double>(state) / 3.0e6 - 700.0;
     floats[i] = static_cast<float>(doubles[i]) * 1e-3f;
   }
-  expect_kernel_sets_agree(*avx2, float_blocks::baseline_kernels(), doubles);
-  expect_kernel_sets_agree(*avx2, float_blocks::baseline_kernels(), floats);
+  expect_kernel_sets_agree(*set, float_blocks::baseline_kernels(), doubles);
+  expect_kernel_sets_agree(*set, float_blocks::baseline_kernels(), floats);
   doubles[100] = kNan;
   floats[200] = static_cast<float>(kInf);
-  expect_kernel_sets_agree(*avx2, float_blocks::baseline_kernels(), doubles);
-  expect_kernel_sets_agree(*avx2, float_blocks::baseline_kernels(), floats);
+  expect_kernel_sets_agree(*set, float_blocks::baseline_kernels(), doubles);
+  expect_kernel_sets_agree(*set, float_blocks::baseline_kernels(), floats);
 
   // The NaN/Inf scan, with one non-finite value at each position of a block and its tail.
   const auto& base = float_blocks::baseline_kernels();
@@ -451,12 +450,24 @@ TEST(FloatBlocks, Avx2KernelsGiveTheBaselinesBits) {
     const auto* db = reinterpret_cast<const std::byte*>(d.data());
     const auto* fb = reinterpret_cast<const std::byte*>(f.data());
     for (std::size_t count : {at, at + 1, std::size_t{600}}) {
-      EXPECT_EQ(avx2->any_all_ones_exponent_u64(db, count, 0x7FF0000000000000ull),
+      EXPECT_EQ(set->any_all_ones_exponent_u64(db, count, 0x7FF0000000000000ull),
                 base.any_all_ones_exponent_u64(db, count, 0x7FF0000000000000ull)) << at << " " << count;
-      EXPECT_EQ(avx2->any_all_ones_exponent_u32(fb, count, 0x7F800000u), base.any_all_ones_exponent_u32(fb, count, 0x7F800000u));
-      EXPECT_EQ(avx2->any_all_ones_exponent_u32(fb, count, 0x7F800000u), count > at);
+      EXPECT_EQ(set->any_all_ones_exponent_u32(fb, count, 0x7F800000u), base.any_all_ones_exponent_u32(fb, count, 0x7F800000u));
+      EXPECT_EQ(set->any_all_ones_exponent_u32(fb, count, 0x7F800000u), count > at);
     }
   }
+}
+
+TEST(FloatBlocks, Avx2KernelsGiveTheBaselinesBits) {
+  const float_blocks::Kernels* avx2 = float_blocks::avx2_kernels();
+  if (avx2 == nullptr || !__builtin_cpu_supports("avx2")) GTEST_SKIP() << "no AVX2 build or CPU";
+  expect_the_baselines_bits(avx2);
+}
+
+TEST(FloatBlocks, Avx512KernelsGiveTheBaselinesBits) {
+  const float_blocks::Kernels* avx512 = float_blocks::avx512_kernels();
+  if (avx512 == nullptr || !__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "no AVX-512 build or CPU";
+  expect_the_baselines_bits(avx512);
 }
 
 }  // namespace
