@@ -115,7 +115,7 @@ struct ComplexReader {
   }
 };
 
-// Neumaier-compensated running total, fed with per-block sums so that the compensation costs
+// Neumaier-compensated running total, fed with per-chunk sums so that the compensation costs
 // little per element while long arrays keep their precision.
 struct CompensatedSum {
   double sum = 0, carry = 0;
@@ -128,7 +128,6 @@ struct CompensatedSum {
 };
 
 constexpr std::size_t kLanes = 4;  // independent accumulators: the adds overlap instead of chaining
-constexpr std::size_t kBlock = 2048;
 
 // Calls f(lane, value) for the elements [start, end), spread over kLanes lanes.
 template <typename Reader, typename F>
@@ -171,35 +170,33 @@ struct LaneSums {
   }
 };
 
-// One pass over the elements [first, last), block by block, feeding `digest` every byte once and
-// in order: a block's whole kernel steps go through `kernel(bytes, n, block_sums)` when the type
-// has block kernels (Native not void), which digests them and reports whether every element was
-// finite, in which case its sums are committed; the rest element by element, `element(lane_sums,
-// lane, value)` over kLanes running sums. `commit(sums)` takes each block's sums.
+// One pass over a chunk's elements [first, last), feeding `digest` every byte once and in order:
+// the chunk's whole kernel steps go through `kernel(bytes, n, kernel_sums)` when the type has block
+// kernels (Native not void), which digests them and reports whether every element was finite, in
+// which case their sums are committed; the rest element by element, `element(lane_sums, lane,
+// value)` over kLanes running sums. `commit(sums)` takes each part's sums. One kernel call per
+// chunk: called per 256 elements, its reductions and dispatch were a tenth of its work.
 template <typename Reader, typename Native, typename Kernel, typename Element, typename Commit>
-void for_each_block(const std::byte* data, std::size_t first, std::size_t last, XXH64_state_t& digest,
-                    Kernel&& kernel, Element&& element, Commit&& commit) noexcept {
-  for (std::size_t start = first; start < last; start += kBlock) {
-    const std::size_t end = std::min(last, start + kBlock);
-    std::size_t from = start;
-    std::size_t digested = start;
-    if constexpr (!std::is_void_v<Native>) {
-      const std::size_t n = block_kernel_span(start, end);
-      float_blocks::ShiftedSums block_sums;
-      if (n > 0) {
-        const bool accepted = kernel(data + start * sizeof(Native), n, block_sums);
-        digested = start + n;
-        if (accepted) {
-          commit(block_sums);
-          from = start + n;
-        }
+void pass_over_chunk(const std::byte* data, std::size_t first, std::size_t last, XXH64_state_t& digest,
+                     Kernel&& kernel, Element&& element, Commit&& commit) noexcept {
+  std::size_t from = first;
+  std::size_t digested = first;
+  if constexpr (!std::is_void_v<Native>) {
+    const std::size_t n = block_kernel_span(first, last);
+    float_blocks::ShiftedSums kernel_sums;
+    if (n > 0) {
+      const bool accepted = kernel(data + first * sizeof(Native), n, kernel_sums);
+      digested = first + n;
+      if (accepted) {
+        commit(kernel_sums);
+        from = first + n;
       }
     }
-    XXH64_update(&digest, data + digested * Reader::size, (end - digested) * Reader::size);
-    LaneSums sums;
-    for_each_in_lanes<Reader>(data, from, end, [&](std::size_t lane, double v) { element(sums, lane, v); });
-    commit(sums.total());
   }
+  XXH64_update(&digest, data + digested * Reader::size, (last - digested) * Reader::size);
+  LaneSums sums;
+  for_each_in_lanes<Reader>(data, from, last, [&](std::size_t lane, double v) { element(sums, lane, v); });
+  commit(sums.total());
 }
 
 // Running moments of the finite values seen so far, merged chunk by chunk (Chan, Golub and
@@ -235,7 +232,7 @@ double chunk_centre(const std::byte* data, std::size_t first, std::size_t last) 
   return 0;
 }
 
-// A block whose elements are all finite takes the block kernels when the type has them; the rest
+// A chunk whose elements are all finite takes the block kernels when the type has them; the rest
 // goes element by element.
 template <typename Reader, bool kBlocks>
 void summarise(const std::byte* data, std::size_t count, ArrayStats& s, XXH64_state_t& digest) noexcept {
@@ -252,7 +249,7 @@ void summarise(const std::byte* data, std::size_t count, ArrayStats& s, XXH64_st
     const std::uint64_t nonfinite_before = nonfinite;
     const double centre = chunk_centre<Reader>(data, chunk, chunk_end);
     float_blocks::ShiftedSums chunk_sums;
-    for_each_block<Reader, Native>(
+    pass_over_chunk<Reader, Native>(
         data, chunk, chunk_end, digest,
         [&](const std::byte* block, auto n, float_blocks::ShiftedSums& block_sums) {  // generic: not compiled without kernels
           return float_blocks::moments_and_digest<Native>(block, n, centre, block_extremes, block_sums, digest);

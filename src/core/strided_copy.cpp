@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 namespace ophook::core {
@@ -59,38 +60,32 @@ void copy_runs(std::byte*& dst, const std::byte* p, std::int64_t n, std::int64_t
   }
 }
 
-/// 4×4 squares of Size-byte elements transposed in registers: `transpose` reads four source rows
-/// of four elements (`src`, `src_stride` bytes apart) and writes them as four destination columns
-/// (rows `dst_stride` bytes apart). kSide 0: no such kernel for the size.
-template <std::size_t Size>
-struct Squares {
-  static constexpr int kSide = 0;
-  static void transpose(std::byte*, std::int64_t, const std::byte*, std::int64_t) noexcept {}
-};
-template <typename Row>
-struct WordSquares {
-  static constexpr int kSide = 4;
-  static void transpose(std::byte* dst, std::int64_t dst_stride, const std::byte* src, std::int64_t src_stride) noexcept {
-    Row a, b, c, d;
-    std::memcpy(&a, src, sizeof a);
-    std::memcpy(&b, src + src_stride, sizeof b);
-    std::memcpy(&c, src + 2 * src_stride, sizeof c);
-    std::memcpy(&d, src + 3 * src_stride, sizeof d);
-    const Row ab_low = __builtin_shufflevector(a, b, 0, 4, 1, 5), ab_high = __builtin_shufflevector(a, b, 2, 6, 3, 7);
-    const Row cd_low = __builtin_shufflevector(c, d, 0, 4, 1, 5), cd_high = __builtin_shufflevector(c, d, 2, 6, 3, 7);
-    const Row rows[4] = {__builtin_shufflevector(ab_low, cd_low, 0, 1, 4, 5), __builtin_shufflevector(ab_low, cd_low, 2, 3, 6, 7),
-                         __builtin_shufflevector(ab_high, cd_high, 0, 1, 4, 5),
-                         __builtin_shufflevector(ab_high, cd_high, 2, 3, 6, 7)};
-    for (const Row& row : rows) {
-      std::memcpy(dst, &row, sizeof row);
-      dst += dst_stride;
-    }
-  }
-};
+/// Four elements of 4 or 8 bytes as one vector: a row of a 4×4 square transposed in registers.
 using FourWords = std::uint32_t __attribute__((vector_size(16)));
 using FourDoubleWords = std::uint64_t __attribute__((vector_size(32)));
-template <> struct Squares<4> : WordSquares<FourWords> {};
-template <> struct Squares<8> : WordSquares<FourDoubleWords> {};
+template <std::size_t Size> struct SquareRow { using type = void; };  // no such square for the size
+template <> struct SquareRow<4> { using type = FourWords; };
+template <> struct SquareRow<8> { using type = FourDoubleWords; };
+
+/// Reads four source rows of four elements (`src`, `src_stride` bytes apart) and writes them as
+/// four destination columns (rows `dst_stride` bytes apart).
+template <typename Row>
+void transpose_square(std::byte* dst, std::int64_t dst_stride, const std::byte* src, std::int64_t src_stride) noexcept {
+  Row a, b, c, d;
+  std::memcpy(&a, src, sizeof a);
+  std::memcpy(&b, src + src_stride, sizeof b);
+  std::memcpy(&c, src + 2 * src_stride, sizeof c);
+  std::memcpy(&d, src + 3 * src_stride, sizeof d);
+  const Row ab_low = __builtin_shufflevector(a, b, 0, 4, 1, 5), ab_high = __builtin_shufflevector(a, b, 2, 6, 3, 7);
+  const Row cd_low = __builtin_shufflevector(c, d, 0, 4, 1, 5), cd_high = __builtin_shufflevector(c, d, 2, 6, 3, 7);
+  const Row rows[4] = {__builtin_shufflevector(ab_low, cd_low, 0, 1, 4, 5), __builtin_shufflevector(ab_low, cd_low, 2, 3, 6, 7),
+                       __builtin_shufflevector(ab_high, cd_high, 0, 1, 4, 5),
+                       __builtin_shufflevector(ab_high, cd_high, 2, 3, 6, 7)};
+  for (const Row& row : rows) {
+    std::memcpy(dst, &row, sizeof row);
+    dst += dst_stride;
+  }
+}
 
 /// The last two dimensions of an element-wise copy (a transposed view) in tiles of 32 rows by 16
 /// columns: read down a column, every element lies on a cache line of its own, which the next
@@ -101,19 +96,20 @@ template <std::size_t Size>
 void copy_tiles(std::byte* dst, const std::byte* src, std::int64_t rows, std::int64_t cols, std::int64_t row_stride,
                 std::int64_t col_stride) noexcept {
   constexpr std::int64_t kRows = 32, kCols = 16;
+  using Row = typename SquareRow<Size>::type;
   // A transposed matrix's source rows lie side by side: four of them are read at once and turned
   // into four destination rows in registers.
-  const bool blocks = Squares<Size>::kSide > 0 && row_stride == static_cast<std::int64_t>(Size);
+  const bool squares = !std::is_void_v<Row> && row_stride == static_cast<std::int64_t>(Size);
   for (std::int64_t r0 = 0; r0 < rows; r0 += kRows) {
     const std::int64_t r1 = std::min(rows, r0 + kRows);
     for (std::int64_t c0 = 0; c0 < cols; c0 += kCols) {
       const std::int64_t c1 = std::min(cols, c0 + kCols);
       std::int64_t r = r0;
-      if (blocks && c1 - c0 == kCols) {
-        for (; r + 4 <= r1; r += 4) {
+      if constexpr (!std::is_void_v<Row>) {
+        for (; squares && c1 - c0 == kCols && r + 4 <= r1; r += 4) {
           for (std::int64_t c = c0; c < c1; c += 4) {
-            Squares<Size>::transpose(dst + static_cast<std::size_t>(r * cols + c) * Size, cols * static_cast<std::int64_t>(Size),
-                                     src + r * row_stride + c * col_stride, col_stride);
+            transpose_square<Row>(dst + static_cast<std::size_t>(r * cols + c) * Size, cols * static_cast<std::int64_t>(Size),
+                                  src + r * row_stride + c * col_stride, col_stride);
           }
         }
       }
