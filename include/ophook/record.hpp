@@ -27,6 +27,26 @@ OPHOOK_API std::string_view to_string(Phase phase);     // "", "forward", "backw
 /// and a NumPy scalar is saved as a 0-d array.
 enum class ArrayType : std::uint8_t { Unknown, NumpyArray, NumpyScalar, TorchTensor };
 
+/// Where arrays' bytes wait on their device (OPHOOK_RING_BYTES' ring on a GPU, docs/devices.md):
+/// they cross to the host only when a trigger writes the ring.
+class DeviceHeldBytes {
+ public:
+  /// Copies the bytes held under `ticket`, in the file's dtype, into `dst` (`saved_bytes` of
+  /// them). False when newer calls' bytes took their place on the device meanwhile, or the copy
+  /// failed. The writer thread calls it, without the GIL.
+  virtual bool fetch(std::uint64_t ticket, std::byte* dst, std::size_t saved_bytes) noexcept = 0;
+
+ protected:
+  ~DeviceHeldBytes() = default;
+};
+
+/// An array whose bytes are held on its device (`source` null: none).
+struct HeldOnDevice {
+  DeviceHeldBytes* source = nullptr;
+  std::uint64_t ticket = 0;
+  std::size_t saved_bytes = 0;  // in the file's dtype: the host memory they take once fetched
+};
+
 /// One array or tensor argument/result. `data` holds the element bytes in C order, already in the
 /// dtype that the file will have (bf16/fp8 widened to float32 by the capturing side); it is empty
 /// in trace mode and for arrays that cannot be saved (then `no_data_reason` may say why).
@@ -45,6 +65,8 @@ struct ArrayCapture {
   /// Statistics computed where the values live (a tensor on its device, docs/devices.md): the
   /// writer uses them instead of computing statistics from `data`, which such an array lacks.
   std::optional<ArrayStats> given_stats;
+  /// Its bytes, left on its device for the ring (`data` then empty until the writer fetches them).
+  HeldOnDevice on_device;
   /// OPHOOK_NAN in `trace` mode: the caller's own bytes, `live_nbytes` of them densely packed,
   /// checked where they lie instead of copied. Valid only while the call runs; the writer never
   /// reads them.
@@ -70,6 +92,7 @@ struct ArrayCapture {
     captured = false;
     nbytes = 0;
     given_stats.reset();
+    on_device = {};
     live = nullptr;
     live_nbytes = 0;
   }

@@ -133,7 +133,16 @@ class OPHOOK_API Recorder {
   void set_output_path(std::string path);
 
   /// True exactly once per run: the caller reports the first NaN/Inf-producing call.
-  bool claim_first_nonfinite_report() noexcept { return !nonfinite_reported_.exchange(true); }
+  bool claim_first_nonfinite_report() noexcept {
+    const bool first = !nonfinite_reported_.exchange(true);
+    if (first) ring_trigger_pending_.store(true, std::memory_order_relaxed);
+    return first;
+  }
+  /// Whether the first NaN/Inf's trigger is on its way to the writer, which has not written the
+  /// ring yet: meanwhile the bytes the ring holds on devices must stay (docs/devices.md), so new
+  /// tensors' bytes go to the host. The writer calls ring_written() once it has.
+  bool ring_trigger_pending() const noexcept { return ring_trigger_pending_.load(std::memory_order_relaxed); }
+  void ring_written() noexcept { ring_trigger_pending_.store(false, std::memory_order_relaxed); }
 
   /// Records dropped after finish() (late calls during interpreter shutdown).
   void count_dropped() noexcept { dropped_.fetch_add(1, std::memory_order_relaxed); }
@@ -200,6 +209,7 @@ class OPHOOK_API Recorder {
   std::int64_t fork_t_ns_ = 0;
   int root_pid_ = 0;
   std::atomic<bool> nonfinite_reported_{false};
+  std::atomic<bool> ring_trigger_pending_{false};
   std::mutex writer_mu_;
   ProcessRank rank_;  // set by begin_run, then under writer_mu_
   std::atomic<long> rank_to_name_{-1};

@@ -32,7 +32,10 @@ std::deque<ArrayRing::HeldCall> ArrayRing::take_for_trigger(std::string why, std
   return calls;
 }
 
-void ArrayRing::note_written(std::uint64_t files) noexcept { dumps_.back()["files"] = files; }
+void ArrayRing::note_written(std::uint64_t files, std::uint64_t bytes_from_device) noexcept {
+  dumps_.back()["files"] = files;
+  if (bytes_from_device > 0) dumps_.back()["bytes_from_device"] = bytes_from_device;
+}
 
 std::deque<ArrayRing::HeldCall> ArrayRing::take_at_end() {
   auto calls = std::exchange(held_, {});

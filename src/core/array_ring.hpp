@@ -42,9 +42,10 @@ class ArrayRing {
   /// The oldest call, leaving unwritten.
   HeldCall evict_oldest();
   /// Every held call, oldest first, for a trigger (`why`, after call `seq`, at CLOCK_MONOTONIC
-  /// `t_ns`) to write; note_written() then says how many files that made.
+  /// `t_ns`) to write; note_written() then says how many files that made, and how many of their
+  /// bytes were fetched from a device (held there, DeviceHeldBytes).
   std::deque<HeldCall> take_for_trigger(std::string why, std::uint64_t seq, std::int64_t t_ns);
-  void note_written(std::uint64_t files) noexcept;
+  void note_written(std::uint64_t files, std::uint64_t bytes_from_device) noexcept;
   /// Every held call, at the end of a run without a trigger.
   std::deque<HeldCall> take_at_end();
 

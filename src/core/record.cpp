@@ -75,7 +75,8 @@ std::size_t ArraySlots::footprint() const noexcept {
   std::size_t bytes = slots_.capacity() * sizeof(ArrayCapture);
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     const auto& a = slots_[i];
-    const auto data_bytes = i < used_ ? std::max(a.nbytes, a.data_capacity) : a.data_capacity;
+    // Bytes held on a device count as what they will take on the host once fetched.
+    const auto data_bytes = i < used_ ? std::max({a.nbytes, a.data_capacity, a.on_device.saved_bytes}) : a.data_capacity;
     bytes += a.shape.capacity() * sizeof(std::int64_t) + data_bytes;
   }
   return bytes;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <new>
 
 #include "api_text.hpp"
 #include "ophook/log.hpp"
@@ -225,7 +226,9 @@ void TraceWriter::evict_oldest() noexcept {
 
 void TraceWriter::dump_ring(std::string why) noexcept {
   auto calls = ring_.take_for_trigger(std::move(why), last_seq_, monotonic_ns());
+  std::uint64_t bytes_from_device = 0;
   for (auto& call : calls) {
+    bytes_from_device += fetch_held_on_device(call);
     try {
       files_.add(*call.record, call.outcomes, /*files=*/true);
     } catch (const std::exception& e) {
@@ -241,7 +244,33 @@ void TraceWriter::dump_ring(std::string why) noexcept {
     finish_record(*call.record, call.outcomes);
     RecordPool::give(std::move(call.record));
   }
-  ring_.note_written(files);
+  ring_.note_written(files, bytes_from_device);
+  recorder_.ring_written();
+}
+
+std::uint64_t TraceWriter::fetch_held_on_device(ArrayRing::HeldCall& call) noexcept {
+  std::uint64_t fetched_bytes = 0;
+  for (std::size_t i = 0; i < call.record->arrays.size(); ++i) {
+    auto& array = call.record->arrays[i];
+    const auto held = array.on_device;
+    if (held.source == nullptr || array.captured) continue;
+    auto& outcome = call.outcomes[i];
+    bool fetched = false;
+    try {
+      fetched = held.source->fetch(held.ticket, array.reserve_data(held.saved_bytes), held.saved_bytes);
+    } catch (const std::bad_alloc&) {
+      logger().error("no memory to bring call {}'s array {} from its device for the ring's files", call.record->seq, i);
+    }
+    if (fetched) {
+      fetched_bytes += held.saved_bytes;
+      array.captured = true;
+      outcome.stats.reset();  // the bytes' own, with their XXH64, as for an array copied at capture
+    } else if (!outcome.file.empty()) {
+      outcome.file.clear();
+      outcome.no_file = NoFileReason::RingDeviceLost;
+    }
+  }
+  return fetched_bytes;
 }
 
 void TraceWriter::release_unwritten(ArrayRing::HeldCall& call, NoFileReason reason) noexcept {

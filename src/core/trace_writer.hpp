@@ -72,6 +72,9 @@ class TraceWriter {
   void evict_oldest() noexcept;
   /// Writes every held call's files, then its lines.
   void dump_ring(std::string why) noexcept;
+  /// Brings the bytes `call`'s arrays hold on their device to the host for their files; an array
+  /// whose bytes are gone there gets no file and says why. Returns the bytes fetched.
+  std::uint64_t fetch_held_on_device(ArrayRing::HeldCall& call) noexcept;
   /// A call that leaves the ring unwritten: its lines say why.
   void release_unwritten(ArrayRing::HeldCall& call, NoFileReason reason) noexcept;
   /// Aliases given their first's outcome; the summary, the lines.

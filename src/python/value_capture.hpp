@@ -59,6 +59,8 @@ class ValueCapture {
   void finish_summaries();
   /// Whether an array is copied: `dense` says it could be checked in place.
   bool copies(bool dense) const { return copy_data_ || (checks_in_place_ && !dense); }
+  /// OPHOOK_NAN's check of a call no level records, kept only if it is a culprit.
+  bool check_only() const { return check_only_; }
   /// A tensor of this call was queued for the device statistics kernel: the call's launch is due.
   void note_queued_on_device() { queued_on_device_ = true; }
   bool queued_on_device() const { return queued_on_device_; }

@@ -382,7 +382,65 @@ def test_kernel_nan_warn_names_the_culprit_of_the_direct_path(tmp_path, where, l
     culprit = {k: v for k, v in direct["first_nonfinite"].items() if k != "seq"}
     assert {k: v for k, v in kernel["first_nonfinite"].items() if k != "seq"} == culprit and culprit["step"] == 2
     assert kernel_files == direct_files and (mode == "trace" or direct_files)  # the ring's dump
+    # byte for byte (the fake device's ring: a backward culprit's from the part for unrecorded
+    # calls), but for memory torch.empty left uninitialised, which differs from run to run
+    for name in kernel_files:
+        if not name.startswith(("op_torch.empty_output", "op_torch.nn.init.")):
+            assert (tmp_path / "auto/out" / name).read_bytes() == (tmp_path / "fake-device/out" / name).read_bytes()
     assert kernel["notes"]["device_statistics"]["synchronizations"] <= 5  # the fake device's last launches
+
+
+# ---- the ring on the device -------------------------------------------------------------------------
+
+# 64 KiB tensors of every kind the files widen (bf16, fp8, complex), then NaN from finite inputs.
+RING_PROGRAM = """
+import torch
+torch.manual_seed(0)
+x = torch.rand(128, 128)
+for step in range(16):
+    x = torch.tanh(x * 1.01 + 0.01)
+    kinds = [x.to(torch.bfloat16), x.to(torch.float8_e4m3fn), x * (1 + 1j), x.double()]
+y = torch.log(x - 5)
+print(float(x.sum()), [float(k.float().abs().sum()) for k in kinds])
+"""
+DEVICE_LOST = "held on its device"
+
+
+@pytest.mark.parametrize("ring_bytes", [None, 1 << 20])
+def test_the_ring_keeps_tensors_bytes_on_their_device(tmp_path, ring_bytes):
+    """With the kernel, OPHOOK_RING_BYTES' ring keeps the tensors' bytes in their device's memory
+    (the fake device's here) and brings them to the host only for a trigger: the ring's files are
+    the direct path's, byte for byte (bf16, fp8 and complex widened alike), and until the culprit
+    only the kernel's results crossed. A ring too small for the calls still in flight loses the
+    oldest calls' bytes on the device: those arrays say why, every file written is exact."""
+    settings = {"mode": "dump", "ring_bytes": ring_bytes} if ring_bytes else {}
+    runs = {}
+    for copy in ("auto", "fake-device"):
+        (tmp_path / copy).mkdir()
+        proc = run_script(tmp_path / copy, RING_PROGRAM, levels="torch_function", nan="warn", tensor_copy=copy,
+                          **settings)
+        runs[copy] = (proc.stdout, tmp_path / copy / "out")
+    (plain, direct), (out, kernel) = runs.values()
+    assert out == plain
+    direct_files = {p.name for p in direct.glob("op_*.npy")}
+    kernel_files = {p.name for p in kernel.glob("op_*.npy")}
+    assert any(name.startswith("op_torch.log_output") for name in kernel_files)  # the culprit's
+    for name in kernel_files:
+        assert name in direct_files and (kernel / name).read_bytes() == (direct / name).read_bytes(), name
+    lost = [v for r in trace(kernel) for v in arrays(r, "args") + arrays(r, "outputs")
+            if DEVICE_LOST in (v.get("reason") or "")]
+    if ring_bytes is None:
+        assert kernel_files == direct_files and len(kernel_files) > 60 and not lost
+    else:
+        # what the device lost is what the files lack, and no more
+        assert lost and len(kernel_files) + len(lost) == len(direct_files)
+    facts = summary(kernel)
+    costs, trigger = facts["notes"]["device_statistics"], facts["ring"]["triggers"][0]
+    assert costs["ring_bytes_on_device"] == (ring_bytes or 256 << 20) * 5 // 4  # and a quarter for checks
+    # the results, and the few calls after the culprit, whose bytes go to the host until the
+    # trigger has written the ring (the device's part stays put meanwhile)
+    assert costs["bytes_to_host"] < costs["bytes_read"] / 100
+    assert trigger["bytes_from_device"] > 0 and trigger["files"] == len(kernel_files)
 
 
 # ---- meta, fake and DTensor ------------------------------------------------------------------------

@@ -132,7 +132,8 @@ void reserve_for_copy(ValueCapture& capture, const TorchDtype& dtype, core::Arra
 /// A CUDA tensor (a CPU one on the fake device) queued for ophook's kernel, one launch per call
 /// (device_statistics): its statistics (`stats`, OPHOOK_NAN's counts in `trace`) or, in `dump`,
 /// its bytes too, copied into host memory by the kernel and into the record once they are there,
-/// within OPHOOK_QUEUE_BYTES. False when the kernel does not take it: the generic path reads it.
+/// within OPHOOK_QUEUE_BYTES — or, with OPHOOK_RING_BYTES' ring, into the device's part of the
+/// ring, fetched by the writer only when a trigger writes it. False when the kernel does not take it: the generic path reads it.
 bool queue_on_device(ValueCapture& capture, PyObject* tensor, const TorchDtype& dtype, core::ArrayCapture& out,
                      device_readback::Readback& read) {
   // auto: CUDA tensors; fake-device: CPU tensors on the fake device; torch: none (all through torch).
@@ -143,11 +144,22 @@ bool queue_on_device(ValueCapture& capture, PyObject* tensor, const TorchDtype& 
       view.device.device_type != (fake ? kDLCPU : kDLCUDA)) {
     return false;
   }
-  const bool dump = capture.recorder().config().mode == core::Mode::Dump;
-  switch (device_statistics::queue(view, dtype.kernel_kind, fake, dump, read.slot)) {
+  const auto& config = capture.recorder().config();
+  using To = device_statistics::CopyRequest::To;
+  // Bytes only for files (OPHOOK_DUMP_INCLUDE); while the first NaN's trigger is on its way, the
+  // ring's bytes on the device stay put.
+  const bool files = config.mode == core::Mode::Dump && capture.recorder().op(capture.record().op_id).dumped;
+  const bool ring = core::uses_ring(config) && !capture.recorder().ring_trigger_pending();
+  const To to = !files ? To::Nowhere : ring ? To::Ring : To::Host;
+  const device_statistics::CopyRequest copy{to, config.ring_bytes, dtype.widen, capture.check_only()};
+  switch (device_statistics::queue(view, dtype.kernel_kind, fake, copy, read.slot)) {
     case device_statistics::Queued::Yes:
       capture.note_queued_on_device();
-      if (dump) reserve_for_copy(capture, dtype, out, read);
+      if (read.slot.ring_ticket != 0) {
+        read.saved_nbytes = read.count * dtype.saved_item_size;  // fetched only when the ring is written
+      } else if (to != To::Nowhere) {
+        reserve_for_copy(capture, dtype, out, read);
+      }
       return true;
     case device_statistics::Queued::Capturing:
       report_unread(capture.record(), out, {"not read while a CUDA graph is being captured: spec only", "", false});

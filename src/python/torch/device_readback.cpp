@@ -197,6 +197,7 @@ void fill_from_kernel(const Expected& entry) {
     array.captured = true;
   } else {
     fill_from_kernel(entry, *result, array);
+    if (r.slot.ring_ticket != 0) array.on_device = {device_statistics::ring_of(r.slot), r.slot.ring_ticket, r.saved_nbytes};
   }
   if (auto* recorder = core::Recorder::get()) recorder->count_tensor_copied_by_torch();
 }
@@ -393,6 +394,7 @@ void note_kernel_costs() {
                          {"synchronizations", costs.synchronizations},
                          {"wait_ms", static_cast<double>(costs.wait_ns) / 1e6},
                          {"launch_failures", costs.launch_failures}};
+  if (costs.ring_bytes > 0) note["ring_bytes_on_device"] = costs.ring_bytes;
   if (!costs.unavailable.empty()) note["unavailable"] = costs.unavailable;
   recorder->add_note("device_statistics", std::move(note));
 }

@@ -23,6 +23,7 @@ struct Readback {
   bool bytes = false;              // a snapshot: its bytes go into the array's reserved buffer
   std::size_t nbytes = 0;          // the tensor's bytes in its own dtype (what the fingerprint covers)
   std::size_t count = 0;           // its elements
+  std::size_t saved_nbytes = 0;    // bytes held in the device's ring: their size in the file's dtype
   ElementWidener widen = nullptr;  // a snapshot of bf16/fp8/complex32: widened into the buffer
   bool awaits() const { return pending || slot.valid(); }
 };

@@ -25,6 +25,14 @@ class Backend {
   /// kStagingBytes of host memory the device writes `dump`'s bytes into, allocated at the first
   /// call; null when it cannot be had. `device_address` is where the kernel writes it.
   virtual const std::byte* staging(std::uint64_t& device_address) = 0;
+  /// `bytes` of device memory for OPHOOK_RING_BYTES' ring (DeviceRing), allocated once; 0 with
+  /// `why` when they cannot be had.
+  virtual std::uint64_t ring_memory(std::uint64_t bytes, std::string& why) = 0;
+  /// Copies `n` bytes at device address `from` into host memory `to` and waits for them, on a
+  /// stream of its own that neither waits for the program's streams nor disturbs a CUDA graph
+  /// being captured. Any thread, without the GIL (DeviceRing serialises the calls). False when the
+  /// copy failed.
+  virtual bool copy_to_host(std::byte* to, std::uint64_t from, std::size_t n) noexcept = 0;
   /// Launches `blocks` blocks over `params` (its addresses are filled in here) on `stream`.
   /// False with `why` when the launch failed.
   virtual bool launch(statistics_kernel::LaunchParams& params, std::uint32_t blocks, void* stream, std::string& why) = 0;

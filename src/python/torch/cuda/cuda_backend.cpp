@@ -1,4 +1,5 @@
 #include <map>
+#include <string>
 #include <optional>
 #include <vector>
 
@@ -70,6 +71,29 @@ class CudaBackend final : public Backend {
     return staging_;
   }
 
+  std::uint64_t ring_memory(std::uint64_t bytes, std::string& why) override {
+    if (ring_ == 0 && ring_why_.empty()) {
+      ContextScope scope(*api_, context_);
+      (void)check(api_->mem_alloc(&ring_, bytes), "cuMemAlloc of " + std::to_string(bytes) + " bytes", ring_why_);
+    }
+    why = ring_why_;
+    return ring_;
+  }
+
+  bool copy_to_host(std::byte* to, std::uint64_t from, std::size_t n) noexcept override {
+    ContextScope scope(*api_, context_);
+    // Relaxed: this thread's copy is allowed while another thread captures a CUDA graph.
+    int mode = kStreamCaptureModeRelaxed;
+    if (api_->thread_exchange_capture_mode(&mode) != kSuccess) return false;
+    if (copy_stream_ == nullptr && api_->stream_create(&copy_stream_, kStreamNonBlocking) != kSuccess) {
+      copy_stream_ = nullptr;
+    }
+    const bool copied = copy_stream_ != nullptr && api_->memcpy_dtoh_async(to, from, n, copy_stream_) == kSuccess &&
+                        api_->stream_synchronize(copy_stream_) == kSuccess;
+    api_->thread_exchange_capture_mode(&mode);  // back to the thread's own
+    return copied;
+  }
+
   bool launch(k::LaunchParams& params, std::uint32_t blocks, void* stream, std::string& why) override {
     params.partials = partials_, params.arrivals = arrivals_, params.results = results_on_device_;
     void* arguments[] = {&params};
@@ -120,6 +144,9 @@ class CudaBackend final : public Backend {
   const std::byte* staging_ = nullptr;
   CUdeviceptr staging_on_device_ = 0;
   bool staging_failed_ = false;
+  CUdeviceptr ring_ = 0;
+  std::string ring_why_;  // why the ring's memory could not be had
+  CUstream copy_stream_ = nullptr;  // the ring's copies to the host
   std::vector<CUevent> free_;
 };
 

@@ -45,6 +45,11 @@ std::optional<Driver> load(std::string& why) {
       {"cuEventQuery", find(library, "cuEventQuery", api.event_query)},
       {"cuEventSynchronize", find(library, "cuEventSynchronize", api.event_synchronize)},
       {"cuStreamIsCapturing", find(library, "cuStreamIsCapturing", api.stream_is_capturing)},
+      {"cuStreamCreate", find(library, "cuStreamCreate", api.stream_create)},
+      {"cuStreamSynchronize", find(library, "cuStreamSynchronize", api.stream_synchronize)},
+      {"cuMemcpyDtoHAsync_v2", find(library, "cuMemcpyDtoHAsync_v2", api.memcpy_dtoh_async)},
+      {"cuThreadExchangeStreamCaptureMode",
+       find(library, "cuThreadExchangeStreamCaptureMode", api.thread_exchange_capture_mode)},
       {"cuGetErrorString", find(library, "cuGetErrorString", api.get_error_string)},
   };
   for (const auto& symbol : symbols) {

@@ -24,6 +24,8 @@ constexpr int kComputeCapabilityMajor = 75;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPA
 constexpr int kComputeCapabilityMinor = 76;
 constexpr unsigned kHostAllocPortable = 1, kHostAllocDeviceMap = 2;
 constexpr unsigned kEventDisableTiming = 2;
+constexpr unsigned kStreamNonBlocking = 1;    // CU_STREAM_NON_BLOCKING: no implicit wait for the legacy stream
+constexpr int kStreamCaptureModeRelaxed = 2;  // CU_STREAM_CAPTURE_MODE_RELAXED
 
 struct Driver {
   CUresult (*init)(unsigned);
@@ -46,6 +48,10 @@ struct Driver {
   CUresult (*event_query)(CUevent);
   CUresult (*event_synchronize)(CUevent);
   CUresult (*stream_is_capturing)(CUstream, int*);
+  CUresult (*stream_create)(CUstream*, unsigned);
+  CUresult (*stream_synchronize)(CUstream);
+  CUresult (*memcpy_dtoh_async)(void*, CUdeviceptr, std::size_t, CUstream);
+  CUresult (*thread_exchange_capture_mode)(int*);
   CUresult (*get_error_string)(CUresult, const char**);
 };
 

@@ -27,6 +27,16 @@ class FakeBackend final : public Backend {
     return staging_.data();
   }
 
+  std::uint64_t ring_memory(std::uint64_t bytes, std::string& /*why*/) override {
+    if (ring_.empty()) ring_.resize(bytes);
+    return reinterpret_cast<std::uintptr_t>(ring_.data());
+  }
+
+  bool copy_to_host(std::byte* to, std::uint64_t from, std::size_t n) noexcept override {
+    std::memcpy(to, reinterpret_cast<const std::byte*>(from), n);  // NOLINT(performance-no-int-to-ptr): its own memory
+    return true;
+  }
+
   bool launch(k::LaunchParams& params, std::uint32_t /*blocks*/, void* /*stream*/, std::string& /*why*/) override {
     for (std::uint32_t j = 0; j < params.jobs; ++j) {
       const auto slot = params.job[j].slot;
@@ -76,6 +86,7 @@ class FakeBackend final : public Backend {
   static constexpr std::uint64_t kLag = 3;  // launches a result trails behind
   std::vector<k::Result> results_;
   std::vector<std::byte> staging_;
+  std::vector<std::byte> ring_;  // the ring's "device memory"
   std::vector<std::pair<std::uint32_t, k::Result>> computed_;  // by the launch not yet recorded
   std::uint64_t launches_ = 0;
   std::deque<FakeEvent> events_;  // a deque keeps their addresses

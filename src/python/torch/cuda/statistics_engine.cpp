@@ -11,6 +11,7 @@
 
 #include "ophook/log.hpp"
 #include "torch/cuda/backend.hpp"
+#include "torch/cuda/device_ring.hpp"
 #include "torch/dense_view.hpp"
 #include "torch/device_path.hpp"
 
@@ -99,38 +100,52 @@ class DeviceEngine {
 
   Backend& backend() { return *backend_; }
 
-  /// A free result slot for the launch being assembled (with `copy_bytes` of staging memory for
-  /// its bytes, unless 0) and, for a copy, the device address `job` copies them to; false when
-  /// all slots or the staging memory are in use.
-  bool take_slot(k::TensorJob& job, std::uint64_t copy_bytes) {
+  /// Sends the launch being assembled when a job on `stream` cannot join it: the next job's
+  /// launch is then the one being assembled.
+  void make_room(void* stream) {
+    if (params_.jobs > 0 && (stream != stream_ || params_.jobs == k::kJobsPerLaunch)) launch();
+  }
+
+  /// A free result slot for the launch being assembled, with the room `copy` asks for the bytes
+  /// (`job.copy_to`: in the device's ring, `ring_ticket` then set; else in the staging memory);
+  /// false when all slots or the staging memory are in use.
+  bool take_slot(k::TensorJob& job, const CopyRequest& copy, std::uint64_t& ring_ticket) {
     if (free_.empty()) sweep_abandoned();
     if (free_.empty()) return false;
+    const std::uint64_t bytes = copy.to == CopyRequest::To::Nowhere ? 0 : job.count * k::item_size(job.kind);
+    if (copy.to == CopyRequest::To::Ring && bytes > 0) {
+      if (DeviceRing* ring = ring_for(copy.ring_bytes, copy.check_only)) {
+        const auto place = ring->take(bytes, job.count, copy.widen, next_launch_,
+                                      [this](std::uint64_t launch) { return let_finish(launch); });
+        if (place) job.copy_to = place->device_address, ring_ticket = place->ticket;
+      }
+    }
     std::uint64_t staged = kNotStaged;
-    if (copy_bytes > 0) {
+    if (bytes > 0 && ring_ticket == 0) {
       std::uint64_t device_address = 0;
-      if (backend_->staging(device_address) == nullptr || copy_bytes > kStagingBytes / 2) return false;
-      staged = staging_.take(copy_bytes);
+      if (backend_->staging(device_address) == nullptr || bytes > kStagingBytes / 2) return false;
+      staged = staging_.take(bytes);
       if (staged == kNotStaged) {
         sweep_abandoned();  // abandoned copies may hold the staging memory
-        staged = staging_.take(copy_bytes);
+        staged = staging_.take(bytes);
       }
       if (staged == kNotStaged) return false;
       job.copy_to = device_address + staged;
     }
     job.slot = free_.back();
     free_.pop_back();
-    slots_[job.slot] = {SlotState::Used, next_launch_, staged, copy_bytes};
+    slots_[job.slot] = {SlotState::Used, next_launch_, staged, staged == kNotStaged ? 0 : bytes};
     return true;
   }
 
   void add(k::TensorJob job, void* stream) {
-    if (params_.jobs > 0 && (stream != stream_ || params_.jobs == k::kJobsPerLaunch)) launch();
-    slots_[job.slot].launch = next_launch_;  // the launch it joins, now that a full one has gone
     stream_ = stream;
     job.first_block = blocks_;
     params_.job[params_.jobs++] = job;
     blocks_ += job.blocks;
   }
+
+  DeviceRing* ring(bool check_part) { return rings_[check_part ? 1 : 0]; }
 
   void launch() {
     if (params_.jobs == 0) return;
@@ -192,6 +207,43 @@ class DeviceEngine {
   void abandon(std::uint32_t index) { slots_[index].state = SlotState::Abandoned; }
 
  private:
+  /// The device's part of OPHOOK_RING_BYTES' ring (`bytes` for the calls the ring may write,
+  /// `bytes / kCheckRingShare` after them for the calls no level records: `check_part`),
+  /// allocated at its first use; null when its memory cannot be had (said once): the bytes then
+  /// go to the host as in `dump`.
+  DeviceRing* ring_for(std::uint64_t bytes, bool check_part) {
+    if (!ring_tried_) {
+      ring_tried_ = true;
+      const std::uint64_t check_bytes = bytes / kCheckRingShare;
+      std::string why;
+      const std::uint64_t address = backend_->ring_memory(bytes + check_bytes, why);
+      if (address == 0) {
+        core::logger().warn("the OPHOOK_RING_BYTES ring keeps tensors' bytes on the host, not on their device: {}", why);
+      } else {
+        // Never freed: the writer may fetch from them until the end.
+        rings_[0] = new DeviceRing(*backend_, address, bytes);
+        rings_[1] = new DeviceRing(*backend_, address + bytes, check_bytes);
+        engine_costs.ring_bytes += bytes + check_bytes;
+      }
+    }
+    return ring(check_part);
+  }
+
+  /// Before the ring's bytes that `launch` wrote are overwritten: false when it is the launch
+  /// being assembled (its own jobs would write over each other); else true once it has finished.
+  bool let_finish(std::uint64_t launch) {
+    if (launch >= next_launch_) return false;
+    if (launch < first_launch_) return true;  // finished and forgotten
+    Launch& entry = launches_[launch - first_launch_];
+    if (entry.done) return true;
+    if (backend_->finished(entry.event)) {
+      finish(entry);
+    } else {
+      wait_for(entry);
+    }
+    return true;
+  }
+
   Launch& launch_of(std::uint32_t index) { return launches_[slots_[index].launch - first_launch_]; }
 
   void finish(Launch& entry) {
@@ -257,6 +309,8 @@ class DeviceEngine {
   void* stream_ = nullptr;
   std::uint32_t cursor_ = 0;
   StagingRing staging_;
+  DeviceRing* rings_[2] = {nullptr, nullptr};  // for the recorded calls, for the calls no level records
+  bool ring_tried_ = false;
 };
 
 /// Engines by device: index 0 the fake device, 1 + ordinal the CUDA devices; null where there is
@@ -317,7 +371,7 @@ bool describe(const DLTensor& view, std::uint32_t kind, k::TensorJob& job) {
 
 }  // namespace
 
-Queued queue(const DLTensor& view, std::uint32_t kind, bool fake, bool copy, Slot& slot) {
+Queued queue(const DLTensor& view, std::uint32_t kind, bool fake, const CopyRequest& copy, Slot& slot) {
   if (kind == k::kNone) return Queued::Elsewhere;
   std::uint32_t device = 0;
   DeviceEngine* engine = engine_for(fake, view.device.device_id, device);
@@ -328,13 +382,16 @@ Queued queue(const DLTensor& view, std::uint32_t kind, bool fake, bool copy, Slo
   }
   if (engine->backend().capturing(stream)) return Queued::Capturing;
   k::TensorJob job;
-  if (!describe(view, kind, job) || !engine->take_slot(job, copy ? job.count * k::item_size(kind) : 0)) {
-    return Queued::Elsewhere;
-  }
+  if (!describe(view, kind, job)) return Queued::Elsewhere;
+  engine->make_room(stream);
+  std::uint64_t ring_ticket = 0;
+  if (!engine->take_slot(job, copy, ring_ticket)) return Queued::Elsewhere;
   engine->add(job, stream);
-  slot = {device, job.slot};
+  slot = {device, job.slot, ring_ticket, copy.check_only};
   return Queued::Yes;
 }
+
+core::DeviceHeldBytes* ring_of(Slot slot) { return engines[slot.device]->ring(slot.check_ring); }
 
 void launch_queued() {
   for (auto& engine : engines) {

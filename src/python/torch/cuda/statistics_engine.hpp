@@ -7,7 +7,9 @@
 
 #include <dlpack/dlpack.h>
 
+#include "ophook/record.hpp"
 #include "ophook/statistics_kernel.hpp"
+#include "torch/float_formats.hpp"
 
 /// Statistics of device tensors computed where they lie (docs/devices.md, "Statistics on a CUDA
 /// device"): a call's tensors are queued here as they are captured and summarised by one kernel
@@ -24,8 +26,29 @@ struct Slot {
   static constexpr std::uint32_t kNone = ~0u;
   std::uint32_t device = kNone;
   std::uint32_t index = 0;
+  std::uint64_t ring_ticket = 0;  // its bytes copied into the device's ring (ring_of), 0: not
+  bool check_ring = false;        // into the ring's part for calls no level records
   bool valid() const { return device != kNone; }
 };
+
+/// What the kernel does with a tensor's bytes besides summarising them.
+struct CopyRequest {
+  enum class To : std::uint8_t {
+    Nowhere,
+    Host,  // `dump`: into host memory the device writes, then into the record
+    Ring,  // OPHOOK_RING_BYTES' ring: into the device's part of it (DeviceRing), else as Host
+  };
+  To to = To::Nowhere;
+  std::uint64_t ring_bytes = 0;    // Ring: OPHOOK_RING_BYTES (the device's part: kCheckRingShare more)
+  ElementWidener widen = nullptr;  // Ring: how its bytes become the file's when fetched
+  bool check_only = false;         // Ring: a call no level records, judged soon and then kept only
+                                   // if it is the culprit: its bytes go to the ring's smaller part
+};
+
+/// The part of the ring on a device that holds the bytes of calls no level records (OPHOOK_NAN's
+/// checks of backward ops), beside OPHOOK_RING_BYTES for the calls the ring may write: they need
+/// to last only until they are judged, and must not push the recorded calls' bytes out.
+inline constexpr std::uint64_t kCheckRingShare = 4;  // a quarter of OPHOOK_RING_BYTES
 
 enum class Queued : std::uint8_t {
   Yes,
@@ -33,10 +56,13 @@ enum class Queued : std::uint8_t {
   Capturing,  // its stream is capturing a CUDA graph: not read now
 };
 
-/// Queues the statistics of the tensor `view` (elements of kernel kind `kind`) and, with `copy`
-/// (`dump`), a copy of its bytes in C order into host memory the device writes; `slot` says where
-/// its result will be. `fake`: a CPU tensor for the fake device.
-Queued queue(const DLTensor& view, std::uint32_t kind, bool fake, bool copy, Slot& slot);
+/// Queues the statistics of the tensor `view` (elements of kernel kind `kind`) and the copy of
+/// its bytes in C order that `copy` asks for; `slot` says where its result will be and whether
+/// the bytes went to the ring. `fake`: a CPU tensor for the fake device.
+Queued queue(const DLTensor& view, std::uint32_t kind, bool fake, const CopyRequest& copy, Slot& slot);
+
+/// The ring that holds the bytes of `slot` (queued with a ring ticket): for the record's array.
+core::DeviceHeldBytes* ring_of(Slot slot);
 
 /// Launches what is queued, one launch per device (per 12 tensors): after a call's tensors are
 /// captured.
@@ -63,6 +89,7 @@ void abandon(Slot slot);
 struct Costs {
   std::uint64_t kernels_launched = 0, tensors_read = 0, bytes_read = 0, bytes_to_host = 0;
   std::uint64_t synchronizations = 0, wait_ns = 0, launch_failures = 0;
+  std::uint64_t ring_bytes = 0;  // device memory held for OPHOOK_RING_BYTES' ring
   std::string devices;      // "cuda:0 sm_90", "fake"
   std::string unavailable;  // why a device has no engine
 };
