@@ -74,6 +74,7 @@ class CudaBackend final : public Backend {
   std::uint64_t ring_memory(std::uint64_t bytes, std::string& why) override {
     if (ring_ == 0 && ring_why_.empty()) {
       ContextScope scope(*api_, context_);
+      RelaxedCapture relaxed(*api_);  // another thread's capture neither refuses nor loses it
       (void)check(api_->mem_alloc(&ring_, bytes), "cuMemAlloc of " + std::to_string(bytes) + " bytes", ring_why_);
     }
     why = ring_why_;
@@ -82,16 +83,12 @@ class CudaBackend final : public Backend {
 
   bool copy_to_host(std::byte* to, std::uint64_t from, std::size_t n) noexcept override {
     ContextScope scope(*api_, context_);
-    // Relaxed: this thread's copy is allowed while another thread captures a CUDA graph.
-    int mode = kStreamCaptureModeRelaxed;
-    if (api_->thread_exchange_capture_mode(&mode) != kSuccess) return false;
+    RelaxedCapture relaxed(*api_);  // allowed while another thread captures a CUDA graph
     if (copy_stream_ == nullptr && api_->stream_create(&copy_stream_, kStreamNonBlocking) != kSuccess) {
       copy_stream_ = nullptr;
     }
-    const bool copied = copy_stream_ != nullptr && api_->memcpy_dtoh_async(to, from, n, copy_stream_) == kSuccess &&
-                        api_->stream_synchronize(copy_stream_) == kSuccess;
-    api_->thread_exchange_capture_mode(&mode);  // back to the thread's own
-    return copied;
+    return copy_stream_ != nullptr && api_->memcpy_dtoh_async(to, from, n, copy_stream_) == kSuccess &&
+           api_->stream_synchronize(copy_stream_) == kSuccess;
   }
 
   bool launch(k::LaunchParams& params, std::uint32_t blocks, void* stream, std::string& why) override {

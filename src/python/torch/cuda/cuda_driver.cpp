@@ -92,4 +92,12 @@ ContextScope::~ContextScope() {
   api_.context_pop(&popped);
 }
 
+RelaxedCapture::RelaxedCapture(const Driver& api) : api_(api) {
+  exchanged_ = api_.thread_exchange_capture_mode(&previous_) == kSuccess;
+}
+
+RelaxedCapture::~RelaxedCapture() {
+  if (exchanged_) api_.thread_exchange_capture_mode(&previous_);
+}
+
 }  // namespace ophook::py::cuda

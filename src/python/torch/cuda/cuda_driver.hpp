@@ -76,4 +76,19 @@ class ContextScope {
   bool pushed_ = false;
 };
 
+/// This thread in relaxed stream capture mode for the scope: what it does is neither refused nor
+/// invalidates a CUDA graph another thread is capturing in global mode (the mode torch uses).
+class RelaxedCapture {
+ public:
+  explicit RelaxedCapture(const Driver& api);
+  ~RelaxedCapture();
+  RelaxedCapture(const RelaxedCapture&) = delete;
+  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+
+ private:
+  const Driver& api_;
+  int previous_ = kStreamCaptureModeRelaxed;
+  bool exchanged_ = false;
+};
+
 }  // namespace ophook::py::cuda
