@@ -253,7 +253,7 @@ std::uint64_t TraceWriter::fetch_held_on_device(ArrayRing::HeldCall& call) noexc
   for (std::size_t i = 0; i < call.record->arrays.size(); ++i) {
     auto& array = call.record->arrays[i];
     const auto held = array.on_device;
-    if (held.source == nullptr || array.captured) continue;
+    if (held.source == nullptr) continue;
     auto& outcome = call.outcomes[i];
     bool fetched = false;
     try {

@@ -133,7 +133,8 @@ void reserve_for_copy(ValueCapture& capture, const TorchDtype& dtype, core::Arra
 /// (device_statistics): its statistics (`stats`, OPHOOK_NAN's counts in `trace`) or, in `dump`,
 /// its bytes too, copied into host memory by the kernel and into the record once they are there,
 /// within OPHOOK_QUEUE_BYTES — or, with OPHOOK_RING_BYTES' ring, into the device's part of the
-/// ring, fetched by the writer only when a trigger writes it. False when the kernel does not take it: the generic path reads it.
+/// ring, fetched by the writer only when a trigger writes it. False when the kernel does not take
+/// it: the generic path reads it.
 bool queue_on_device(ValueCapture& capture, PyObject* tensor, const TorchDtype& dtype, core::ArrayCapture& out,
                      device_readback::Readback& read) {
   // auto: CUDA tensors; fake-device: CPU tensors on the fake device; torch: none (all through torch).

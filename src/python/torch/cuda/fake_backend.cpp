@@ -1,6 +1,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -22,14 +23,14 @@ class FakeBackend final : public Backend {
   const k::Result* results() const override { return results_.data(); }
 
   const std::byte* staging(std::uint64_t& device_address) override {
-    if (staging_.empty()) staging_.resize(kStagingBytes);
-    device_address = reinterpret_cast<std::uintptr_t>(staging_.data());  // the fake device's memory is the host's
-    return staging_.data();
+    if (!staging_) staging_ = std::make_unique_for_overwrite<std::byte[]>(kStagingBytes);
+    device_address = reinterpret_cast<std::uintptr_t>(staging_.get());  // the fake device's memory is the host's
+    return staging_.get();
   }
 
   std::uint64_t ring_memory(std::uint64_t bytes, std::string& /*why*/) override {
-    if (ring_.empty()) ring_.resize(bytes);
-    return reinterpret_cast<std::uintptr_t>(ring_.data());
+    if (!ring_) ring_ = std::make_unique_for_overwrite<std::byte[]>(bytes);
+    return reinterpret_cast<std::uintptr_t>(ring_.get());
   }
 
   bool copy_to_host(std::byte* to, std::uint64_t from, std::size_t n) noexcept override {
@@ -85,8 +86,9 @@ class FakeBackend final : public Backend {
 
   static constexpr std::uint64_t kLag = 3;  // launches a result trails behind
   std::vector<k::Result> results_;
-  std::vector<std::byte> staging_;
-  std::vector<std::byte> ring_;  // the ring's "device memory"
+  // Left unwritten until used, as device memory is: no page of it is touched before a copy.
+  std::unique_ptr<std::byte[]> staging_;
+  std::unique_ptr<std::byte[]> ring_;  // the ring's "device memory"
   std::vector<std::pair<std::uint32_t, k::Result>> computed_;  // by the launch not yet recorded
   std::uint64_t launches_ = 0;
   std::deque<FakeEvent> events_;  // a deque keeps their addresses
