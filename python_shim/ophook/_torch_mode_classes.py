@@ -3,21 +3,9 @@
 from . import _ophook
 
 
-def function_mode_class(torch, ignore_compile):
-    if not ignore_compile:
-        class OphookFunctionMode(torch.overrides.TorchFunctionMode):
-            pass  # __torch_function__: the C++ handler, set on the class by new_mode
-    else:
-        compiling = torch.compiler.is_compiling
-
-        class OphookFunctionMode(torch.overrides.TorchFunctionMode):
-            # While Dynamo traces, the mode steps aside: the op goes into the graph as if the mode
-            # were absent, and the compiled region runs unrecorded. (Dynamo traces this method, so
-            # it stays Python.)
-            def __torch_function__(self, func, types, args=(), kwargs=None, _compiling=compiling):
-                if _compiling():
-                    return func(*args, **(kwargs or {}))
-                return self._ophook_handler(func, types, args, kwargs)
+def function_mode_class(torch):
+    class OphookFunctionMode(torch.overrides.TorchFunctionMode):
+        pass  # __torch_function__: the C++ handler, set on the class by new_mode
     return OphookFunctionMode
 
 
@@ -25,16 +13,11 @@ def new_mode(mode_class, level, handler_level=None):
     """The one instance of a mode class made for one installation, its handler bound to it
     (`handler_level`: the C++ handler's name when it is not the level's own). The
     C++ handler (a builtin whose __self__ is the mode, as torch requires) goes into the class
-    itself when the class does not define the method in Python: torch looks the method up by name
+    itself: torch looks the method up by name
     on every op, and a builtin found in the first class's dict is returned as it is, with no
     instance dict to search and no bound method to make. No Python frame runs per op."""
     mode = mode_class()
-    handler = _ophook.torch_bound_handler(mode, handler_level or level)
-    method_name = "__%s__" % level  # __torch_function__ / __torch_dispatch__
-    if method_name in mode_class.__dict__:
-        mode._ophook_handler = handler  # the Python method calls it
-    else:
-        setattr(mode_class, method_name, handler)
+    setattr(mode_class, "__%s__" % level, _ophook.torch_bound_handler(mode, handler_level or level))
     return mode
 
 

@@ -3,8 +3,8 @@
 The modes are empty shells: each class's handler is a C++ builtin bound to its one instance
 (_ophook.torch_bound_handler), which resolves the op once per func object,
 decides whether to record, snapshots the inputs, runs func and records the result; no Python
-runs per op (except the function mode's compile check under OPHOOK_COMPILE=ignore). The module path of each record comes from a C++
-per-thread stack fed by torch's global nn.Module forward hooks (also C++ functions).
+runs per op. The module path of each record comes from a C++ per-thread stack fed by torch's
+global nn.Module forward hooks (also C++ functions).
 """
 import atexit
 import functools
@@ -15,7 +15,7 @@ import threading
 import types
 import warnings
 
-from . import _import_hooks, _ophook
+from . import _dynamo_stand_ins, _import_hooks, _ophook
 from ._torch_mode_classes import dispatch_mode_class, function_mode_class, new_mode
 from ._torch_names import dispatch_name, function_name, make_module_namer
 
@@ -32,7 +32,7 @@ class _Installation:
         self.compile_policy = compile_policy
         # Under record, as under ignore, compiled regions compile as if the modes were absent.
         ignore = compile_policy in ("ignore", "record")
-        self.function_mode = (new_mode(function_mode_class(torch, ignore), "torch_function")
+        self.function_mode = (new_mode(function_mode_class(torch), "torch_function")
                               if "torch_function" in levels else None)
         self.dispatch_mode = (new_mode(dispatch_mode_class(torch, ignore), "torch_dispatch")
                               if "torch_dispatch" in levels else None)
@@ -45,7 +45,6 @@ class _Installation:
                                     and self.dispatch_mode is None else None)
         self.owner_thread = threading.get_ident()
         self.hook_handles = []
-        self.compile_safe_hooks = []  # Python wrappers of the hooks under OPHOOK_COMPILE=ignore
         self.jit_state = threading.local()
         self.warned_about_jit = False
         self.original_bootstrap = None
@@ -101,8 +100,11 @@ class _Installation:
     def hook_modules(self):
         """Global nn.Module forward hooks (the module stack behind `module`) and optimizer step
         hooks (the "optimizer" phase and `step`), all C++ functions. Under OPHOOK_COMPILE=ignore
-        each is wrapped in a function that returns at once while Dynamo traces, so that compiled
-        modules compile as they would unhooked (a C function Dynamo cannot trace is a graph break)."""
+        and record each is wrapped in a function that returns at once while Dynamo traces, so
+        that compiled modules compile as they would unhooked (a C function Dynamo cannot trace is
+        a graph break). A stand-in as the mode's handler has (_dynamo_stand_ins) does not do here:
+        a compiled module's hooks run inside its compiled region, where the C++ hook would call
+        back into Python (the module namer) and Dynamo would take that frame for the module's."""
         from torch.nn.modules import module as nn_module
         from torch.optim import optimizer as optim_module
 
@@ -154,7 +156,6 @@ class _Installation:
             return _function(*args)
 
         unless_compiling.__name__ = "ophook_" + function.__name__
-        self.compile_safe_hooks.append(unless_compiling)
         return unless_compiling
 
     def _jit_guard(self, module, entering):
@@ -214,25 +215,33 @@ class _Installation:
                               "(compilation, compiled code, calls it makes back into torch) is recorded"}
         _ophook.add_note("compile", json.dumps(note))
 
-    def python_handlers(self):
-        """The handlers written in Python (only the function mode's, under OPHOOK_COMPILE=ignore)."""
-        for mode, name in ((self.function_mode, "__torch_function__"), (self.dispatch_mode, "__torch_dispatch__")):
-            if mode is not None and isinstance(type(mode).__dict__.get(name), types.FunctionType):
-                yield type(mode).__dict__[name]
+    def _give_stand_ins(self):
+        """Under ignore and record: has Dynamo trace a stand-in in place of the function mode's
+        handler. False, with a warning, where this torch cannot."""
+        torch = self.torch
+        try:
+            if not _dynamo_stand_ins.available(torch):
+                raise RuntimeError("torch %s has no torch.compiler.substitute_in_graph (torch 2.5 on)" % torch.__version__)
+            if self.function_mode is not None:
+                handler = type(self.function_mode).__dict__["__torch_function__"]
+                _dynamo_stand_ins.give_stand_in(torch, handler, _dynamo_stand_ins.run_the_op)
+        except Exception as error:
+            _ophook.log("warn", "OPHOOK_COMPILE=%s: Dynamo cannot be shown ophook's handler as absent (%s); "
+                                "torch.compile'd code runs eagerly, as under OPHOOK_COMPILE=eager"
+                        % (self.compile_policy, error))
+            _ophook.add_note("compile", json.dumps({
+                "policy": "eager", "asked": self.compile_policy,
+                "detail": "torch.compile'd code runs eagerly (Dynamo stance force_eager): %s" % error}))
+            return False
+        return True
 
     def _on_dynamo(self, dynamo):
-        """Once torch._dynamo is imported (torch.compile's first use): Dynamo must never try to
-        compile a Python handler frame; in eager policy compiled functions run eagerly."""
-        try:
-            from torch._dynamo.eval_frame import skip_code
-
-            for function in self.python_handlers():
-                skip_code(function.__code__)
-        except Exception as error:
-            _ophook.log("warn", "torch._dynamo: could not exclude ophook's mode handlers (%s)" % error)
+        """Once torch._dynamo is imported (torch.compile's first use): under ignore and record,
+        compiled code compiles as if ophook were absent and its regions are marked; under eager
+        (or where the stand-ins cannot be had) compiled functions run eagerly."""
         if _installation is not self:
             return
-        if self.compile_policy != "eager":
+        if self.compile_policy != "eager" and self._give_stand_ins():
             markers = _compiled_region_codes()
             if not markers:
                 _ophook.log("warn", "OPHOOK_COMPILE=%s: Dynamo's compile_wrapper not found in torch %s; "

@@ -107,6 +107,45 @@ def test_compile_eager_says_once_that_compiled_code_ran_eagerly(tmp_path):
     assert len(linear) == 4  # two layers, two steps
 
 
+# A warning torch raises in C++ inside an eager op (new_tensor from a tensor), after a compiled
+# function ran: where Python says it was raised, and whether a filter by the program's module
+# turns it into an error as it would unhooked.
+WARNING_PLACE = """
+import json, warnings, torch
+from torch._dynamo.utils import counters
+
+@torch.compile(backend="aot_eager")
+def scaled(x):
+    return torch.tanh(x) * 2
+
+x = torch.randn(4)
+scaled(x), scaled(x)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    x.new_tensor(x)  # WARNS
+with warnings.catch_warnings():
+    warnings.filterwarnings("error", module="__main__")
+    try:
+        x.new_tensor(x)
+        filtered = False
+    except UserWarning:
+        filtered = True
+print(json.dumps({"places": [(w.filename, w.lineno) for w in caught], "filtered": filtered,
+                  "graphs": counters["stats"]["unique_graphs"], "breaks": sum(counters["graph_break"].values())}))
+"""
+
+
+@pytest.mark.parametrize("policy", ["eager", "ignore", "record"])
+def test_a_warning_keeps_the_programs_line_under_every_compile_policy(tmp_path, policy):
+    plain = json.loads(run_script(tmp_path, WARNING_PLACE, preload=False).stdout)
+    line = next(n for n, text in enumerate(WARNING_PLACE.splitlines(), 1) if "# WARNS" in text)
+    assert [place[1] for place in plain["places"]] == [line] and plain["filtered"]
+    hooked = json.loads(run_script(tmp_path, WARNING_PLACE, compile=policy, mode="trace").stdout)
+    assert hooked["places"] == plain["places"] and hooked["filtered"]
+    if policy != "eager":  # still compiled, no graph break
+        assert (hooked["graphs"], hooked["breaks"]) == (plain["graphs"], 0)
+
+
 # The first non-finite value appears in the backward pass: sqrt's gradient at 0 is infinite
 # (the forward adds 0 = sqrt(x - x), finite).
 BACKWARD_NAN = """
