@@ -1,4 +1,5 @@
-"""What Dynamo traces in place of ophook's callables under OPHOOK_COMPILE=ignore and record.
+"""How ophook keeps out of torch.compile's way: what Dynamo traces in place of ophook's callables
+under OPHOOK_COMPILE=ignore and record, and the warning Dynamo gives because of ophook's hooks.
 
 Under both policies compiled regions compile as if ophook were absent. Dynamo traces the
 function mode's __torch_function__ on each op it meets, and ophook's is a C++ builtin, which Dynamo
@@ -29,3 +30,8 @@ def give_stand_in(torch, original, stand_in):
         return
     torch.compiler.substitute_in_graph(original, skip_signature_check=True)(stand_in)
     _registered.add(id(original))
+
+
+# What torch warns at each call of a torch.compile'd module while any global module hook exists
+# (ophook's are): filtered out, as the program would not see it without ophook.
+COMPILED_MODULE_WARNING = "Using `torch.compile(module)` when there are global hooks"

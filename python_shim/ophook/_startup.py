@@ -104,6 +104,14 @@ def started_by_preload_or_shim():
     return _started
 
 
+def records_this_process():
+    """Whether the preload or the shim records this process, or will at the first framework import."""
+    if _deferred is not None:
+        return True
+    native = sys.modules.get(__package__ + "._ophook")
+    return native is not None and native.is_recording()
+
+
 def void_deferred_start():
     """Recording started by hand takes over before any framework import (the pytest plugin, whose
     collection imports NumPy before its first test starts recording): the put-off start of the

@@ -10,6 +10,7 @@ import atexit
 import functools
 import json
 import os
+import re
 import sys
 import threading
 import types
@@ -118,8 +119,7 @@ class _Installation:
         if not os.environ.get("RANK"):
             self.hook_handles.append(optim_module.register_optimizer_step_post_hook(hook(_rank_watcher())))
         # torch.compile(module) warns whenever any global module hook exists; these are ophook's.
-        warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when there are global hooks",
-                                category=UserWarning)
+        warnings.filterwarnings("ignore", message=re.escape(_dynamo_stand_ins.COMPILED_MODULE_WARNING), category=UserWarning)
         traced_module = getattr(getattr(self.torch, "jit", None), "TracedModule", None)
         if self.dispatch_mode is not None and traced_module is not None:
             _ophook.torch_set_jit_guard(self.torch._C._get_tracing_state, traced_module, self._jit_guard)

@@ -8,6 +8,8 @@ Registered through the `pytest11` entry point when ophook is pip-installed, else
 With neither option given it adds its options and marker and nothing else: no per-test hook, no
 NumPy or torch import. docs/pytest.md has the options, the marker, the layout and a CI recipe.
 """
+import re
+
 import pytest
 
 MARKER = ("ophook(**options): this test's recording options, as the Python API's keywords (levels, "
@@ -51,7 +53,20 @@ def pytest_load_initial_conftests(early_config, parser, args):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", MARKER)
-    if not _asked_to_record(config.option):
+    asked = _asked_to_record(config.option)
+    from . import _startup
+
+    if asked or _startup.records_this_process():
+        # ophook filters the warning its module hooks make torch give at each call of a
+        # torch.compile'd module, but pytest's filters for each test (-W error, filterwarnings =
+        # error) come before that filter: repeated last among each kind, it still wins.
+        from ._dynamo_stand_ins import COMPILED_MODULE_WARNING
+
+        config.addinivalue_line("filterwarnings", "ignore:%s:UserWarning" % re.escape(COMPILED_MODULE_WARNING))
+        command_line = config.known_args_namespace  # where pytest reads -W for each test
+        command_line.pythonwarnings = [*(command_line.pythonwarnings or []),
+                                       "ignore:%s:UserWarning" % COMPILED_MODULE_WARNING]
+    if not asked:
         return
     from ._pytest_recording import PerTestRecording
 

@@ -55,6 +55,16 @@ import torch
 def test_torch():
     torch.add(torch.ones(3), torch.arange(3.0))
 """
+# A compiled module: torch warns at each of its calls while any global module hook exists, as
+# ophook's do; unhooked, these tests see no warning.
+COMPILED_TEST = """
+import torch
+
+
+def test_compiled_module():
+    compiled = torch.compile(torch.nn.Linear(4, 4), backend="eager")
+    assert compiled(torch.ones(2, 4)).shape == (2, 4)
+"""
 NODE_IDS = ["test_numbers.py::test_scaled", "test_numbers.py::test_unchanged",
             "test_numbers.py::test_parametrized[2]", "test_numbers.py::test_parametrized[a/b]",
             "test_numbers.py::test_marker"]
@@ -172,6 +182,18 @@ def test_a_process_wide_recording_already_running_ends_before_the_tests(numbers,
     assert "the recording of the whole process into %s ends here" % process_wide in result.stderr.str()
     assert [r["op"] for r in trace(process_wide)] == ["numpy.multiply"]
     assert {r["op"] for r in trace(numbers.path / "ref" / node_path("test_numbers.py::test_unchanged"))} == {"numpy.add"}
+
+
+@pytest.mark.parametrize("recording", ["whole process", "per test"])
+def test_warnings_as_errors_see_no_warning_of_ophooks_making(numbers, recording):
+    """ophook filters the warning its module hooks cause, but pytest's filters for each test
+    (-W error, filterwarnings = error) come first: the plugin repeats ophook's after them."""
+    numbers.makepyfile(test_compiled=COMPILED_TEST)
+    numbers.makeini("[pytest]\nfilterwarnings =\n    error\n")
+    per_test = ["--ophook-record=ref"] if recording == "per test" else []
+    run_plugin(numbers, "test_compiled.py", "-W", "error", *per_test).assert_outcomes(passed=1)
+    recorded = numbers.path / ("ref/" + node_path("test_compiled.py::test_compiled_module") if per_test else "np_op_dumps")
+    assert "torch.ones" in {r["op"] for r in trace(recorded)}
 
 
 def test_without_options_the_plugin_stays_idle(numbers, monkeypatch):
