@@ -34,6 +34,9 @@ struct OpEntry {
   /// Fields every trace line of the op carries after "level", as JSON text (`"computes":[…]` of a
   /// compiled kernel), given when the op is first registered; empty for most ops.
   std::string annotation;
+  /// The first entry of the same name, when this one is that name with another annotation (a
+  /// compiled kernel launched from another site); 0 for the first. Counts go by name.
+  std::uint32_t same_name_as = 0;
 };
 
 /// The process's recorder: configuration, op/string/dtype tables, the sequence counter, the queue
@@ -63,7 +66,8 @@ class OPHOOK_API Recorder {
 
   /// The id of op `name` at `level`, registering it (and applying the filters) on first sight.
   std::uint32_t op_id(std::string_view name, Level level);
-  /// The same, with the op's annotation (OpEntry::annotation) when this call registers it.
+  /// The same for an op whose trace lines carry `annotation` (OpEntry::annotation): a name
+  /// registered with another annotation gets an entry of its own for this one (same_name_as).
   std::uint32_t op_id(std::string_view name, Level level, std::string_view annotation);
   const OpEntry& op(std::uint32_t id) const noexcept { return ops_.at(id); }
 

@@ -101,24 +101,24 @@ def instrument(module):
     parameters = {name: _kernel_parameters(body) for name, body in _CPP_KERNEL.findall(source)}
     triton = {name: _triton_parameters(body) for name, body in _TRITON_KERNEL.findall(source)}
     parameters.update(triton)
-    externs = {}
     graph_nodes = _graph_nodes()
+    # One launcher per kernel, with every site that launches it: the same fused kernel serves
+    # each layer, extern_kernels.mm every matrix product, each site with its own provenance.
+    sites = {}
     for site in _call_sites(source, parameters):
-        kernel = site["kernel"]
-        provenance = _provenance(site["handle"], site["aten"], graph_nodes)
-        if site["extern"]:
-            if kernel in externs:  # one launcher per extern kernel: its first site's provenance
-                continue
+        site["provenance"] = _provenance(site["handle"], site["aten"], graph_nodes)
+        sites.setdefault((site["kernel"], site["extern"]), []).append(site)
+    externs = {}
+    for (kernel, extern), kernel_sites in sites.items():
+        if extern:
             target = getattr(module.extern_kernels, kernel)
-            externs[kernel] = _launcher(target, prefix + "extern_kernels." + kernel, [], [], True, provenance)
+            externs[kernel] = _launcher(target, prefix + "extern_kernels." + kernel, True, kernel_sites)
         elif kernel in triton and not isinstance(module.__dict__.get(kernel), _TritonKernel):
             original = module.__dict__[kernel]
-            run = _launcher(original.run, prefix + kernel, site["reads"], site["writes"], False, provenance)
-            module.__dict__[kernel] = _TritonKernel(original, run)
+            module.__dict__[kernel] = _TritonKernel(original, _launcher(original.run, prefix + kernel, False,
+                                                                        kernel_sites))
         elif kernel in parameters and not isinstance(module.__dict__.get(kernel), _ophook.KernelLauncher):
-            reads, writes = site["reads"], site["writes"]
-            module.__dict__[kernel] = _launcher(module.__dict__[kernel], prefix + kernel, reads, writes, False,
-                                                provenance)
+            module.__dict__[kernel] = _launcher(module.__dict__[kernel], prefix + kernel, False, kernel_sites)
     if externs:
         module.extern_kernels = _Externs(module.extern_kernels, externs)
 
@@ -147,12 +147,16 @@ class _TritonKernel:
         return getattr(self._kernel, name)
 
 
-def _launcher(kernel, name, reads, writes, extern, provenance):
-    computes, sources, modules = provenance
-    annotation = '"computes":%s,"sources":%s,"modules":%s' % (
-        json.dumps(computes), json.dumps(["%s:%d:%s" % frame for frame in sources]), json.dumps(modules))
-    file, line, function = sources[0] if sources else ("", 0, "")
-    return _ophook.torch_compiled_kernel(kernel, name, annotation, reads, writes, extern, file, function, line)
+def _launcher(kernel, name, extern, sites):
+    described = []
+    for site in sites:
+        computes, sources, modules = site["provenance"]
+        annotation = '"computes":%s,"sources":%s,"modules":%s' % (
+            json.dumps(computes), json.dumps(["%s:%d:%s" % frame for frame in sources]), json.dumps(modules))
+        file, line, function = sources[0] if sources else ("", 0, "")
+        described.append((site["line"], annotation, site.get("reads", []), site.get("writes", []), file, function,
+                          line))
+    return _ophook.torch_compiled_kernel(kernel, name, extern, described)
 
 
 def _kernel_parameters(kernel_source):
@@ -199,8 +203,9 @@ def _buffer_of(argument):
 
 
 def _call_sites(source, parameters):
-    """The kernel launches of call(), in order: kernel name, extern or not, provenance handle and
-    ATen comment, and for a fused kernel which positional arguments it reads and writes. A pointer
+    """The kernel launches of call(), in order: kernel name, extern or not, the line of the module
+    that launches it, provenance handle and ATen comment, and for a fused kernel which positional
+    arguments it reads and writes. A pointer
     named in_out_ptr is read only when its buffer holds a value already: not when call() has just
     allocated it or taken over a dead buffer's storage ("# reuse"), where the kernel uses it as
     scratch before writing its result."""
@@ -210,10 +215,11 @@ def _call_sites(source, parameters):
     if start < 0:
         return []
     lines = source[start:].splitlines()[1:]
+    first_line = source.count("\n", 0, start) + 2  # the module's line number of lines[0]
     indent = None
     fresh = set()
     handle = aten = None
-    for raw in lines:
+    for number, raw in enumerate(lines, first_line):
         if not raw.strip():
             continue
         current = len(raw) - len(raw.lstrip())
@@ -241,7 +247,7 @@ def _call_sites(source, parameters):
                 if argument.startswith("out="):
                     fresh.discard(_buffer_of(argument[4:]))
             fresh.discard(found.group(1))
-            yield {"kernel": found.group(2), "extern": True, "handle": handle, "aten": aten}
+            yield {"kernel": found.group(2), "extern": True, "line": number, "handle": handle, "aten": aten}
             handle = aten = None
             continue
         found = _KERNEL_CALL.match(line)
@@ -261,7 +267,7 @@ def _call_sites(source, parameters):
                     reads.append(index)
             for index in writes:
                 fresh.discard(_buffer_of(arguments[index]) if index < len(arguments) else None)
-            yield {"kernel": found.group(1), "extern": False, "handle": handle, "aten": aten,
+            yield {"kernel": found.group(1), "extern": False, "line": number, "handle": handle, "aten": aten,
                    "reads": reads, "writes": writes}
             handle = aten = None
 

@@ -183,11 +183,14 @@ std::uint32_t Recorder::op_id(std::string_view name, Level level) { return op_id
 
 std::uint32_t Recorder::op_id(std::string_view name, Level level, std::string_view annotation) {
   const std::string key(name);
-  return ops_.id_of(key, [&] {
+  auto entry = [&](std::uint32_t same_name_as) {
     return OpEntry{key, sanitize_op_name(key), level, passes_filters(key, annotation), dumps(key, annotation),
                    returns_uninitialized_memory(key),
-                   writes_into_arguments(key, level), std::string(annotation)};
-  });
+                   writes_into_arguments(key, level), std::string(annotation), same_name_as};
+  };
+  const auto first = ops_.id_of(key, [&] { return entry(0); });
+  if (first == 0 || ops_.at(first).annotation == annotation) return first;
+  return ops_.id_of(key + '\x1f' + std::string(annotation), [&] { return entry(first); });
 }
 
 std::uint32_t Recorder::intern(std::string_view text) {

@@ -34,8 +34,10 @@ void RunSummary::observe(const CallRecord& record, const std::vector<ArrayOutcom
   ++level_calls_[static_cast<std::size_t>(recorder_.op(record.op_id).level)];
   ++phase_calls_[static_cast<std::size_t>(record.phase)];
   observe_step(record.step);
-  auto [it, fresh] = ops_.try_emplace(record.op_id);
-  if (fresh) first_seen_.push_back(record.op_id);
+  const auto& op = recorder_.op(record.op_id);
+  const auto named = op.same_name_as != 0 ? op.same_name_as : record.op_id;  // counts go by name
+  auto [it, fresh] = ops_.try_emplace(named);
+  if (fresh) first_seen_.push_back(named);
   auto& totals = it->second;
   ++totals.count;
   totals.total_ns += record.dur_ns;

@@ -73,7 +73,7 @@ class RunSummary {
   std::string statistics_text() const;
 
   const Recorder& recorder_;
-  std::unordered_map<std::uint32_t, OpTotals> ops_;
+  std::unordered_map<std::uint32_t, OpTotals> ops_;  // by the first op id of each name
   std::vector<std::uint32_t> first_seen_;
   std::vector<SlowCall> slowest_;  // min-heap on dur_ns
   std::unordered_set<std::string> configs_;

@@ -6,6 +6,8 @@
 #include <vector>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "torch/device_readback.hpp"
 #include "ophook/log.hpp"
 #include "ophook/npy.hpp"
@@ -77,15 +79,35 @@ bool may_write_inputs(const core::Recorder& recorder, std::uint32_t op_id, const
 
 namespace {
 
+/// A compiled kernel's aten ops and the modules they run in, from its annotation's "computes"
+/// and "modules": ", computing aten.view, aten.addmm in transformer.h.1.mlp.c_fc"; empty for
+/// other ops. (The call's own module is the compiled callable's.)
+std::string kernel_contents(const core::OpEntry& op) {
+  if (op.level != core::Level::Compiled || op.annotation.empty()) return {};
+  const auto fields = nlohmann::json::parse("{" + op.annotation + "}", nullptr, false);
+  auto listed = [&](const char* key) {
+    std::string text;
+    if (!fields.is_object() || !fields.contains(key) || !fields[key].is_array()) return text;
+    for (const auto& item : fields[key]) {
+      if (item.is_string()) text += (text.empty() ? "" : ", ") + item.get<std::string>();
+    }
+    return text;
+  };
+  const auto computes = listed("computes"), modules = listed("modules");
+  if (computes.empty()) return {};
+  return ", computing " + computes + (modules.empty() ? "" : " in " + modules);
+}
+
 std::string describe_call(const core::Recorder& recorder, const core::CallRecord& record) {
-  std::string out = "seq " + std::to_string(record.seq) + " " + recorder.op(record.op_id).name;
+  const auto& op = recorder.op(record.op_id);
+  std::string out = "seq " + std::to_string(record.seq) + " " + op.name;
   if (record.source_file_id) {
     out += " at " + recorder.text(record.source_file_id) + ":" + std::to_string(record.source_line) + ":" +
            recorder.text(record.source_func_id);
   }
   if (record.module_id) out += " in module " + recorder.text(record.module_id);
   if (record.phase != core::Phase::None) out += std::string(" (") + std::string(core::to_string(record.phase)) + ")";
-  return out;
+  return out + kernel_contents(op);
 }
 
 /// Whether the calling context's np.errstate (np.geterr(): per thread and context in NumPy >= 2)

@@ -4,7 +4,8 @@
 // under ThreadSanitizer by `scripts/test.sh --sanitize` (CMakePresets.json, preset "tsan"). And
 // its end after a termination signal, when files stop at a deadline but nothing else does. And a
 // run written inline (no thread), as the root of a run that imported no framework writes its own.
-// And runs one after another, each with its own notes.
+// And runs one after another, each with its own notes; and an op named again with other fields (a
+// compiled kernel launched from several sites), counted under its name.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -178,6 +179,44 @@ TEST(RecorderInline, StartsNoThreadAndWritesWhatWasSubmittedAtFinish) {
 nlohmann::json summary_in(const fs::path& dir) {
   std::ifstream file(dir / "summary.json");
   return nlohmann::json::parse(file);
+}
+
+// A compiled kernel launched from two sites: one name, an op entry per site with its own fields,
+// counted under the name.
+TEST(RecorderOps, AnOpNamedAgainWithOtherFieldsKeepsThemAndIsCountedUnderItsName) {
+  const fs::path dir = make_temp_dir();
+  Config config;
+  config.output = dir.string();
+  config.mode = Mode::Trace;
+  Recorder& recorder = Recorder::start(config, WriterThread::Inline);
+  const std::string name = "inductor.0_forward.extern_kernels.mm";
+  const auto first = recorder.op_id(name, Level::Compiled, R"("modules":["0.linear"])");
+  const auto second = recorder.op_id(name, Level::Compiled, R"("modules":["1.linear"])");
+  EXPECT_EQ(recorder.op_id(name, Level::Compiled, R"("modules":["0.linear"])"), first);
+  EXPECT_EQ(recorder.op_id(name, Level::Compiled, R"("modules":["1.linear"])"), second);
+  EXPECT_NE(first, second);
+  EXPECT_EQ(recorder.op(second).name, name);
+  EXPECT_EQ(recorder.op(first).same_name_as, 0u);
+  EXPECT_EQ(recorder.op(second).same_name_as, first);
+  for (const auto op : {first, second, second}) {
+    auto record = std::make_unique<CallRecord>();
+    record->seq = recorder.next_seq();
+    record->op_id = op;
+    recorder.submit(std::move(record));
+  }
+  recorder.finish();
+  std::ifstream trace(dir / "trace.jsonl");
+  std::vector<std::string> modules;
+  for (std::string line; std::getline(trace, line);) {
+    const auto record = nlohmann::json::parse(line);
+    EXPECT_EQ(record.at("op"), name);
+    modules.push_back(record.at("modules").at(0));
+  }
+  EXPECT_EQ(modules, (std::vector<std::string>{"0.linear", "1.linear", "1.linear"}));
+  const auto summary = summary_in(dir);
+  EXPECT_EQ(summary.at("totals").at("ops"), 1);
+  EXPECT_EQ(summary.at("ops").at(name).at("count"), 3);
+  fs::remove_all(dir);
 }
 
 // One Tracer after another in one process (the pytest plugin's way): a note counts within its run

@@ -149,6 +149,52 @@ def test_a_nan_born_in_a_compiled_kernel_names_the_kernel_and_the_line(tmp_path)
     assert raised.returncode == 1 and "FloatingPointError" in raised.stderr and "cpp_fused" in raised.stderr
 
 
+# Three blocks of the same shapes: Inductor launches one fused kernel, and extern_kernels.addmm,
+# from a site per block, each site with its own module and buffers. Planted: the third block's
+# product overflows.
+BLOCKS = """
+import sys
+import torch
+torch.manual_seed(0)
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.nn.functional.gelu(self.linear(x))
+
+model = torch.nn.Sequential(Block(), Block(), Block())
+step = torch.compile(model)
+x = torch.ones(4, 8)
+with torch.no_grad():
+    print(step(x).sum().item().hex())
+    model[1].linear.bias.fill_(1.0)
+    model[2].linear.weight.fill_(3e38)  # PLANTED
+    print(step(x).isinf().sum().item())
+"""
+
+
+def test_a_kernel_launched_from_several_sites_names_each_sites_module(tmp_path):
+    plain = run_script(tmp_path, BLOCKS, preload=False, timeout=300)
+    proc = run_script(tmp_path, BLOCKS, mode="trace", compile="record", nan="warn", timeout=300)
+    assert proc.stdout == plain.stdout and proc.stdout.splitlines()[1] == "32"
+    kernels = [r for r in trace(tmp_path / "out") if r["level"] == "compiled"]
+    assert len(kernels) == 12  # two calls of three blocks, a product and a GELU each
+    products = [r for r in kernels[:6] if r["op"].endswith("extern_kernels.addmm")]
+    assert [r["modules"] for r in products] == [["0.linear"], ["1.linear"], ["2.linear"]]
+    fused = [r for r in kernels[:6] if "cpp_fused" in r["op"]]
+    assert len({r["op"] for r in fused}) == 1 and [r["modules"] for r in fused] == [["0"], ["1"], ["2"]]
+    warning = [line for line in proc.stderr.splitlines() if "first NaN/Inf from finite inputs" in line]
+    assert len(warning) == 1 and "extern_kernels.addmm" in warning[0], proc.stderr
+    assert warning[0].endswith("computing aten.gelu, aten.t, aten.addmm in 2.linear")
+    planted = [r for r in kernels[6:] if r["op"].endswith("extern_kernels.addmm")][2]
+    assert summary(tmp_path / "out")["first_nonfinite"]["seq"] == planted["seq"]
+    # counted by name, whatever the site
+    assert summary(tmp_path / "out")["ops"][products[0]["op"]]["count"] == 6
+
+
 # A generated module of the form Inductor writes for CUDA (Triton kernels launched with .run), with
 # a stand-in for Triton that computes on the CPU: what the launchers see of a Triton kernel
 # without a GPU. buf0 is fresh (an output only); arg1_1 is read and written in place.

@@ -2,6 +2,10 @@
 
 #include <pybind11/stl.h>
 
+#include <string>
+#include <tuple>
+#include <vector>
+
 #include "torch/device_readback.hpp"
 #include "python_common.hpp"
 #include "source_location.hpp"
@@ -178,22 +182,23 @@ void bind_torch(pb::module_& m) {
         "functions ophook calls directly have them captured (through the exporter and Python).");
   m.def(
       "torch_compiled_kernel",
-      [](const pb::object& kernel, std::string name, std::string annotation, std::vector<int> reads,
-         std::vector<int> writes, bool extern_call, std::string file, std::string function, int line) {
+      [](const pb::object& kernel, std::string name, bool extern_call,
+         const std::vector<std::tuple<int, std::string, std::vector<int>, std::vector<int>, std::string, std::string,
+                                      int>>& sites) {
         compiled_kernels::KernelSpec spec;
-        spec.name = std::move(name), spec.annotation = std::move(annotation);
-        spec.reads = std::move(reads), spec.writes = std::move(writes), spec.extern_call = extern_call;
-        spec.source_file = std::move(file), spec.source_function = std::move(function), spec.source_line = line;
+        spec.name = std::move(name), spec.extern_call = extern_call;
+        for (const auto& [line, annotation, reads, writes, file, function, source_line] : sites) {
+          spec.sites.push_back({line, annotation, reads, writes, false, file, function, source_line});
+        }
         PyObject* launcher = compiled_kernels::new_launcher(kernel.ptr(), std::move(spec));
         if (launcher == nullptr) throw pb::error_already_set();
         return pb::reinterpret_steal<pb::object>(launcher);
       },
-      pb::arg("kernel"), pb::arg("name"), pb::arg("annotation"), pb::arg("reads"), pb::arg("writes"),
-      pb::arg("extern_call"), pb::arg("source_file"), pb::arg("source_function"), pb::arg("source_line"),
+      pb::arg("kernel"), pb::arg("name"), pb::arg("extern_call"), pb::arg("sites"),
       "OPHOOK_COMPILE=record: a callable that runs `kernel` and records each launch as op `name` at level "
-      "compiled: positional arguments `reads` as inputs, `writes` as outputs (extern_call: every argument "
-      "read, out= or the result written); `annotation` (JSON fields) goes on its trace lines, the source "
-      "is the kernel's user line.");
+      "compiled, as the site on the calling line says. `sites`: (line of call(), annotation (JSON fields for "
+      "its trace lines), positional arguments read, written (extern_call: every argument read, out= or the "
+      "result written), the user's file, function, line).");
   m.attr("KernelLauncher") = pb::reinterpret_borrow<pb::object>(compiled_kernels::launcher_type_object());
   m.def(
       "torch_compile_statistics_kernel",

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include <structmember.h>
 
@@ -14,29 +15,52 @@
 namespace ophook::py::compiled_kernels {
 namespace {
 
+/// A site's ids in the recorder that interned them.
+struct InternedSite {
+  std::uint32_t op_id = 0;
+  SourceSite source;
+};
+
 struct Launcher {
   PyObject_HEAD
   vectorcallfunc vectorcall;
   PyObject* kernel;
   KernelSpec* spec;
-  // Ids in the recorder that interned them (a Tracer's run may start another recorder).
+  // Ids in the recorder that interned them (a Tracer's run may start another recorder), one per
+  // site of spec.
   core::Recorder* interned_by;
-  std::uint32_t op_id;
-  SourceSite site;
+  std::vector<InternedSite>* interned;
 };
 
-/// The op and source ids of `self` in `recorder`, registered on the first launch it records.
+/// The op and source ids of each site of `self` in `recorder`, registered on the first launch
+/// it records.
 void intern_in(Launcher* self, core::Recorder& recorder) {
   if (self->interned_by == &recorder) return;
   const auto& spec = *self->spec;
-  self->op_id = recorder.op_id(spec.name, core::Level::Compiled, spec.annotation);
-  self->site = {};
-  if (!spec.source_file.empty()) {
-    self->site.file_id = recorder.intern(spec.source_file);
-    self->site.func_id = recorder.intern(spec.source_function);
-    self->site.line = spec.source_line;
+  self->interned->clear();
+  for (const auto& site : spec.sites) {
+    InternedSite ids{recorder.op_id(spec.name, core::Level::Compiled, site.annotation), {}};
+    if (!site.source_file.empty()) {
+      ids.source.file_id = recorder.intern(site.source_file);
+      ids.source.func_id = recorder.intern(site.source_function);
+      ids.source.line = site.source_line;
+    }
+    self->interned->push_back(ids);
   }
   self->interned_by = &recorder;
+}
+
+/// Which of the kernel's sites launches it now: the one on the calling frame's line (the
+/// generated call()), the first when none is (or there is only one).
+std::size_t current_site(const KernelSpec& spec) {
+  if (spec.sites.size() < 2) return 0;
+  PyFrameObject* caller = PyEval_GetFrame();  // borrowed: call()'s frame
+  if (caller == nullptr) return 0;
+  const int line = PyFrame_GetLineNumber(caller);
+  for (std::size_t i = 0; i < spec.sites.size(); ++i) {
+    if (spec.sites[i].line == line) return i;
+  }
+  return 0;
 }
 
 PyObject* keyword_argument(PyObject* const* args, std::size_t nargs, PyObject* kwnames, std::string_view name) {
@@ -51,18 +75,18 @@ PyObject* keyword_argument(PyObject* const* args, std::size_t nargs, PyObject* k
 
 /// The launch's outputs as record_call captures them: the written pointers' tensors, an extern
 /// kernel's out= (a tensor or a sequence of them) or its result.
-PyObject* outputs_of(const KernelSpec& spec, PyObject* const* args, std::size_t nargs, PyObject* kwnames,
-                     PyObject* result) {
+PyObject* outputs_of(const KernelSpec& spec, const KernelSite& site, PyObject* const* args, std::size_t nargs,
+                     PyObject* kwnames, PyObject* result) {
   if (spec.extern_call) {
     PyObject* out = keyword_argument(args, nargs, kwnames, "out");
     PyObject* chosen = out != nullptr ? out : result;
     Py_INCREF(chosen);
     return chosen;
   }
-  PyObject* tuple = PyTuple_New(static_cast<Py_ssize_t>(spec.writes.size()));
+  PyObject* tuple = PyTuple_New(static_cast<Py_ssize_t>(site.writes.size()));
   if (tuple == nullptr) return nullptr;
-  for (std::size_t i = 0; i < spec.writes.size(); ++i) {
-    const auto at = static_cast<std::size_t>(spec.writes[i]);
+  for (std::size_t i = 0; i < site.writes.size(); ++i) {
+    const auto at = static_cast<std::size_t>(site.writes[i]);
     PyObject* value = at < nargs ? args[at] : Py_None;
     Py_INCREF(value);
     PyTuple_SET_ITEM(tuple, static_cast<Py_ssize_t>(i), value);
@@ -70,13 +94,13 @@ PyObject* outputs_of(const KernelSpec& spec, PyObject* const* args, std::size_t 
   return tuple;
 }
 
-void capture_inputs(ValueCapture& capture, const KernelSpec& spec, PyObject* const* args, std::size_t nargs,
-                    PyObject* kwnames) {
+void capture_inputs(ValueCapture& capture, const KernelSpec& spec, const KernelSite& site, PyObject* const* args,
+                    std::size_t nargs, PyObject* kwnames) {
   if (!spec.extern_call) {
-    for (const int at : spec.reads) {
+    for (const int at : site.reads) {
       if (static_cast<std::size_t>(at) < nargs) capture.value(args[at]);
     }
-    if (spec.writes_inputs) capture.note_inputs_may_be_written();
+    if (site.writes_inputs) capture.note_inputs_may_be_written();
     capture.begin_kwargs();
     return;
   }
@@ -109,26 +133,29 @@ PyObject* launch(PyObject* callable, PyObject* const* args, std::size_t nargsf, 
   auto* recorder = core::Recorder::get();
   if (recorder == nullptr) return run();
   intern_in(self, *recorder);
+  const auto& spec = *self->spec;
+  const auto at = current_site(spec);
+  const auto& site = spec.sites[at];
+  const auto& ids = (*self->interned)[at];
   ThreadState* state = nullptr;
-  recorder = recorder_for(self->op_id, state);
+  recorder = recorder_for(ids.op_id, state);
   if (recorder == nullptr) return run();
   const auto phase = torch_handlers::current_phase(*state);
   const auto module = module_stack::current_module_id(phase);
   if (!module_stack::module_selected(module)) return run();
-  const auto& spec = *self->spec;
   PyObject* result = nullptr;
-  auto capture = [&](ValueCapture& c) { capture_inputs(c, spec, args, nargs, kwnames); };
+  auto capture = [&](ValueCapture& c) { capture_inputs(c, spec, site, args, nargs, kwnames); };
   // record_call takes the outputs as the call's result; the kernel's own result goes back to
   // the generated code.
   auto invoke = [&]() -> PyObject* {
     result = run();
-    return result == nullptr ? nullptr : outputs_of(spec, args, nargs, kwnames, result);
+    return result == nullptr ? nullptr : outputs_of(spec, site, args, nargs, kwnames, result);
   };
-  // Without a line of the program's in the kernel's FX nodes (a library module compiled whole),
+  // Without a line of the program's in the site's FX nodes (a library module compiled whole),
   // the launch's own: the line that called the compiled code, as eager recording would say.
-  const SourceSite* site = self->site.file_id != 0 ? &self->site : nullptr;
-  PyObject* outputs = record_call(*recorder, *state, self->op_id, phase, module, capture, invoke, false,
-                                  RecordUse::Recorded, site);
+  const SourceSite* source = ids.source.file_id != 0 ? &ids.source : nullptr;
+  PyObject* outputs = record_call(*recorder, *state, ids.op_id, phase, module, capture, invoke, false,
+                                  RecordUse::Recorded, source);
   if (outputs == nullptr) {  // the kernel raised, or OPHOOK_NAN=raise replaced its outputs
     Py_XDECREF(result);
     return nullptr;
@@ -142,6 +169,7 @@ void dealloc(PyObject* object) {
   PyTypeObject* type = Py_TYPE(object);
   Py_XDECREF(self->kernel);
   delete self->spec;
+  delete self->interned;
   PyObject_Free(object);
   Py_DECREF(type);  // instances of a heap type hold a reference to it
 }
@@ -173,6 +201,10 @@ PyTypeObject* launcher_type() {
 PyObject* launcher_type_object() { return reinterpret_cast<PyObject*>(launcher_type()); }
 
 PyObject* new_launcher(PyObject* kernel, KernelSpec spec) {
+  if (spec.sites.empty()) {
+    PyErr_SetString(PyExc_ValueError, "a kernel launcher needs the site that launches the kernel");
+    return nullptr;
+  }
   PyTypeObject* type = launcher_type();
   if (type == nullptr) return nullptr;
   auto* self = PyObject_New(Launcher, type);
@@ -180,13 +212,14 @@ PyObject* new_launcher(PyObject* kernel, KernelSpec spec) {
   self->vectorcall = launch;
   Py_INCREF(kernel);
   self->kernel = kernel;
-  spec.writes_inputs = std::any_of(spec.writes.begin(), spec.writes.end(), [&](int at) {
-    return std::find(spec.reads.begin(), spec.reads.end(), at) != spec.reads.end();
-  });
+  for (auto& site : spec.sites) {
+    site.writes_inputs = std::any_of(site.writes.begin(), site.writes.end(), [&](int at) {
+      return std::find(site.reads.begin(), site.reads.end(), at) != site.reads.end();
+    });
+  }
   self->spec = new KernelSpec(std::move(spec));
   self->interned_by = nullptr;
-  self->op_id = 0;
-  self->site = {};
+  self->interned = new std::vector<InternedSite>();
   return reinterpret_cast<PyObject*>(self);
 }
 
