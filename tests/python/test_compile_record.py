@@ -193,6 +193,8 @@ def test_a_kernel_launched_from_several_sites_names_each_sites_module(tmp_path):
     assert summary(tmp_path / "out")["first_nonfinite"]["seq"] == planted["seq"]
     # counted by name, whatever the site
     assert summary(tmp_path / "out")["ops"][products[0]["op"]]["count"] == 6
+    report = run_ophook("report", tmp_path / "out").stdout
+    assert "seq=%d op=%s" % (planted["seq"], planted["op"]) in report and " kernel_modules=2.linear " in report
 
 
 # A generated module of the form Inductor writes for CUDA (Triton kernels launched with .run), with

@@ -48,6 +48,7 @@ struct TraceRecord {
   std::int64_t step = 0;
   bool overridden = false;
   std::vector<std::string> sources;  // a compiled kernel's: the program's lines its ops come from
+  std::vector<std::string> modules;  // a compiled kernel's: the modules its ops run in
   std::vector<ArraySpec> arrays;
   std::vector<ScalarSpec> scalars;
   std::size_t line = 0;  // 1-based line number in trace.jsonl

@@ -169,9 +169,11 @@ TraceRecord record_from_json(const json& line) {
   auto overridden = line.find("overridden");
   record.overridden =
       overridden != line.end() && overridden->is_boolean() && overridden->get<bool>();
-  if (auto sources = line.find("sources"); sources != line.end() && sources->is_array()) {
-    for (const auto& source : *sources) {
-      if (source.is_string()) record.sources.push_back(source.get<std::string>());
+  for (auto [key, list] : {std::pair{"sources", &record.sources}, std::pair{"modules", &record.modules}}) {
+    if (auto items = line.find(key); items != line.end() && items->is_array()) {
+      for (const auto& item : *items) {
+        if (item.is_string()) list->push_back(item.get<std::string>());
+      }
     }
   }
   flatten_field(line, "args", record);

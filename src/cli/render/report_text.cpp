@@ -1,6 +1,7 @@
 #include "render/report_text.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -95,6 +96,8 @@ std::string describe_nonfinite(const RunReport& report) {
     const TraceRecord& r = *hit.record;
     std::string text = fmt::format("seq={} op={} source={} step={}", r.seq, r.op, r.source.value_or("-"), r.step);
     if (r.module) text += " module=" + *r.module;
+    // A compiled kernel's own modules: its `module` is the compiled callable's.
+    if (!r.modules.empty()) text += fmt::format(" kernel_modules={}", fmt::join(r.modules, ","));
     if (r.phase) text += " phase=" + *r.phase;
     if (!hit.value_path.empty()) {
       text += fmt::format(" ({}: {} NaN, {} Inf)", hit.value_path, hit.nan, hit.inf);
