@@ -24,7 +24,7 @@ _TRITON_KERNEL = re.compile(r"^(\w+) = async_compile\.triton\('\w+', '''(.*?)'''
 _TRITON_SIGNATURE = re.compile(r"^def \w+\(([^)]*)\):", re.M)
 _HANDLE = re.compile(r"^# \[Provenance debug handles\] (\S+)$")
 _ATEN = re.compile(r"Original ATen: \[([^\]]*)\]")
-_FRESH = re.compile(r"^(\w+) = (?:empty_strided_\w+\(|\w+; del \w+  # reuse$|reinterpret_tensor\(\w+, .*; del \w+  # reuse$)")
+_ALIAS = re.compile(r"\bauto\s+(\w+)\s*=\s*(in_out_ptr\d+)\s*;")  # a C++ kernel's other name for a pointer
 _EXTERN_CALL = re.compile(r"^(?:(\w+) = )?extern_kernels\.(\w+)\((.*)\)$")
 _KERNEL_CALL = re.compile(r"^(\w+)(\.run)?\((.*)\)$")  # a C++ kernel's call, a Triton kernel's run
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
@@ -160,55 +160,55 @@ def _launcher(kernel, name, extern, sites):
 
 
 def _kernel_parameters(kernel_source):
-    """(name, is_pointer) of a fused C++ kernel's parameters, in order."""
+    """(name, read) of a fused C++ kernel's parameters, in order (see _reads_before_writing)."""
     signature = _SIGNATURE.search(kernel_source)
     if signature is None:
         return []
+    body = kernel_source[signature.end():]
     parameters = []
     for declaration in signature.group(1).split(","):
         words = declaration.replace("*", " * ").split()
         if words:
-            parameters.append((words[-1], "*" in words))
+            parameters.append((words[-1], _reads_before_writing(words[-1], body)))
     return parameters
 
 
 def _triton_parameters(kernel_source):
-    """(name, is_pointer) of a Triton kernel's parameters, in order (constexpr ones are not passed)."""
+    """(name, read) of a Triton kernel's parameters, in order (constexpr ones are not
+    passed; see _reads_before_writing)."""
     signature = _TRITON_SIGNATURE.search(kernel_source)
     if signature is None:
         return []
+    body = kernel_source[signature.end():]
     names = [part.split(":")[0].strip() for part in signature.group(1).split(",")]
-    return [(name, "ptr" in name) for name in names if name]
+    return [(name, _reads_before_writing(name, body)) for name in names if name]
 
 
-def _split_arguments(text):
-    """Top-level comma-separated arguments of a call's argument text."""
-    parts, depth, start = [], 0, 0
-    for i, char in enumerate(text):
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif char == "," and depth == 0:
-            parts.append(text[start:i].strip())
-            start = i + 1
-    if text[start:].strip():
-        parts.append(text[start:].strip())
-    return parts
-
-
-def _buffer_of(argument):
-    match = re.match(r"(?:reinterpret_tensor\()?(\w+)", argument)
-    return match.group(1) if match else None
+def _reads_before_writing(pointer, body):
+    """Whether the kernel reads what the buffer held before it ran. in_ptr: yes; out_ptr: no;
+    in_out_ptr (loaded and stored) when its first access — under any name the kernel gives it
+    (`auto out_ptr0 = in_out_ptr0;`) — is a load: a buffer the kernel updates in place (a ReLU on
+    the product before it) rather than one it fills first and reads back (a fresh buffer, or a
+    dead one's storage taken over, used as scratch). Read, too, when no access is found."""
+    if not pointer.startswith("in_out_ptr"):
+        return not pointer.startswith("out_ptr")
+    names = {pointer} | {alias for alias, target in _ALIAS.findall(body) if target == pointer}
+    access = re.compile(r"\b(%s)\b" % "|".join(map(re.escape, sorted(names))))
+    for found in access.finditer(body):
+        before, after = body[:found.start()], body[found.end():]
+        if re.search(r"\bauto\s+$", before) or (re.search(r"\bauto\s+\w+\s*=\s*$", before) and re.match(r"\s*;", after)):
+            continue  # an alias's declaration (either side), not an access
+        if re.search(r"(?:\.store|tl\.store)\(\s*$", before) or re.match(r"\s*\[[^\]]*\]\s*=(?!=)", after):
+            return False
+        return True
+    return True
 
 
 def _call_sites(source, parameters):
     """The kernel launches of call(), in order: kernel name, extern or not, the line of the module
     that launches it, provenance handle and ATen comment, and for a fused kernel which positional
-    arguments it reads and writes. A pointer
-    named in_out_ptr is read only when its buffer holds a value already: not when call() has just
-    allocated it or taken over a dead buffer's storage ("# reuse"), where the kernel uses it as
-    scratch before writing its result."""
+    arguments it reads (the pointers whose content it reads, see _reads_before_writing) and writes
+    (out_ptr and in_out_ptr)."""
     start = source.find("    def call(self, args):")
     if start < 0:
         start = source.find("def call(args):")
@@ -217,7 +217,6 @@ def _call_sites(source, parameters):
     lines = source[start:].splitlines()[1:]
     first_line = source.count("\n", 0, start) + 2  # the module's line number of lines[0]
     indent = None
-    fresh = set()
     handle = aten = None
     for number, raw in enumerate(lines, first_line):
         if not raw.strip():
@@ -236,37 +235,19 @@ def _call_sites(source, parameters):
             if found:
                 aten = [name.strip() for name in found.group(1).split(",") if name.strip()]
             continue
-        found = _FRESH.match(line)
-        if found:
-            fresh.add(found.group(1))
-            continue
         found = _EXTERN_CALL.match(line)
         if found:
-            arguments = _split_arguments(found.group(3))
-            for argument in arguments:
-                if argument.startswith("out="):
-                    fresh.discard(_buffer_of(argument[4:]))
-            fresh.discard(found.group(1))
             yield {"kernel": found.group(2), "extern": True, "line": number, "handle": handle, "aten": aten}
             handle = aten = None
             continue
         found = _KERNEL_CALL.match(line)
         if found and found.group(1) in parameters:
-            # keyword arguments (a Triton launch's stream=) are not the kernel's parameters
-            arguments = [a for a in _split_arguments(found.group(3)) if not re.match(r"\w+=", a)]
             reads, writes = [], []
-            for index, (name, pointer) in enumerate(parameters[found.group(1)]):
-                buffer = _buffer_of(arguments[index]) if index < len(arguments) else None
-                if name.startswith("in_out_ptr"):
-                    writes.append(index)
-                    if buffer not in fresh:
-                        reads.append(index)
-                elif name.startswith("out_ptr"):
-                    writes.append(index)
-                else:
+            for index, (name, read) in enumerate(parameters[found.group(1)]):
+                if read:
                     reads.append(index)
-            for index in writes:
-                fresh.discard(_buffer_of(arguments[index]) if index < len(arguments) else None)
+                if name.startswith(("in_out_ptr", "out_ptr")):
+                    writes.append(index)
             yield {"kernel": found.group(1), "extern": False, "line": number, "handle": handle, "aten": aten,
                    "reads": reads, "writes": writes}
             handle = aten = None

@@ -3,12 +3,16 @@ without ophook, and every kernel its Inductor-generated code launches is a recor
 `compiled` with its values, the aten ops it computes and the user's lines they come from; the
 NaN hunt names the kernel and the line. Real programs on Inductor's CPU backend under LD_PRELOAD."""
 import json
+import sys
 
 import numpy as np
 import pytest
 
 from cli_fixtures import run_ophook
-from conftest import arrays, load, run_script, same_bits, summary, trace
+from conftest import SHIM_DIR, arrays, load, run_script, same_bits, summary, trace
+
+sys.path.insert(0, str(SHIM_DIR))  # the package without starting it: its reading of kernel sources
+from ophook._compiled_kernels import _reads_before_writing  # noqa: E402
 
 # One training step of a compiled block (Linear, LayerNorm, GELU); prints the output, the loss
 # and the updated weight as hex bytes, and writes the output's bytes.
@@ -153,7 +157,6 @@ def test_a_nan_born_in_a_compiled_kernel_names_the_kernel_and_the_line(tmp_path)
 # from a site per block, each site with its own module and buffers. Planted: the third block's
 # product overflows.
 BLOCKS = """
-import sys
 import torch
 torch.manual_seed(0)
 
@@ -197,6 +200,45 @@ def test_a_kernel_launched_from_several_sites_names_each_sites_module(tmp_path):
     assert "seq=%d op=%s" % (planted["seq"], planted["op"]) in report and " kernel_modules=2.linear " in report
 
 
+# x @ w, then a ReLU Inductor runs in place on the product's buffer (buf1 = buf0; del buf0  # reuse).
+IN_PLACE = """
+import torch
+
+@torch.compile
+def layer(x, w):
+    return torch.relu(x @ w)
+
+x = torch.ones(4, 8)
+x[0, 0] = float("inf")  # an Inf the program puts there itself
+print(layer(x, torch.ones(8, 8)).isinf().sum().item())
+"""
+
+
+def test_a_kernel_updating_a_buffer_in_place_reads_what_it_held(tmp_path):
+    proc = run_script(tmp_path, IN_PLACE, mode="stats", compile="record", nan="warn", timeout=300)
+    assert proc.stdout.strip() == "8"
+    assert "first NaN/Inf from finite inputs" not in proc.stderr  # the Inf came in with x
+    kernels = [r for r in trace(tmp_path / "out") if r["level"] == "compiled"]
+    relu = next(r for r in kernels if "cpp_fused_relu" in r["op"])
+    (product,) = arrays(relu, "args")
+    assert product["shape"] == [4, 8] and product["stats"]["inf"] == 8
+
+
+@pytest.mark.parametrize("body, read", [
+    ("auto tmp0 = at::vec::Vectorized<float>::loadu(in_out_ptr0 + x0, 16);\n"
+     "tmp1.store(in_out_ptr0 + x0, 16);", True),                       # updated in place
+    ("tmp5.store(in_out_ptr0 + x0);\nauto tmp9 = in_out_ptr0[x0];", False),  # filled, read back
+    ("in_out_ptr0[x0] = tmp5;\nauto tmp9 = in_out_ptr0[x0];", False),
+    ("auto out_ptr2 = in_out_ptr0;\ntmp5.store(out_ptr2 + x0);\nauto tmp7 = in_out_ptr0[x0];", False),
+    ("auto in_ptr2 = in_out_ptr0;\nauto tmp0 = in_ptr2[x0];\nin_out_ptr0[x0] = tmp0;", True),
+    ("tmp1 = tl.load(in_out_ptr0 + (x0), xmask)\ntl.store(in_out_ptr0 + (x0), tmp1, xmask)", True),
+    ("tl.store(in_out_ptr0 + (x0), tmp3, xmask)\ntmp4 = tl.load(in_out_ptr0 + (x0), xmask)", False),
+])
+def test_an_in_out_pointer_is_read_when_the_kernel_loads_it_first(body, read):
+    assert _reads_before_writing("in_out_ptr0", body) is read
+    assert _reads_before_writing("in_ptr0", body) and not _reads_before_writing("out_ptr0", body)
+
+
 # A generated module of the form Inductor writes for CUDA (Triton kernels launched with .run), with
 # a stand-in for Triton that computes on the CPU: what the launchers see of a Triton kernel
 # without a GPU. buf0 is fresh (an output only); arg1_1 is read and written in place.
@@ -219,7 +261,12 @@ triton_poi_fused_add_mul_0 = async_compile.triton('triton_poi_fused_add_mul_0', 
 import triton
 @triton.jit
 def triton_poi_fused_add_mul_0(in_ptr0, in_out_ptr0, out_ptr0, xnumel, XBLOCK : tl.constexpr):
-    pass
+    xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:]
+    xmask = xindex < xnumel
+    tmp0 = tl.load(in_ptr0 + (xindex), xmask)
+    tmp1 = tl.load(in_out_ptr0 + (xindex), xmask)
+    tl.store(out_ptr0 + (xindex), tmp0 * 2.0, xmask)
+    tl.store(in_out_ptr0 + (xindex), tmp1 + tmp0, xmask)
 ''', device_str='cuda')
 
 def call(args):
