@@ -195,10 +195,13 @@ def _reads_before_writing(pointer, body):
     names = {pointer} | {alias for alias, target in _ALIAS.findall(body) if target == pointer}
     access = re.compile(r"\b(%s)\b" % "|".join(map(re.escape, sorted(names))))
     for found in access.finditer(body):
-        before, after = body[:found.start()], body[found.end():]
-        if re.search(r"\bauto\s+$", before) or (re.search(r"\bauto\s+\w+\s*=\s*$", before) and re.match(r"\s*;", after)):
+        # what leads up to the name on its line, and what follows it there
+        line_end = body.find("\n", found.end())
+        before = body[body.rfind("\n", 0, found.start()) + 1:found.start()]
+        after = body[found.end():line_end if line_end >= 0 else len(body)]
+        if re.search(r"\bauto\s+$", before) or (re.search(r"\bauto\s+\w+\s*=\s*$", before) and after.strip() == ";"):
             continue  # an alias's declaration (either side), not an access
-        if re.search(r"(?:\.store|tl\.store)\(\s*$", before) or re.match(r"\s*\[[^\]]*\]\s*=(?!=)", after):
+        if re.search(r"\.store\(\s*$", before) or re.match(r"\s*\[[^\]]*\]\s*=(?!=)", after):
             return False
         return True
     return True
