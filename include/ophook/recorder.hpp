@@ -10,6 +10,7 @@
 #include <regex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ophook/config.hpp"
 #include "ophook/intern_table.hpp"
@@ -38,6 +39,10 @@ struct OpEntry {
   /// compiled kernel launched from another site); 0 for the first. Counts go by name.
   std::uint32_t same_name_as = 0;
 };
+
+/// The strings of the list `key` in an op's annotation (a compiled kernel's "computes", "modules"),
+/// in order; empty when it has none.
+OPHOOK_API std::vector<std::string> annotation_list(std::string_view annotation, const char* key);
 
 /// The process's recorder: configuration, op/string/dtype tables, the sequence counter, the queue
 /// and its writer thread, and the end-of-process summary. One instance per process, made by

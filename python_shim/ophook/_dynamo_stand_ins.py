@@ -5,8 +5,9 @@ Under both policies compiled regions compile as if ophook were absent. Dynamo tr
 function mode's __torch_function__ on each op it meets, and ophook's is a C++ builtin, which Dynamo
 cannot trace (a graph break). It is registered with torch.compiler.substitute_in_graph: while
 Dynamo traces, it traces a stand-in that runs the op as if no mode were there; eager code still
-calls the builtin itself. So no Python frame runs per eager op, and a warning torch raises inside an op keeps the
-program's line as its place (a Python __torch_function__ would be the innermost frame, and named).
+calls the builtin itself. So no Python frame runs per eager op, and a warning torch raises inside
+an op keeps the program's line as its place (a Python __torch_function__ would be the innermost
+frame, and named).
 """
 
 # ids of the callables given a stand-in: substitute_in_graph refuses a second registration, and a

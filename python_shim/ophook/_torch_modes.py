@@ -119,7 +119,8 @@ class _Installation:
         if not os.environ.get("RANK"):
             self.hook_handles.append(optim_module.register_optimizer_step_post_hook(hook(_rank_watcher())))
         # torch.compile(module) warns whenever any global module hook exists; these are ophook's.
-        warnings.filterwarnings("ignore", message=re.escape(_dynamo_stand_ins.COMPILED_MODULE_WARNING), category=UserWarning)
+        warnings.filterwarnings("ignore", message=re.escape(_dynamo_stand_ins.COMPILED_MODULE_WARNING),
+                                category=UserWarning)
         traced_module = getattr(getattr(self.torch, "jit", None), "TracedModule", None)
         if self.dispatch_mode is not None and traced_module is not None:
             _ophook.torch_set_jit_guard(self.torch._C._get_tracing_state, traced_module, self._jit_guard)
@@ -221,7 +222,8 @@ class _Installation:
         torch = self.torch
         try:
             if not _dynamo_stand_ins.available(torch):
-                raise RuntimeError("torch %s has no torch.compiler.substitute_in_graph (torch 2.5 on)" % torch.__version__)
+                raise RuntimeError("torch %s has no torch.compiler.substitute_in_graph (torch 2.5 on)"
+                                   % torch.__version__)
             if self.function_mode is not None:
                 handler = type(self.function_mode).__dict__["__torch_function__"]
                 _dynamo_stand_ins.give_stand_in(torch, handler, _dynamo_stand_ins.run_the_op)

@@ -103,17 +103,23 @@ void Recorder::begin_run(const Config& config, WriterThread thread) {
   finished_.store(false, std::memory_order_release);
 }
 
+std::vector<std::string> annotation_list(std::string_view annotation, const char* key) {
+  std::vector<std::string> items;
+  if (annotation.empty()) return items;
+  const auto fields = nlohmann::json::parse("{" + std::string(annotation) + "}", nullptr, false);
+  if (fields.is_discarded() || !fields.contains(key) || !fields[key].is_array()) return items;
+  for (const auto& item : fields[key]) {
+    if (item.is_string()) items.push_back(item.get<std::string>());
+  }
+  return items;
+}
+
 namespace {
 
 /// The names the filters look at: the op's, and the aten ops a compiled kernel computes.
 std::vector<std::string> filtered_names(const std::string& name, std::string_view annotation) {
   std::vector<std::string> names{name};
-  if (annotation.empty()) return names;
-  const auto fields = nlohmann::json::parse("{" + std::string(annotation) + "}", nullptr, false);
-  if (fields.is_discarded() || !fields.contains("computes") || !fields["computes"].is_array()) return names;
-  for (const auto& op : fields["computes"]) {
-    if (op.is_string()) names.push_back(op.get<std::string>());
-  }
+  for (auto& op : annotation_list(annotation, "computes")) names.push_back(std::move(op));
   return names;
 }
 

@@ -6,8 +6,6 @@
 #include <vector>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
-
 #include "torch/device_readback.hpp"
 #include "ophook/log.hpp"
 #include "ophook/npy.hpp"
@@ -83,14 +81,10 @@ namespace {
 /// and "modules": ", computing aten.view, aten.addmm in transformer.h.1.mlp.c_fc"; empty for
 /// other ops. (The call's own module is the compiled callable's.)
 std::string kernel_contents(const core::OpEntry& op) {
-  if (op.level != core::Level::Compiled || op.annotation.empty()) return {};
-  const auto fields = nlohmann::json::parse("{" + op.annotation + "}", nullptr, false);
+  if (op.level != core::Level::Compiled) return {};
   auto listed = [&](const char* key) {
     std::string text;
-    if (!fields.is_object() || !fields.contains(key) || !fields[key].is_array()) return text;
-    for (const auto& item : fields[key]) {
-      if (item.is_string()) text += (text.empty() ? "" : ", ") + item.get<std::string>();
-    }
+    for (const auto& item : core::annotation_list(op.annotation, key)) text += (text.empty() ? "" : ", ") + item;
     return text;
   };
   const auto computes = listed("computes"), modules = listed("modules");

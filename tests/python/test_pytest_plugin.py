@@ -192,7 +192,8 @@ def test_warnings_as_errors_see_no_warning_of_ophooks_making(numbers, recording)
     numbers.makeini("[pytest]\nfilterwarnings =\n    error\n")
     per_test = ["--ophook-record=ref"] if recording == "per test" else []
     run_plugin(numbers, "test_compiled.py", "-W", "error", *per_test).assert_outcomes(passed=1)
-    recorded = numbers.path / ("ref/" + node_path("test_compiled.py::test_compiled_module") if per_test else "np_op_dumps")
+    recorded = numbers.path / ("ref/" + node_path("test_compiled.py::test_compiled_module") if per_test
+                               else "np_op_dumps")
     assert "torch.ones" in {r["op"] for r in trace(recorded)}
 
 
