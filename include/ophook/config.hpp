@@ -78,7 +78,10 @@ struct OPHOOK_API ConfigError {
   std::string variable;  // e.g. "OPHOOK_MODE"
   std::string value;
   std::string accepted;  // e.g. "trace, stats, dump"
-  /// "OPHOOK_MODE='fast' is not valid (accepted: trace, stats, dump)"
+  /// A variable that is no setting but resembles one (OPHOOK_OUTPUT_DIR): that setting's variable.
+  std::string resembles;
+  /// "OPHOOK_MODE='fast' is not valid (accepted: trace, stats, dump)", or for a misspelled name
+  /// "OPHOOK_OUTPUT_DIR='runs' is not an ophook setting (did you mean OPHOOK_OUTPUT?)"
   std::string message() const;
 };
 

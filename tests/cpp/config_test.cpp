@@ -237,7 +237,7 @@ TEST(Config, SettingsTableNamesEachVariableOnce) {
 }
 
 TEST(Config, MessageFormat) {
-  const ConfigError e{"OPHOOK_MODE", "fast", "trace, stats, dump"};
+  const ConfigError e{"OPHOOK_MODE", "fast", "trace, stats, dump", {}};
   EXPECT_EQ(e.message(), "OPHOOK_MODE='fast' is not valid (accepted: trace, stats, dump)");
 }
 
@@ -321,6 +321,38 @@ TEST(Config, FromEnvironment) {
   EXPECT_EQ(r.config.mode, Mode::Trace);
   ASSERT_EQ(r.errors.size(), 1u);
   EXPECT_EQ(r.errors[0].variable, "OPHOOK_NAN");
+}
+
+TEST(Config, MisspelledVariableNamesTheSettingItResembles) {
+  const Settings given = {{"OPHOOK_OUTPUT_DIR", "runs"}, {"OPHOOK_LEVEL", "numpy"}, {"OPHOOK_NANS", "warn"},
+                          {"OPHOOK_MDOE", "stats"},      {"OPHOOK_RING", "1M"},     {"OPHOOK_MODE", "trace"}};
+  const ConfigResult r = parse_config(given);
+  std::map<std::string, std::string> resembles;
+  for (const auto& e : r.errors) resembles[e.variable] = e.resembles;
+  const std::map<std::string, std::string> expected = {{"OPHOOK_OUTPUT_DIR", "OPHOOK_OUTPUT"},
+                                                       {"OPHOOK_LEVEL", "OPHOOK_LEVELS"},
+                                                       {"OPHOOK_NANS", "OPHOOK_NAN"},
+                                                       {"OPHOOK_MDOE", "OPHOOK_MODE"},
+                                                       {"OPHOOK_RING", "OPHOOK_RING_BYTES"}};
+  EXPECT_EQ(resembles, expected);
+  EXPECT_EQ(r.config.mode, Mode::Trace);  // the real settings still apply
+  EXPECT_EQ(r.errors.front().message(), "OPHOOK_LEVEL='numpy' is not an ophook setting (did you mean OPHOOK_LEVELS?)");
+}
+
+TEST(Config, VariablesResemblingNoSettingAreLeftAlone) {
+  // What ophook exports to its children, a test harness's own, and unset (empty) ones.
+  const Settings given = {{"OPHOOK_ROOT_PID", "12"},   {"OPHOOK_ROOT_OUTPUT", "/tmp/x"}, {"OPHOOK_HELD_RANK", "1"},
+                          {"OPHOOK_BUILD_DIR", "b"},   {"OPHOOK_SOURCE_DIR", "s"},       {"OPHOOK_TEST_NO_LINKS", "1"},
+                          {"OPHOOK_OUTPUT_DIR", ""},   {"OPHOOK_DUMP_INCLUDE", "mm"},    {"OPHOOK_LOG_LEVEL", "warn"}};
+  EXPECT_TRUE(parse_config(given).errors.empty());
+}
+
+TEST(Config, MisspelledVariableInTheEnvironment) {
+  ::setenv("OPHOOK_QUEUE_BYTE", "64M", 1);
+  const ConfigResult r = parse_config_from_environment();
+  ::unsetenv("OPHOOK_QUEUE_BYTE");
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].message(), "OPHOOK_QUEUE_BYTE='64M' is not an ophook setting (did you mean OPHOOK_QUEUE_BYTES?)");
 }
 
 }  // namespace

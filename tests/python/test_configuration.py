@@ -92,6 +92,9 @@ def test_log_levels(runner):
     ("OPHOOK_INCLUDE", "([", "regular expression"),
     ("OPHOOK_MAX_BYTES", "12Q", "K"),
     ("OPHOOK_NAN", "maybe", "raise"),
+    # A misspelled name: silently ignored, it would record with defaults the user did not want.
+    ("OPHOOK_OUTPUT_DIR", "runs", "is not an ophook setting (did you mean OPHOOK_OUTPUT?)"),
+    ("OPHOOK_LEVEL", "torch_dispatch", "(did you mean OPHOOK_LEVELS?)"),
 ])
 def test_bad_values_run_unhooked_with_one_clear_line(runner, variable, value, accepted):
     run = runner.run(LOOP % 2, env={variable: value})
