@@ -25,7 +25,9 @@ OPHOOK_API std::string_view to_string(Phase phase);     // "", "forward", "backw
 
 /// What an array value was in Python. Replay rebuilds the same: torch.from_numpy takes an ndarray,
 /// and a NumPy scalar is saved as a 0-d array.
-enum class ArrayType : std::uint8_t { Unknown, NumpyArray, NumpyScalar, TorchTensor };
+/// What an array value was in Python. `Buffer`: an object exporting the buffer protocol (a
+/// memoryview, an array.array, a Cython typed memoryview), recorded as the array NumPy makes of it.
+enum class ArrayType : std::uint8_t { Unknown, NumpyArray, NumpyScalar, TorchTensor, Buffer };
 
 /// Where arrays' bytes wait on their device (OPHOOK_RING_BYTES' ring on a GPU, docs/devices.md):
 /// they cross to the host only when a trigger writes the ring.

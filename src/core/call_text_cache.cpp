@@ -45,9 +45,9 @@ const CallTextCache::Texts* CallTextCache::find(const CallRecord& record) {
   put_all(key_, record.values);
   for (const auto& array : record.arrays) {
     // Strides, when kept, are as many as the dimensions: a flag in ndim's top bit says so; the
-    // Python type takes the two bits below.
+    // Python type takes the three bits below.
     const auto layout_flag = array.strides.empty() ? 0u : 0x8000'0000u;
-    const auto type_bits = static_cast<std::uint32_t>(array.python_type) << 29;
+    const auto type_bits = static_cast<std::uint32_t>(array.python_type) << 28;
     put(key_, ArrayKey{array.dtype_id, array.device_id, array.no_data_reason_id,
                        static_cast<std::uint32_t>(array.shape.size()) | layout_flag | type_bits});
     put_all(key_, array.shape);

@@ -237,10 +237,12 @@ class RecordJson::Encoder {
   }
 
   /// What the array was in Python, where replay cannot assume it: a NumPy array in a torch call
-  /// (torch.from_numpy), a tensor in a NumPy call, and every NumPy scalar.
+  /// (torch.from_numpy), a tensor in a NumPy call, every NumPy scalar and buffer exporter.
   void python_type(ArrayType type) {
     if (type == ArrayType::NumpyScalar) {
       json_.raw(R"(,"python_type":"numpy.generic")");
+    } else if (type == ArrayType::Buffer) {
+      json_.raw(R"(,"python_type":"buffer")");
     } else if (type == ArrayType::NumpyArray && torch_call_) {
       json_.raw(R"(,"python_type":"numpy.ndarray")");
     } else if (type == ArrayType::TorchTensor && !torch_call_) {

@@ -5,6 +5,7 @@ import textwrap
 import numpy as np
 import pytest
 
+from cli_fixtures import run_ophook
 from conftest import arrays_in
 
 PIPELINE = textwrap.dedent("""
@@ -177,3 +178,40 @@ def test_nan_check_in_place_finds_culprits_that_write_into_their_inputs(runner, 
         warnings = [l for l in run.stderr.splitlines() if "first NaN/Inf" in l]
         assert len(warnings) == 1 and op in warnings[0]
     assert firsts["trace"] == firsts["stats"]
+
+
+# Values NumPy takes through the buffer protocol (as scikit-learn's Cython code hands it typed
+# memoryviews): a NaN or Inf they hold is an input's, not the call's making.
+BUFFERS = textwrap.dedent("""
+    import array
+    import numpy as np
+    held = np.array([np.nan, 1.0, 2.0, 3.0])
+    y = np.add(memoryview(held), 1.0)                          # NaN held in a memoryview
+    z = np.sqrt(array.array("d", [float("inf"), 4.0]))       # Inf held in an array.array
+    s = np.multiply(memoryview(held)[1::2], 2.0)              # a strided memoryview: finite
+    w = np.log(np.array([-1.0, 1.0]))                         # line 8: the first NaN made here
+    print(y, z, s, w)
+""")
+
+
+@pytest.mark.parametrize("mode", ["trace", "stats", "dump"])
+def test_nan_held_by_a_buffer_exporter_is_an_inputs(runner, mode):
+    plain = runner.run(BUFFERS, how="plain")
+    run = runner.run(BUFFERS, env={"OPHOOK_NAN": "warn", "OPHOOK_MODE": mode})
+    assert run.stdout == plain.stdout
+    first = run.summary()["first_nonfinite"]
+    assert first["op"] == "numpy.log" and first["source"].endswith(":8:<module>"), first
+    records = {}
+    for r in run.records():
+        records.setdefault(r["op"], r)  # the program's own: printing the arrays makes calls after them
+    held = {"numpy.add": [np.nan, 1.0, 2.0, 3.0], "numpy.sqrt": [np.inf, 4.0], "numpy.multiply": [1.0, 3.0]}
+    for op, values in held.items():
+        arg = arrays_in(records[op]["args"])[0]
+        assert (arg["kind"], arg["python_type"], arg["shape"], arg["dtype"]) == ("array", "buffer", [len(values)], "float64")
+        if mode != "trace":
+            assert (arg["stats"]["nan"], arg["stats"]["inf"]) == (int(np.isnan(values).sum()), int(np.isinf(values).sum()))
+        if mode == "dump":
+            np.testing.assert_array_equal(run.load(arg["file"]), values)
+    if mode == "dump":  # replay rebuilds them as arrays: the same bits
+        replay = run_ophook("replay", str(run.output))
+        assert replay.returncode == 0 and "0 skipped" in replay.stdout, replay.stdout
