@@ -59,6 +59,13 @@ struct ArrayCapture {
   std::uint32_t device_id = 0;         // interned string; 0 = "cpu"
   std::uint32_t no_data_reason_id = 0; // interned string; 0 = none
   std::int32_t alias_of = -1;          // the same object as an earlier array of this record
+  /// Another object viewing the memory of an earlier array of this record, whose one block of
+  /// memory holds all of this one's elements (np.matmul(x.T, x)): its element 0 lies
+  /// `view_offset` elements past that array's. NumPy takes other paths for operands that share
+  /// memory (BLAS syrk), so replay hands the op the same sharing. Noted where arrays are copied.
+  std::int32_t view_of = -1;
+  std::int64_t view_offset = 0;
+  bool viewed = false;                  // a later array of this record is a view into this one
   ArrayType python_type = ArrayType::Unknown;
   bool captured = false;                // `data` holds all `nbytes` element bytes (maybe 0)
   std::unique_ptr<std::byte[]> data;
@@ -89,7 +96,9 @@ struct ArrayCapture {
     shape.clear();
     strides.clear();
     dtype_id = device_id = no_data_reason_id = 0;
-    alias_of = -1;
+    alias_of = view_of = -1;
+    view_offset = 0;
+    viewed = false;
     python_type = ArrayType::Unknown;
     captured = false;
     nbytes = 0;

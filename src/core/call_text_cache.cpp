@@ -52,6 +52,8 @@ const CallTextCache::Texts* CallTextCache::find(const CallRecord& record) {
                        static_cast<std::uint32_t>(array.shape.size()) | layout_flag | type_bits});
     put_all(key_, array.shape);
     put_all(key_, array.strides);
+    put(key_, array.view_of);
+    if (array.view_of >= 0) put(key_, array.view_offset);
   }
   const auto key = key_.view();
   hash_ = XXH3_64bits(key.data(), key.size());

@@ -5,6 +5,8 @@
 #include <array>
 #include <cmath>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "json_line.hpp"
 #include "ophook/recorder.hpp"
@@ -128,19 +130,26 @@ class RecordJson::Encoder {
     out_.push_back(keyed ? '}' : ']');
   }
 
-  /// Adds the JSON Pointer (RFC 6901) of the value being written to the "tuples" field.
-  void note_tuple() {
-    tuples_ += tuples_.empty() ? "\"" : ",\"";
+  /// The JSON Pointer (RFC 6901) of the value being written, its text escaped for a JSON string.
+  std::string pointer() const {
+    std::string out;
     for (std::size_t i = 0; i < depth_; ++i) {
-      tuples_ += '/';
+      out += '/';
       if (!path_[i].is_key) {
-        tuples_ += fmt::format_int(path_[i].index).c_str();
+        out += fmt::format_int(path_[i].index).c_str();
         continue;
       }
       std::string key;
       for (char c : path_[i].key) key += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
-      tuples_ += escaped(key, false);
+      out += escaped(key, false);
     }
+    return out;
+  }
+
+  /// Adds the pointer of the value being written to the "tuples" field.
+  void note_tuple() {
+    tuples_ += tuples_.empty() ? "\"" : ",\"";
+    tuples_ += pointer();
     tuples_ += '"';
   }
 
@@ -233,7 +242,21 @@ class RecordJson::Encoder {
       json_.string(to_string(outcome.no_file));
     }
     python_type(a.python_type);
+    if (a.viewed) viewed_.emplace_back(index, pointer());
+    if (a.view_of >= 0) view(a);
     out_.push_back('}');
+  }
+
+  /// "view_of" (the pointer of the array whose memory this one views) and "view_offset".
+  void view(const ArrayCapture& a) {
+    for (const auto& [index, where] : viewed_) {
+      if (index != static_cast<std::uint32_t>(a.view_of)) continue;
+      json_.raw(R"(,"view_of":")");
+      json_.raw(where);
+      json_.raw(R"(","view_offset":)");
+      json_.integer(a.view_offset);
+      return;
+    }
   }
 
   /// What the array was in Python, where replay cannot assume it: a NumPy array in a torch call
@@ -296,6 +319,7 @@ class RecordJson::Encoder {
   std::array<Segment, 16> path_{};  // where the value being written sits: path_[0..depth_)
   std::size_t depth_ = 0;
   std::string tuples_;  // the "tuples" field's items, empty while the record has none
+  std::vector<std::pair<std::uint32_t, std::string>> viewed_;  // arrays others view: index, pointer
 };
 
 void RecordJson::append(LineBuffer& out, const CallRecord& record,

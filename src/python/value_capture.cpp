@@ -72,6 +72,19 @@ void ValueCapture::begin_outputs() {
   overflow_.clear();
 }
 
+void ValueCapture::note_block(std::uint32_t index, const std::byte* first, std::size_t nbytes, std::uint32_t dtype_id) {
+  if (block_count_ < kMaxBlocks) blocks_[block_count_++] = {index, first, nbytes, dtype_id};
+}
+
+const ValueCapture::Block* ValueCapture::block_holding(const std::byte* low, const std::byte* end,
+                                                       std::uint32_t dtype_id) const {
+  for (std::size_t i = 0; i < block_count_; ++i) {
+    const auto& block = blocks_[i];
+    if (block.dtype_id == dtype_id && low >= block.first && end <= block.first + block.nbytes) return &block;
+  }
+  return nullptr;
+}
+
 std::int32_t ValueCapture::alias_of(PyObject* object) const {
   for (std::size_t i = 0; i < seen_count_; ++i) {
     if (seen_[i].first == object) return static_cast<std::int32_t>(seen_[i].second);

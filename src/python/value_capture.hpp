@@ -69,6 +69,18 @@ class ValueCapture {
   bool inputs_may_be_written() const { return inputs_may_be_written_; }
   /// Index an earlier capture of `object` in the current section, or -1.
   std::int32_t alias_of(PyObject* object) const;
+  /// An input whose memory is one block (`nbytes` from `first`) of dtype `dtype_id`, the array at
+  /// `index`: later inputs lying in it are views into it (ArrayCapture::view_of).
+  void note_block(std::uint32_t index, const std::byte* first, std::size_t nbytes, std::uint32_t dtype_id);
+  /// The earlier input block of dtype `dtype_id` that holds the bytes [low, end), or none.
+  struct Block {
+    std::uint32_t index = 0;
+    const std::byte* first = nullptr;
+    std::size_t nbytes = 0;
+    std::uint32_t dtype_id = 0;
+  };
+  const Block* block_holding(const std::byte* low, const std::byte* end, std::uint32_t dtype_id) const;
+  bool in_outputs() const { return in_outputs_; }
   /// Appends `array` as the value for `object` and returns its index.
   std::uint32_t add_array(PyObject* object, core::ArrayCapture array);
   /// Appends a cleared array slot (with recycled buffers) as the value for `object`; fill it in.
@@ -100,6 +112,10 @@ class ValueCapture {
   static constexpr std::size_t kInlineSeen = 8;
   std::array<std::pair<PyObject*, std::uint32_t>, kInlineSeen> seen_{};
   std::size_t seen_count_ = 0;
+  // The inputs' blocks that later inputs may view; a call with more shares no memory worth noting.
+  static constexpr std::size_t kMaxBlocks = 4;
+  std::array<Block, kMaxBlocks> blocks_{};
+  std::size_t block_count_ = 0;
   std::vector<std::pair<PyObject*, std::uint32_t>> overflow_;
 };
 

@@ -282,3 +282,40 @@ def test_seq_selection_and_html(runs, tmp_path):
     assert all(c["status"] == "match" for c in document["calls"])
     page = html.read_text()
     assert "aten.addmm.default" in page and "Ops, ranked by error" in page
+
+
+# Operands that share memory: NumPy computes x.T @ x with BLAS syrk (one buffer), where two
+# buffers take gemm and differ in the last bits; each operand pair here lies in one block.
+SHARING = """
+    import numpy as np
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(300, 37))
+    gram = x.T @ x                       # x.T is a block (Fortran order), x lies in it
+    part = np.dot(x, x.T[:, 5:50])       # a slice of the transpose, offset into x
+    f = np.asfortranarray(x)
+    back = np.matmul(f.T, f[::-1, 2:])   # a reversed, offset view
+    fresh = np.add(x, x.copy())          # no sharing
+"""
+
+
+def test_operands_sharing_memory_are_replayed_sharing_it(tmp_path):
+    run_script(tmp_path, SHARING, output=tmp_path / "out", mode="dump")
+    out = tmp_path / "out"
+    records = {r["op"]: r for r in trace(out) if r["op"] in ("numpy.matmul", "numpy.dot", "numpy.add")}
+    assert not any("view_of" in a for a in records["numpy.add"]["args"])
+    views = 0
+    for op in ("numpy.matmul", "numpy.dot"):
+        first, second = records[op]["args"][:2]
+        base, view = (first, second) if "view_of" in second else (second, first)
+        assert view["view_of"] == "/args/%d" % records[op]["args"].index(base)
+        # The view, rebuilt from the base's file at its offset and strides, holds its own file's values.
+        memory = np.load(out / base["file"]).ravel(order="F" if base.get("strides") else "C")
+        values = np.load(out / view["file"])
+        strides = view.get("strides") or [s // values.itemsize for s in values.strides]
+        rebuilt = np.lib.stride_tricks.as_strided(memory[view["view_offset"]:], values.shape,
+                                                  [s * values.itemsize for s in strides])
+        np.testing.assert_array_equal(rebuilt, values)
+        views += 1
+    assert views == 2
+    proc = replay(out)
+    assert proc.returncode == 0 and "0 mismatch" in proc.stdout, proc.stdout + proc.stderr

@@ -76,6 +76,27 @@ def torch_layout(tensor, strides):
     return out
 
 
+def shared_view(base, spec, loaded):
+    """An input recorded as a view into an earlier input of its call ("view_of": `base` as rebuilt,
+    "view_offset": where its element 0 lies in `base`'s memory, in elements) rebuilt as that view,
+    so that the op sees the sharing it saw (NumPy computes x.T @ x with BLAS syrk, two arrays with
+    gemm). `loaded` — the input's own file — when `base` is not one block of memory or the view's
+    values are not the file's."""
+    if not (isinstance(base, np.ndarray) and isinstance(loaded, np.ndarray)) or base.dtype != loaded.dtype:
+        return loaded
+    if loaded.size == 0 or not (base.flags.c_contiguous or base.flags.f_contiguous):
+        return loaded
+    memory = base.ravel(order="K")  # a view, element 0 first, for a base in C or Fortran order
+    offset = spec.get("view_offset", 0)
+    strides = spec.get("strides") or [s // loaded.itemsize for s in np.empty(loaded.shape, loaded.dtype).strides]
+    low = offset + sum((n - 1) * s for n, s in zip(loaded.shape, strides) if s < 0)
+    high = offset + sum((n - 1) * s for n, s in zip(loaded.shape, strides) if s > 0)
+    if low < 0 or high >= memory.size:
+        return loaded
+    view = np.lib.stride_tricks.as_strided(memory[offset:], loaded.shape, [s * loaded.itemsize for s in strides])
+    return view if view.tobytes() == loaded.tobytes() else loaded
+
+
 def saved_form(value):
     """`value` (ndarray, NumPy scalar or tensor) as the ndarray a recording would save: on the CPU,
     bfloat16 and float8 widened to float32 (exactly)."""

@@ -63,7 +63,7 @@ def _replay_into(result, run_dir, record, mode, seed):
 
 
 def _arguments(record, load):
-    return walk_call(record, ObjectBuilder(load))
+    return walk_call(record, ObjectBuilder(load, share=arrays.shared_view))
 
 
 def _widened(call):

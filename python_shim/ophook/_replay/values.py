@@ -149,17 +149,25 @@ def array_file(spec, pointer):
 
 class ObjectBuilder:
     """Rebuilds values as Python objects; arrays through `load(spec, pointer)`. One array file
-    named twice in a record (`a += b` is add(a, b, out=(a,))) is loaded once: the same object."""
+    named twice in a record (`a += b` is add(a, b, out=(a,))) is loaded once: the same object. An
+    array recorded as a view into an earlier one ("view_of": its pointer) goes through
+    `share(earlier, spec, loaded)`, which may make it that view."""
 
-    def __init__(self, load):
+    def __init__(self, load, share=None):
         self._load = load
+        self._share = share
         self._loaded = {}
+        self._built = {}  # pointer -> array, for the views after it
 
     def array(self, spec, pointer):
         key = spec.get("file") or pointer
         if key not in self._loaded:
             self._loaded[key] = self._load(spec, pointer)
-        return self._loaded[key]
+        value = self._loaded[key]
+        if self._share is not None and spec.get("view_of") in self._built:
+            value = self._share(self._built[spec["view_of"]], spec, value)
+        self._built[pointer] = value
+        return value
 
     def sequence(self, items, is_tuple):
         return tuple(items) if is_tuple else items

@@ -92,6 +92,35 @@ std::optional<std::size_t> one_block(PyArrayObject* array) {
                                   elements);
 }
 
+/// Inputs of one call sharing memory (np.matmul(x.T, x), which NumPy computes with BLAS syrk
+/// where two arrays would take gemm): an input lying inside an earlier input's block of memory is
+/// noted as a view into it, and an input in C or Fortran order is noted as a block for the inputs
+/// after it. Only where arrays are copied: replay needs their files.
+void note_shared_memory(ValueCapture& capture, PyArrayObject* array, core::ArrayCapture& out, std::uint32_t index) {
+  const npy_intp item = PyArray_ITEMSIZE(array);
+  const npy_intp size = PyArray_SIZE(array);
+  if (size == 0 || item <= 0) return;
+  const auto* data = static_cast<const std::byte*>(PyArray_DATA(array));
+  const npy_intp* dims = PyArray_DIMS(array);
+  const npy_intp* strides = PyArray_STRIDES(array);
+  npy_intp low = 0, high = 0;  // the first and last elements' offsets from element 0, in bytes
+  for (int d = 0; d < PyArray_NDIM(array); ++d) {
+    if (strides[d] % item != 0) return;
+    (strides[d] < 0 ? low : high) += (dims[d] - 1) * strides[d];
+  }
+  if (const auto* block = capture.block_holding(data + low, data + high + item, out.dtype_id)) {
+    const auto offset = data - block->first;
+    if (offset % item != 0) return;
+    out.view_of = static_cast<std::int32_t>(block->index);
+    out.view_offset = offset / item;
+    capture.record().arrays[block->index].viewed = true;
+    return;
+  }
+  if (PyArray_IS_C_CONTIGUOUS(array) || PyArray_IS_F_CONTIGUOUS(array)) {
+    capture.note_block(index, data, static_cast<std::size_t>(size * item), out.dtype_id);
+  }
+}
+
 void capture_array(ValueCapture& capture, PyObject* object, PyArrayObject* array, core::ArrayType type) {
   if (auto alias = capture.alias_of(object); alias >= 0) {
     auto& copy = capture.new_array(object);
@@ -115,12 +144,14 @@ void capture_array(ValueCapture& capture, PyObject* object, PyArrayObject* array
   const auto n = copy ? static_cast<std::size_t>(PyArray_SIZE(array)) * item : 0;
   // Refused beyond OPHOOK_QUEUE_BYTES; else copied once the writer has room (capture_budget.hpp).
   auto budget = copy ? reserve_copy(capture, n) : CopyBudget{false, dtype.reason_id, {}};
+  const auto index = static_cast<std::uint32_t>(capture.record().arrays.size());
   auto& out = capture.new_array(object);
   out.shape.assign(dims, dims + nd);
   if (!PyArray_IS_C_CONTIGUOUS(array)) note_layout(out, PyArray_STRIDES(array), nd, PyArray_ITEMSIZE(array));
   out.dtype_id = dtype.dtype_id;
   out.python_type = type;
   out.no_data_reason_id = budget.reason_id;
+  if (budget.copy && !capture.in_outputs()) note_shared_memory(capture, array, out, index);
   if (live) {
     out.live = static_cast<const std::byte*>(PyArray_DATA(array));
     out.live_nbytes = *block * item;
