@@ -187,16 +187,19 @@ bool capture_numpy_value(ValueCapture& capture, PyObject* object) {
     capture_array(capture, object, reinterpret_cast<PyArrayObject*>(zero_d.get()), core::ArrayType::NumpyScalar);
     return true;
   }
-  // A buffer exporter (memoryview, array.array, the typed memoryviews Cython code such as
-  // scikit-learn hands to NumPy) is the array NumPy makes of it, a view of the same memory: its
-  // values are the call's, to record and to check (a NaN it holds is not the call's making).
-  // Bytes stay a value: NumPy takes them for a string, not a buffer.
+  // A buffer exporter of typed elements (memoryview, array.array, the typed memoryviews Cython
+  // code such as scikit-learn hands to NumPy) is the array NumPy makes of it, a view of the same
+  // memory: its values are the call's, to record and to check (a NaN it holds is not the call's
+  // making). Buffers of bytes stay values: `bytes` NumPy takes for a string, and a bytearray or an
+  // mmap is raw bytes, often a whole file that np.frombuffer reads a slice of.
   if (PyObject_CheckBuffer(object) && !PyBytes_Check(object)) {
     PyRef view = PyRef::steal(PyArray_FromAny(object, nullptr, 0, 0, 0, nullptr));
     if (!view || !PyArray_Check(view.get())) {
       PyErr_Clear();
       return false;
     }
+    const int type = PyArray_TYPE(reinterpret_cast<PyArrayObject*>(view.get()));
+    if (type == NPY_UBYTE || type == NPY_BYTE) return false;
     capture_array(capture, object, reinterpret_cast<PyArrayObject*>(view.get()), core::ArrayType::Buffer);
     return true;
   }
