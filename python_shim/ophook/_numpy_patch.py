@@ -28,6 +28,16 @@ def _version_tuple(text):
     return tuple(parts)
 
 
+def _ufunc_name(np, module, ufunc):
+    """numpy.<name> for a ufunc of the public namespace (np.abs is numpy.absolute); else where it
+    lives, e.g. numpy.linalg._umath_linalg.solve1 (what np.linalg.solve calls), so that the name
+    neither passes for a public function (there is no numpy.solve1, and numpy.det would be another
+    callable's name) nor leaves replay unable to find the ufunc."""
+    if getattr(np, ufunc.__name__, None) is ufunc:
+        return "numpy." + ufunc.__name__
+    return "%s.%s" % (module.__name__, ufunc.__name__)
+
+
 def install(np):
     """Hooks `np` (the imported numpy module). Returns a short description for the log."""
     if not _ophook.enable_numpy_capture():
@@ -43,7 +53,7 @@ def install(np):
         for obj in list(vars(module).values()):
             if isinstance(obj, np.ufunc) and id(obj) not in seen:
                 seen.add(id(obj))
-                ufuncs.append((obj, "numpy." + obj.__name__))
+                ufuncs.append((obj, _ufunc_name(np, module, obj)))
     count = _ophook.patch_ufuncs(ufuncs)
     methods = _ophook.patch_ufunc_methods(np.ufunc)
 

@@ -138,6 +138,27 @@ w = np.where(a > 2, a, 0)
     np.testing.assert_array_equal(nested.load(concat["outputs"][0]["file"]), np.concatenate(parts))
 
 
+def test_private_ufuncs_are_named_where_they_live(runner):
+    # np.linalg.solve and np.clip call ufuncs that are not in the numpy namespace: named
+    # numpy.solve1 or numpy.clip they would pass for public functions (np.clip is another
+    # callable) or for none (replay could not find them).
+    code = """
+import numpy as np
+x = np.linalg.solve(np.eye(3) * 2.0, np.arange(3.0))
+y = np.clip(np.arange(5.0), 1.0, 3.0)
+z = np.absolute(-x)
+"""
+    run = runner.run(code, env={"OPHOOK_NESTED": "1", "OPHOOK_MODE": "dump"})
+    ops = ops_of(run)
+    assert "numpy.linalg._umath_linalg.solve1" in ops and "numpy._core.umath.clip" in ops, ops
+    assert "numpy.absolute" in ops and "numpy.solve1" not in ops
+    assert {r["level"] for r in run.records() if r["op"] == "numpy.clip"} == {"array_function"}  # np.clip itself
+    import importlib
+    for op in ("numpy.linalg._umath_linalg.solve1", "numpy._core.umath.clip"):
+        module, name = op.rsplit(".", 1)
+        assert isinstance(getattr(importlib.import_module(module), name), np.ufunc)  # the name finds it
+
+
 def test_call_times_are_the_monotonic_clock(runner):
     # Calls of ~1 ms and tiny ones, idle gaps longer than the clock's one-millisecond stretches, two
     # threads, nested calls: every record's interval lies within the program's own
