@@ -24,9 +24,9 @@ OPHOOK_API std::string_view framework_of(Level level);  // "numpy" or "torch"
 OPHOOK_API std::string_view to_string(Phase phase);     // "", "forward", "backward", "optimizer"
 
 /// What an array value was in Python. Replay rebuilds the same: torch.from_numpy takes an ndarray,
-/// and a NumPy scalar is saved as a 0-d array.
-/// What an array value was in Python. `Buffer`: an object exporting the buffer protocol (a
-/// memoryview, an array.array, a Cython typed memoryview), recorded as the array NumPy makes of it.
+/// and a NumPy scalar is saved as a 0-d array. `Buffer`: an object exporting the buffer protocol
+/// with typed elements (a memoryview, an array.array, a Cython typed memoryview), recorded as the
+/// array NumPy makes of it.
 enum class ArrayType : std::uint8_t { Unknown, NumpyArray, NumpyScalar, TorchTensor, Buffer };
 
 /// Where arrays' bytes wait on their device (OPHOOK_RING_BYTES' ring on a GPU, docs/devices.md):
