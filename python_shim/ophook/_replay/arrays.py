@@ -88,10 +88,9 @@ def shared_view(base, spec, loaded):
         return loaded
     memory = base.ravel(order="K")  # a view, element 0 first, for a base in C or Fortran order
     offset = spec.get("view_offset", 0)
-    strides = spec.get("strides") or [s // loaded.itemsize for s in np.empty(loaded.shape, loaded.dtype).strides]
-    low = offset + sum((n - 1) * s for n, s in zip(loaded.shape, strides) if s < 0)
-    high = offset + sum((n - 1) * s for n, s in zip(loaded.shape, strides) if s > 0)
-    if low < 0 or high >= memory.size:
+    strides = spec.get("strides") or [int(np.prod(loaded.shape[i + 1:])) for i in range(loaded.ndim)]
+    first, span = layout_extent(loaded.shape, strides)
+    if offset < first or offset - first + span > memory.size:
         return loaded
     view = np.lib.stride_tricks.as_strided(memory[offset:], loaded.shape, [s * loaded.itemsize for s in strides])
     return view if view.tobytes() == loaded.tobytes() else loaded
