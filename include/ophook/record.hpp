@@ -14,10 +14,13 @@
 
 namespace ophook::core {
 
-/// The five interception levels (README.md, "What is recorded").
+/// The interception levels (README.md, "What is recorded").
 /// Compiled: a kernel that torch.compile's Inductor launches (OPHOOK_COMPILE=record).
 enum class Level : std::uint8_t { Ufunc, UfuncMethod, ArrayFunction, TorchFunction, TorchDispatch, Compiled };
 enum class Phase : std::uint8_t { None, Forward, Backward, Optimizer };
+// How many of each there are, for tables indexed by them: a level or phase added above moves these.
+inline constexpr std::size_t kLevelCount = static_cast<std::size_t>(Level::Compiled) + 1;
+inline constexpr std::size_t kPhaseCount = static_cast<std::size_t>(Phase::Optimizer) + 1;
 
 OPHOOK_API std::string_view to_string(Level level);
 OPHOOK_API std::string_view framework_of(Level level);  // "numpy" or "torch"

@@ -79,8 +79,8 @@ class RunSummary {
   std::unordered_set<std::string> configs_;
   bool configs_truncated_ = false;
   std::uint64_t calls_ = 0, files_ = 0, files_linked_ = 0, bytes_named_ = 0, bytes_written_ = 0, record_errors_ = 0;
-  std::array<std::uint64_t, 5> level_calls_{};  // by Level
-  std::array<std::uint64_t, 4> phase_calls_{};  // by Phase
+  std::array<std::uint64_t, kLevelCount> level_calls_{};
+  std::array<std::uint64_t, kPhaseCount> phase_calls_{};
   std::vector<std::pair<std::uint64_t, std::uint64_t>> steps_;  // ranges of steps with records
   std::uint64_t write_errors_ = 0;
   std::uint64_t unwritten_at_termination_ = 0;

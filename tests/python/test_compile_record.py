@@ -73,6 +73,13 @@ def test_a_compiled_training_step_is_recorded_kernel_by_kernel(runs):
     assert summary(out)["notes"]["compile"]["policy"] == "record"
     kernels = [r for r in records if r["level"] == "compiled"]
     assert {r["phase"] for r in kernels} == {"forward", "backward"}
+    # summary.json counts the kernels under their level and phases as the records give them
+    counts = summary(out)["recorded"]
+    assert counts["levels"]["compiled"] == len(kernels)
+    assert sum(counts["levels"].values()) == len(records)
+    for phase in ("forward", "backward", "optimizer"):
+        assert counts["phases"].get(phase, 0) == sum(r.get("phase") == phase for r in records)
+    assert counts["phases"].get("none", 0) == sum(r.get("phase") is None for r in records)
     # nothing that runs inside the compiled region is recorded at the torch levels
     assert not [r for r in records if r["op"] in ("torch.nn.functional.linear", "torch.nn.functional.layer_norm",
                                                    "torch.nn.functional.gelu", "torch.addmm")]
