@@ -133,6 +133,22 @@ def test_compare_pairs_kernels_with_eager_calls_and_names_the_first_that_differs
     assert verdict["closer"] == "base", verdict
 
 
+def test_replay_skips_compiled_kernels_with_one_reason(runs):
+    """A kernel's code lived only in the recorded process: replay names that once, not as an op it
+    failed to find, and replays the eager calls around the compiled region as usual."""
+    where = runs["dir"]
+    proc = run_ophook("replay", where / "record", "--json", where / "replay.json", timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((where / "replay.json").read_text())
+    kernels = {r["seq"] for r in trace(where / "record") if r["level"] == "compiled"}
+    calls = {c["seq"]: c for c in report["calls"]}
+    assert kernels and {c["status"] for s, c in calls.items() if s in kernels} == {"skipped"}
+    compiled = [g for g in report["skipped"] if g["reason"].startswith("a compiled kernel")]
+    assert len(compiled) == 1 and compiled[0]["count"] == len(kernels)
+    assert "not found here" not in proc.stdout
+    assert any(c["status"] == "match" for s, c in calls.items() if s not in kernels)
+
+
 NAN = """
 import torch
 

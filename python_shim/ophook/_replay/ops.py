@@ -63,6 +63,9 @@ def skip_reason(record):
     """Why the call must not be replayed, or None."""
     op = record["op"]
     name = function_name(op)
+    if record.get("level") == "compiled":
+        return ("a compiled kernel: Inductor's generated code, which lived only in the recorded process "
+                "(compare an eager run with this one instead)")
     if record.get("level") == "torch_dispatch" and not op.startswith(("aten.", "prims.")):
         return "not an aten or prims operator (%s)" % op.split(".")[0]
     if name in RANDOM and not ("dropout" in name and _dropout_is_identity(record)):
