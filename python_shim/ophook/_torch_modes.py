@@ -109,12 +109,12 @@ class _Installation:
         from torch.nn.modules import module as nn_module
         from torch.optim import optimizer as optim_module
 
-        hook = self._compile_safe if self.compile_policy != "eager" else (lambda function: function)
+        hook = self._compile_safe if self.compile_policy != "eager" else (lambda function, while_compiling=None: function)
         self.hook_handles = [
             nn_module.register_module_forward_pre_hook(hook(_ophook.torch_module_enter)),
             nn_module.register_module_forward_hook(hook(_ophook.torch_module_exit), always_call=True),
-            optim_module.register_optimizer_step_pre_hook(hook(_ophook.torch_optimizer_enter)),
-            optim_module.register_optimizer_step_post_hook(hook(_ophook.torch_optimizer_exit)),
+            optim_module.register_optimizer_step_pre_hook(hook(_ophook.torch_optimizer_enter, _enter_compiled_step)),
+            optim_module.register_optimizer_step_post_hook(hook(_ophook.torch_optimizer_exit, _count_compiled_step)),
         ]
         if not os.environ.get("RANK"):
             self.hook_handles.append(optim_module.register_optimizer_step_post_hook(hook(_rank_watcher())))
@@ -148,11 +148,15 @@ class _Installation:
 
         _ophook.torch_track_backward_modules(tracker, torch.autograd.Variable._execution_engine.queue_callback)
 
-    def _compile_safe(self, function):
+    def _compile_safe(self, function, while_compiling=None):
+        """`function` as a hook that does nothing Dynamo would see while it traces, or only
+        `while_compiling()`, which must compile to no graph node."""
         compiling = self.torch.compiler.is_compiling
 
-        def unless_compiling(*args, _function=function, _compiling=compiling):
+        def unless_compiling(*args, _function=function, _compiling=compiling, _instead=while_compiling):
             if _compiling():
+                if _instead is not None:
+                    _instead()
                 return None
             return _function(*args)
 
@@ -272,6 +276,33 @@ class _Installation:
             except Exception:
                 pass
             self.stance = None
+
+
+class _StepMark(types.ModuleType):
+    """Where compiled code says that it entered or completed optimizer steps. A compiled
+    optimizer.step() runs its hooks only while Dynamo traces it, so the step counter would never
+    move (`step` and OPHOOK_STEPS stuck) and its kernels would not be in the optimizer phase.
+    Dynamo replays a write to a module's attribute after the graph it traced, as a plain
+    STORE_ATTR, without looking at the module's type; this type's __setattr__ is C++, so the write
+    enters or completes the steps at run time, with no graph node, no graph break and no Python
+    frame. torch.optim breaks the graph before and after a step's body, so the pre-hook's write
+    runs before the step's kernels and the post-hook's after them; in one graph, writes replay in
+    the order made. Nothing is stored: the attributes read 0 at every trace, so their guards always
+    hold, and a graph that traced two steps (two optimizers) writes 2."""
+    entered = 0
+    completed = 0
+    __setattr__ = staticmethod(_ophook.torch_compiled_optimizer_mark)
+
+
+_compiled_steps = _StepMark("ophook._compiled_steps")
+
+
+def _enter_compiled_step():
+    _compiled_steps.entered = _compiled_steps.entered + 1
+
+
+def _count_compiled_step():
+    _compiled_steps.completed = _compiled_steps.completed + 1
 
 
 def _rank_watcher():

@@ -364,6 +364,68 @@ def test_recompiles_and_graph_breaks_keep_their_bits_and_name_their_graphs(tmp_p
     assert [r["outputs"][0]["shape"] for r in kernels[::2]] == [[4], [8], [16]]
 
 
+# The "compile the optimizer" recipe: a compiled model and a compiled step of two optimizers;
+# prints each iteration's loss bits, then how many graphs Dynamo made and how many breaks.
+COMPILED_OPTIMIZER = """
+import torch
+import torch._dynamo.utils as dynamo_counters
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 2))
+adam = torch.optim.Adam(model[0].parameters(), lr=1e-2)
+sgd = torch.optim.SGD(model[2].parameters(), lr=1e-2)
+compiled = torch.compile(model)
+
+@torch.compile
+def update():
+    adam.step()
+    sgd.step()
+
+for i in range(4):
+    loss = compiled(torch.randn(4, 8)).square().mean()
+    loss.backward()
+    update()
+    print(i, loss.item().hex())           # ITEM
+counters = dynamo_counters.counters
+print("graphs", counters["stats"]["unique_graphs"], "breaks", sum(counters["graph_break"].values()))
+"""
+
+
+@pytest.mark.parametrize("policy", ["record", "ignore"])
+def test_a_compiled_optimizer_step_counts_its_steps(tmp_path, policy):
+    """A compiled optimizer.step() runs ophook's step hooks only while Dynamo traces it; the steps
+    it completes at run time are counted all the same, as the eager policy counts them, with the
+    same graphs and breaks as without ophook."""
+    plain = run_script(tmp_path, COMPILED_OPTIMIZER, preload=False, timeout=300)
+    eager = run_script(tmp_path, COMPILED_OPTIMIZER, mode="trace", compile="eager", output=tmp_path / "eager",
+                       timeout=300)
+    ours = run_script(tmp_path, COMPILED_OPTIMIZER, mode="trace", compile=policy, output=tmp_path / "ours",
+                      timeout=300)
+    assert ours.stdout == plain.stdout  # the same bits, as many graphs and graph breaks
+    item = "%s:%d:<module>" % (tmp_path / "prog.py", line_of("# ITEM", COMPILED_OPTIMIZER))
+
+    def item_steps(where):
+        return [r["step"] for r in trace(where) if r["source"] == item and r["op"] == "torch.Tensor.item"]
+
+    assert item_steps(tmp_path / "eager") == [2, 4, 6, 8]  # each optimizer's step counts
+    assert item_steps(tmp_path / "ours") == item_steps(tmp_path / "eager")
+    assert summary(tmp_path / "ours")["recorded"]["last_step"] == 8
+    if policy == "record":
+        kernels = [r for r in trace(tmp_path / "ours") if r["level"] == "compiled"]
+        updates = [r for r in kernels if r["phase"] == "optimizer"]
+        assert updates and {r["step"] for r in updates} <= {0, 1, 2, 3, 4, 5, 6, 7}
+        assert {r["phase"] for r in kernels} == {"forward", "backward", "optimizer"}
+    # OPHOOK_STEPS selects by those steps: iteration 0's item and iteration 1's forward, backward
+    # and first update (step 2), its second update (step 3, kernels only under record), nothing after
+    run_script(tmp_path, COMPILED_OPTIMIZER, mode="trace", compile=policy, steps="2-3", output=tmp_path / "some",
+               timeout=300)
+    some = trace(tmp_path / "some")
+    assert {r["step"] for r in some} == ({2, 3} if policy == "record" else {2})
+    assert item_steps(tmp_path / "some") == [2]
+    if policy == "record":
+        assert {r["phase"] for r in some if r["level"] == "compiled" and r["step"] == 2} == {
+            "forward", "backward", "optimizer"}
+
+
 def test_uninstall_gives_inductor_back_its_loader_and_settings(tmp_path):
     proc = run_script(tmp_path, """
         import torch, ophook

@@ -54,6 +54,28 @@ PyObject* optimizer_exit(PyObject*, PyObject* const*, Py_ssize_t) {
   Py_RETURN_NONE;
 }
 
+// An optimizer step that compiled code entered or completed: the __setattr__ of _torch_modes'
+// step mark, called as (name, count) by the attribute writes Dynamo replays around the graphs
+// of a compiled optimizer.step() (see _torch_modes._StepMark).
+PyObject* compiled_optimizer_mark(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2 || !PyUnicode_Check(args[0])) {
+    PyErr_SetString(PyExc_TypeError, "compiled_optimizer_mark(name, count)");
+    return nullptr;
+  }
+  const long long count = PyLong_AsLongLong(args[1]);
+  if (count == -1 && PyErr_Occurred()) return nullptr;
+  auto& state = thread_state();
+  if (PyUnicode_CompareWithASCIIString(args[0], "entered") == 0) {
+    state.in_optimizer += static_cast<int>(count);
+  } else {
+    for (long long i = 0; i < count; ++i) {
+      if (state.in_optimizer > 0) --state.in_optimizer;
+      steps::complete_one();
+    }
+  }
+  Py_RETURN_NONE;
+}
+
 PyMethodDef dispatch_check_handler{"__torch_dispatch__", fastcall<&torch_handlers::on_torch_dispatch_check>(),
                                    METH_FASTCALL,
                                    "ophook's backward NaN/Inf check: func(*args, **kwargs), recorded at level "
@@ -68,6 +90,8 @@ PyMethodDef fast_functions[] = {
      "Global optimizer step pre-hook: the ops until the step returns have phase 'optimizer'."},
     {"torch_optimizer_exit", fastcall<&optimizer_exit>(), METH_FASTCALL,
      "Global optimizer step post-hook: one more step is complete."},
+    {"torch_compiled_optimizer_mark", fastcall<&compiled_optimizer_mark>(), METH_FASTCALL,
+     "(name, count): compiled code entered ('entered') or completed ('completed') `count` optimizer steps."},
     {nullptr, nullptr, 0, nullptr},
 };
 
