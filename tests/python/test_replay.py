@@ -319,3 +319,27 @@ def test_operands_sharing_memory_are_replayed_sharing_it(tmp_path):
     assert views == 2
     proc = replay(out)
     assert proc.returncode == 0 and "0 mismatch" in proc.stdout, proc.stdout + proc.stderr
+
+
+# Arrays whose dtype's str is not its name: structured records and fixed-width strings.
+DESCRIBED_DTYPES = """
+import numpy as np
+rec = np.zeros(4, dtype=[("a", "f4"), ("b", "i8")])
+rec["a"] = [3, 1, 4, 2]
+rec["b"] = [30, 10, 40, 20]
+ordered = np.sort(rec, order="a")
+names = np.array(["alpha", "beta", "gamma"])
+longer = np.strings.add(names, "_x")
+both = np.concatenate([names, longer])
+"""
+
+
+def test_structured_and_string_arrays_replay(tmp_path):
+    run_script(tmp_path, DESCRIBED_DTYPES, output=tmp_path / "out", mode="dump")
+    records = {r["op"]: r for r in trace(tmp_path / "out")}
+    assert records["numpy.sort"]["args"][0]["dtype"] == "[('a', '<f4'), ('b', '<i8')]"
+    report, proc = replay_json(tmp_path, tmp_path / "out", expect=0)
+    calls = by_seq(report)
+    assert records["numpy.add"]["args"][0]["dtype"] == "<U5"
+    for op in ("numpy.sort", "numpy.add", "numpy.concatenate"):
+        assert calls[records[op]["seq"]]["status"] == "match", (op, calls[records[op]["seq"]])

@@ -15,7 +15,10 @@ def load_array(path, dtype, python_type, device="cpu", strides=None):
     if not data.dtype.isnative:
         data = data.astype(data.dtype.newbyteorder("="))
     if python_type != "torch.Tensor":
-        array = numpy_layout(data if data.dtype.name == dtype else data.astype(np.dtype(dtype)), strides)
+        # the recorded dtype is str(dtype): a name ("float64"), or a description for the dtypes
+        # whose str is not their name ("<U5", "[('a', '<f4'), ('b', '<i8')]")
+        same = dtype in (data.dtype.name, str(data.dtype))
+        array = numpy_layout(data if same else data.astype(np.dtype(dtype)), strides)
         return array[()] if python_type == "numpy.generic" else array
     import torch
 
