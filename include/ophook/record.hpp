@@ -69,6 +69,9 @@ struct ArrayCapture {
   std::int32_t view_of = -1;
   std::int64_t view_offset = 0;
   bool viewed = false;                  // a later array of this record is a view into this one
+  /// A torch input that requires grad: kernels choose their path by it (an RNN, attention), so
+  /// replay hands the op the same. Noted where arrays are copied.
+  bool requires_grad = false;
   ArrayType python_type = ArrayType::Unknown;
   bool captured = false;                // `data` holds all `nbytes` element bytes (maybe 0)
   std::unique_ptr<std::byte[]> data;
@@ -102,6 +105,7 @@ struct ArrayCapture {
     alias_of = view_of = -1;
     view_offset = 0;
     viewed = false;
+    requires_grad = false;
     python_type = ArrayType::Unknown;
     captured = false;
     nbytes = 0;
@@ -159,6 +163,9 @@ struct CallRecord {
   bool nonfinite_scalar_input = false;  // a float argument is NaN/Inf: such outputs are not fresh
   bool ring_trigger = false;  // not a call: a request to write OPHOOK_RING_BYTES' ring (`error` says why)
   bool nonfinite_expected = false;  // fresh NaN/Inf the program declared it expects (np.errstate)
+  /// A torch call with an input that requires grad, made with grad mode off (torch.no_grad): replay
+  /// runs it so. Noted where arrays are copied, with ArrayCapture::requires_grad.
+  bool grad_disabled = false;
   std::uint16_t depth = 0;      // recorded calls of the same level enclosing this one
   static constexpr std::uint64_t kNoParent = ~std::uint64_t{0};
   std::uint64_t parent = kNoParent;  // seq of the innermost recorded call (any level) enclosing it

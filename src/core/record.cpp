@@ -89,6 +89,7 @@ std::size_t CallRecord::footprint() const {
 void CallRecord::clear_for_reuse() noexcept {
   seq = 0, op_id = 0, phase = Phase::None;
   overridden = has_error = nonfinite_new = nonfinite_scalar_input = nonfinite_expected = ring_trigger = false;
+  grad_disabled = false;
   depth = 0, parent = kNoParent, step = 0, t_ns = dur_ns = 0, tid = 0;
   source_file_id = source_func_id = 0, source_line = 0, module_id = 0;
   kwargs_offset = outputs_offset = 0;

@@ -104,6 +104,7 @@ class RecordJson::Encoder {
       json_.string(to_string(record_.phase));
     }
     if (record_.overridden) json_.raw(R"(,"overridden":true)");
+    if (record_.grad_disabled) json_.raw(R"(,"grad_enabled":false)");
     out_.push_back('}');
   }
 
@@ -242,6 +243,7 @@ class RecordJson::Encoder {
       json_.string(to_string(outcome.no_file));
     }
     python_type(a.python_type);
+    if (a.requires_grad) json_.raw(R"(,"requires_grad":true)");
     if (a.viewed) viewed_.emplace_back(index, pointer());
     if (a.view_of >= 0) view(a);
     out_.push_back('}');

@@ -343,3 +343,40 @@ def test_structured_and_string_arrays_replay(tmp_path):
     assert records["numpy.add"]["args"][0]["dtype"] == "<U5"
     for op in ("numpy.sort", "numpy.add", "numpy.concatenate"):
         assert calls[records[op]["seq"]]["status"] == "match", (op, calls[records[op]["seq"]])
+
+
+# Calls whose kernels depend on whether their inputs require grad: multi-head attention (query,
+# key and value one tensor) and a GRU, with their parameters, the GRU also under no_grad; and a
+# ReLU in place on an activation, which autograd allows on a tensor that is not a leaf.
+AUTOGRAD_INPUTS = """
+import torch
+torch.manual_seed(0)
+attention = torch.nn.MultiheadAttention(16, 4, batch_first=True)
+gru = torch.nn.GRU(4, 6, batch_first=True)
+x = torch.randn(2, 5, 16)
+out, weights = attention(x, x, x)
+seq, last = gru(torch.randn(2, 3, 4))
+hidden = torch.nn.functional.relu_(out * 2)
+with torch.no_grad():
+    frozen, _ = gru(torch.randn(2, 3, 4))
+(hidden.sum() + seq.sum()).backward()
+"""
+
+
+def test_inputs_requiring_grad_are_replayed_requiring_grad(tmp_path):
+    run_script(tmp_path, AUTOGRAD_INPUTS, output=tmp_path / "out", mode="dump",
+               levels="numpy,torch_function,torch_dispatch")
+    records = trace(tmp_path / "out")
+    mha = next(r for r in records if r["op"] == "torch.nn.functional.multi_head_attention_forward")
+    assert [a.get("requires_grad") for a in mha["args"][:3]] == [None] * 3  # the input: no grad
+    assert mha["args"][5]["requires_grad"] is True  # in_proj_weight, a parameter
+    assert "grad_enabled" not in mha
+    grus = [r for r in records if r["op"] == "torch.gru"]
+    assert len(grus) == 2 and all(a.get("requires_grad") for r in grus for a in r["args"][2])
+    assert [r.get("grad_enabled") for r in grus] == [None, False]  # the second under no_grad
+    report, proc = replay_json(tmp_path, tmp_path / "out", expect=0)
+    calls = by_seq(report)
+    relu = next(r for r in records if r["op"] == "torch.nn.functional.relu_")
+    assert relu["args"][0]["requires_grad"] is True
+    for record in (mha, *grus, relu):
+        assert calls[record["seq"]]["status"] == "match", (record["op"], calls[record["seq"]])

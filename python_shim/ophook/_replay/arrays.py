@@ -6,11 +6,14 @@ Standalone on purpose (numpy, and torch only when a tensor is asked for): `ophoo
 import numpy as np
 
 
-def load_array(path, dtype, python_type, device="cpu", strides=None):
+def load_array(path, dtype, python_type, device="cpu", strides=None, requires_grad=False):
     """The array a recorded value names: the .npy file at `path` as what it was (`python_type`:
     "numpy.ndarray", "numpy.generic" for a NumPy scalar, or "torch.Tensor" on `device`), in the
     recorded `dtype`, laid out with the recorded element `strides` when given (the file holds the
-    values in C order). bfloat16 and float8 files hold float32 values, narrowed back exactly."""
+    values in C order). bfloat16 and float8 files hold float32 values, narrowed back exactly. A
+    tensor that `requires_grad` requires it, as the program's did: kernels choose their path by it
+    (an RNN, attention); it is not a leaf, so that in-place ops may write it as they wrote the
+    program's activations."""
     data = np.load(path, allow_pickle=False)
     if not data.dtype.isnative:
         data = data.astype(data.dtype.newbyteorder("="))
@@ -26,6 +29,8 @@ def load_array(path, dtype, python_type, device="cpu", strides=None):
     wanted = getattr(torch, dtype)
     if tensor.dtype != wanted:
         tensor = tensor.to(wanted)
+    if requires_grad and (tensor.is_floating_point() or tensor.is_complex()):
+        tensor = tensor.requires_grad_(True).clone()
     tensor = torch_layout(tensor, strides)
     return tensor if device == "cpu" else tensor.to(device)
 

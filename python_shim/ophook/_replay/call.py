@@ -8,6 +8,7 @@
 
 Each returns a result dict: seq, op, status ("match", "mismatch", "skipped"), reason, max_abs,
 max_rel, and for the last two modes mean_rel and threshold."""
+import contextlib
 import os
 import warnings
 
@@ -48,13 +49,14 @@ def _replay_into(result, run_dir, record, mode, seed):
     else:
         load = _file_loader(run_dir, record.get("framework"))
         args, kwargs = _arguments(record, load)
+        grad_enabled = record.get("grad_enabled", True)
         if mode == "reference":
-            produced = _call(function, *_widened((args, kwargs)))
+            produced = _call(function, *_widened((args, kwargs)), grad_enabled)
             _raise_if_failed(produced, "the float64 reference")
             judge = outputs.reference_judge(tally)
             tally.judge_plain_values = False  # a dtype argument widened to float64 returns float64 dtypes
         else:
-            produced = _call(function, args, kwargs)
+            produced = _call(function, args, kwargs, grad_enabled)
             if isinstance(produced, BaseException) or record.get("error"):
                 return _judge_error(result, record, produced)
             judge = outputs.exact_judge(tally)
@@ -81,7 +83,7 @@ def _file_loader(run_dir, framework):
         name = array_file(spec, pointer)
         try:
             return arrays.load_array(os.path.join(run_dir, name), spec.get("dtype"), python_type, device,
-                                     spec.get("strides"))
+                                     spec.get("strides"), bool(spec.get("requires_grad")))
         except (OSError, ValueError, EOFError) as error:
             raise Unreadable("%s: %s: %s" % (pointer_label(pointer), name, error))
         except (TypeError, AttributeError) as error:  # a dtype this NumPy or torch does not have
@@ -98,14 +100,23 @@ def _require_device(device, pointer):
         raise CannotRebuild("%s: device %s is not available here (%s)" % (pointer_label(pointer), device, error))
 
 
-def _call(function, args, kwargs):
-    """The op's result, or the exception it raised."""
+def _call(function, args, kwargs, grad_enabled=True):
+    """The op's result, or the exception it raised; with torch's grad mode off where the recorded
+    call ran with it off (`"grad_enabled": false`, noted when an input required grad)."""
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _grad_mode(grad_enabled):
             warnings.simplefilter("ignore")
             return function(*args, **kwargs)
     except Exception as error:  # the op's own exception is a result to compare
         return error
+
+
+def _grad_mode(enabled):
+    if enabled:
+        return contextlib.nullcontext()
+    import torch
+
+    return torch.no_grad()
 
 
 def _raise_if_failed(produced, what):

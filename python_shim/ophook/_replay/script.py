@@ -64,8 +64,9 @@ def emit(run_dir, record):
 
     def load(spec, pointer):
         path = os.path.join(run_dir, array_file(spec, pointer))
-        return "load_array(%r, %r, %r, %r, %r)" % (path, spec.get("dtype"), python_type_of(spec, framework),
-                                                   spec.get("device") or "cpu", spec.get("strides"))
+        return "load_array(%r, %r, %r, %r, %r, %r)" % (path, spec.get("dtype"), python_type_of(spec, framework),
+                                                       spec.get("device") or "cpu", spec.get("strides"),
+                                                       bool(spec.get("requires_grad")))
 
     try:
         args, kwargs = walk_call(record, SourceBuilder(load))

@@ -26,13 +26,14 @@ struct TorchObjects {
   PyTypeObject* tensor_base = nullptr;  // torch._C.TensorBase: every tensor is one
   PyObject* strided = nullptr;          // torch.strided (the layout object)
   PyObject* plain_dispatch = nullptr;   // torch._C._disabled_torch_dispatch_impl
+  PyObject* is_grad_enabled = nullptr;  // torch.is_grad_enabled
 };
 TorchObjects torch_objects;
 
 /// Interned attribute names, so that each lookup skips building a string.
 struct Names {
   PyObject *dtype, *shape, *is_cpu, *is_meta, *layout, *device, *stride, *data_ptr, *is_neg, *is_conj, *resolve_neg,
-      *resolve_conj, *is_nested, *torch_dispatch;
+      *resolve_conj, *is_nested, *requires_grad, *torch_dispatch;
 };
 Names names;
 
@@ -41,7 +42,7 @@ bool intern_names() {
   names = {n("dtype"),       n("shape"),        n("is_cpu"),    n("is_meta"),
            n("layout"),      n("device"),       n("stride"),    n("data_ptr"),
            n("is_neg"),      n("is_conj"),      n("resolve_neg"), n("resolve_conj"),
-           n("is_nested"),   n("__torch_dispatch__")};
+           n("is_nested"),   n("requires_grad"), n("__torch_dispatch__")};
   return names.torch_dispatch != nullptr;
 }
 
@@ -324,11 +325,33 @@ void capture_local_shard(ValueCapture& capture, PyObject* tensor) {
   if (array.no_data_reason_id == 0) array.no_data_reason_id = capture.recorder().intern(note);
 }
 
+bool requires_grad(PyObject* tensor) {
+  BusyScope busy;
+  const bool wants_grad = is_true(attr(tensor, names.requires_grad));
+  PyErr_Clear();
+  return wants_grad;
+}
+
+bool grad_mode_enabled() {
+  const bool enabled = is_true(PyRef::steal(PyObject_CallNoArgs(torch_objects.is_grad_enabled)));
+  PyErr_Clear();
+  return enabled;
+}
+
 bool capture_torch_value(ValueCapture& capture, PyObject* object) {
   if (PyObject_TypeCheck(object, torch_objects.tensor_base)) {
     const auto index = capture.record().arrays.size();
     capture_tensor(capture, object);
-    if (capture.record().arrays.size() > index) capture.record().arrays[index].python_type = core::ArrayType::TorchTensor;
+    if (capture.record().arrays.size() > index) {
+      auto& array = capture.record().arrays[index];
+      array.python_type = core::ArrayType::TorchTensor;
+      // For replay, which needs the copies: whether the input requires grad, and if one does, the
+      // grad mode the call ran in.
+      if (capture.copies(false) && !capture.in_outputs() && requires_grad(object)) {
+        array.requires_grad = true;
+        capture.record().grad_disabled = !grad_mode_enabled();
+      }
+    }
     return true;
   }
   return capture_torch_non_tensor(capture, object);
@@ -345,14 +368,16 @@ bool enable_torch_capture(PyObject* torch) {
   PyObject* base = torch_attribute(torch, "_C.TensorBase");
   PyObject* strided = torch_attribute(torch, "strided");
   PyObject* plain = torch_attribute(torch, "_C._disabled_torch_dispatch_impl");
-  if (!base || !strided || !plain || !PyType_Check(base) || !enable_torch_value_capture(torch)) {
+  PyObject* grad_mode = torch_attribute(torch, "is_grad_enabled");
+  if (!base || !strided || !plain || !grad_mode || !PyType_Check(base) || !enable_torch_value_capture(torch)) {
     PyErr_Clear();
-    Py_XDECREF(base), Py_XDECREF(strided), Py_XDECREF(plain);
+    Py_XDECREF(base), Py_XDECREF(strided), Py_XDECREF(plain), Py_XDECREF(grad_mode);
     return false;
   }
   torch_objects.tensor_base = reinterpret_cast<PyTypeObject*>(base);
   torch_objects.strided = strided;
   torch_objects.plain_dispatch = plain;
+  torch_objects.is_grad_enabled = grad_mode;
   // Without torch's DLPack exporter (older torch), every tensor takes the attribute path.
   if (auto* recorder = core::Recorder::get()) {
     BusyScope busy;  // the dtype probe runs torch ops: not the program's calls
