@@ -345,9 +345,9 @@ bool capture_torch_value(ValueCapture& capture, PyObject* object) {
     if (capture.record().arrays.size() > index) {
       auto& array = capture.record().arrays[index];
       array.python_type = core::ArrayType::TorchTensor;
-      // For replay, which needs the copies: whether the input requires grad, and if one does, the
-      // grad mode the call ran in.
-      if (capture.copies(false) && !capture.in_outputs() && requires_grad(object)) {
+      // For replay, where arrays are copied for files (dump mode, the ring): whether the input
+      // requires grad, and if one does, the grad mode the call ran in.
+      if (capture.copies(/*dense=*/true) && !capture.in_outputs() && requires_grad(object)) {
         array.requires_grad = true;
         capture.record().grad_disabled = !grad_mode_enabled();
       }
