@@ -21,6 +21,7 @@
 #include "step_counter.hpp"
 #include "thread_state.hpp"
 #include "torch/bindings.hpp"
+#include "torch/tensors.hpp"
 
 namespace pb = pybind11;
 using ophook::core::Recorder;
@@ -58,6 +59,7 @@ pb::object start(const Settings& settings) {
   auto& recorder = running && !running->finished() ? *running : Recorder::start(parsed.config);
   install_program_pause();
   steps::reset();
+  forget_noted_torch_threads();
   RecordingGate::set(RecordingGate::kRankSelected, true);
   if (!recorder.config().imports) import_guard::install(PyImport_AddModule("_frozen_importlib"));
   RecordingGate::set(RecordingGate::kOn, true);

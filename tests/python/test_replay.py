@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from cli_fixtures import OPHOOK, VENV_PYTHON, run_ophook
-from conftest import clean_env, run_script, trace
+from conftest import clean_env, run_script, trace, summary
 
 # Every array argument kind replay rebuilds: transposed and strided views, a tuple axis, an
 # in-place op (out=), a float scalar next to integers, torch.Size, slices, a Linear layer (its
@@ -380,3 +380,30 @@ def test_inputs_requiring_grad_are_replayed_requiring_grad(tmp_path):
     assert relu["args"][0]["requires_grad"] is True
     for record in (mha, *grus, relu):
         assert calls[record["seq"]]["status"] == "match", (record["op"], calls[record["seq"]])
+
+
+# A program that changes torch's intra-op thread count between two reductions.
+THREADS = """
+import torch
+torch.manual_seed(0)
+x = torch.randn(1 << 20)
+print(torch.get_num_threads())
+before = x.sum()
+torch.set_num_threads(1)
+after = x.sum()
+product = x.reshape(1024, 1024) @ x.reshape(1024, 1024)
+"""
+
+
+def test_replay_runs_each_call_with_the_threads_torch_had(tmp_path):
+    """torch.set_num_threads is no call a mode sees; dump mode notes the count where it changed,
+    and replay sets it for the calls after: a reduction's bits depend on it."""
+    proc = run_script(tmp_path, THREADS, output=tmp_path / "out", mode="dump")
+    default = int(proc.stdout.split()[0])
+    sums = [r for r in trace(tmp_path / "out") if r["op"] == "torch.Tensor.sum"]
+    changes = summary(tmp_path / "out")["notes"]["torch_threads"]["changes"]
+    assert changes[-1] == {"seq": sums[1]["seq"], "threads": 1}
+    assert changes[0]["seq"] <= sums[0]["seq"] and changes[0]["threads"] == default
+    report, _ = replay_json(tmp_path, tmp_path / "out", expect=0)
+    assert all(c["status"] in ("match", "skipped") for c in report["calls"])
+    assert {c["seq"] for c in report["calls"] if c["status"] == "match"} >= {r["seq"] for r in sums}

@@ -10,10 +10,12 @@ Each returns a result dict: seq, op, status ("match", "mismatch", "skipped"), re
 max_rel, and for the last two modes mean_rel and threshold."""
 import contextlib
 import os
+import sys
 import warnings
 
 from . import arrays, ops, outputs, reference
 from .random_inputs import RandomArrays
+from .trace_file import TORCH_THREADS
 from .values import CannotRebuild, ObjectBuilder, Unreadable, array_file, pointer_label, python_type_of, walk_call
 
 MODES = ("exact", "reference", "random")
@@ -38,6 +40,7 @@ def _replay_into(result, run_dir, record, mode, seed):
     if record.get("error") and mode != "exact":
         raise CannotRebuild("the recorded call raised: no output to judge")
     function = ops.resolve(record["op"])
+    _use_torch_threads(record.get(TORCH_THREADS))
     tally = outputs.Tally()
     if mode == "random":
         default = _call(function, *_arguments(record, RandomArrays(record, seed)))
@@ -109,6 +112,22 @@ def _call(function, args, kwargs, grad_enabled=True):
             return function(*args, **kwargs)
     except Exception as error:  # the op's own exception is a result to compare
         return error
+
+
+_default_torch_threads = []
+
+
+def _use_torch_threads(count):
+    """torch's intra-op threads as the recorded call ran with them (`count`), else as this process
+    started with them."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    if not _default_torch_threads:
+        _default_torch_threads.append(torch.get_num_threads())
+    wanted = count or _default_torch_threads[0]
+    if torch.get_num_threads() != wanted:
+        torch.set_num_threads(wanted)
 
 
 def _grad_mode(enabled):

@@ -2,9 +2,9 @@
 
 Calls are independent (each reads only its own files), so tasks go to a pool of worker processes.
 The workers are forked before this process imports NumPy or torch, and import them themselves:
-forking a process whose OpenMP pool is running can hang the child. torch's intra-op thread count
-is left at its default in each worker, because a large reduction's result depends on it and the
-recording ran with the default."""
+forking a process whose OpenMP pool is running can hang the child. Each call sets torch's
+intra-op thread count to the recorded call's (call._use_torch_threads), because a large
+reduction's result depends on it."""
 import multiprocessing
 import sys
 

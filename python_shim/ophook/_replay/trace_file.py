@@ -1,4 +1,5 @@
 """Reading a run's trace.jsonl, and choosing the calls to replay."""
+import bisect
 import json
 import os
 import re
@@ -32,7 +33,29 @@ def read_records(run_dir):
                 continue
             raise InputError("%s:%d: malformed trace line: %s" % (path, number, error))
         records.append(record)
+    _note_torch_threads(run_dir, records)
     return records
+
+
+# The record key under which read_records puts the intra-op thread count torch ran the call with.
+TORCH_THREADS = "_torch_threads"
+
+
+def _note_torch_threads(run_dir, records):
+    """Gives each record the intra-op thread count torch ran it with, from summary.json's
+    notes.torch_threads (noted in dump mode at the first call after each change): a product's or a
+    reduction's bits depend on it. Nothing when the run has no such note (a killed run, trace or
+    stats mode, no torch)."""
+    try:
+        with open(os.path.join(run_dir, "summary.json"), encoding="utf-8") as f:
+            changes = sorted((int(c["seq"]), int(c["threads"])) for c in json.load(f)["notes"]["torch_threads"]["changes"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    starts = [seq for seq, _ in changes]
+    for record in records:
+        at = bisect.bisect_right(starts, record["seq"]) - 1
+        if at >= 0:
+            record[TORCH_THREADS] = changes[at][1]
 
 
 def select(records, include=None, exclude=None, seqs=None):

@@ -1,5 +1,7 @@
 #include "torch/tensors.hpp"
 
+#include <pthread.h>
+
 #include <memory>
 #include <span>
 #include <string>
@@ -27,6 +29,7 @@ struct TorchObjects {
   PyObject* strided = nullptr;          // torch.strided (the layout object)
   PyObject* plain_dispatch = nullptr;   // torch._C._disabled_torch_dispatch_impl
   PyObject* is_grad_enabled = nullptr;  // torch.is_grad_enabled
+  PyObject* get_num_threads = nullptr;  // torch.get_num_threads
 };
 TorchObjects torch_objects;
 
@@ -338,6 +341,26 @@ bool grad_mode_enabled() {
   return enabled;
 }
 
+/// torch's intra-op thread count as last noted in this process: -1 before the first note (and in
+/// a forked child, whose run has its own summary).
+long noted_torch_threads = -1;
+
+/// Notes in summary.json (notes.torch_threads) the intra-op thread count the call at `seq` runs
+/// with, when it differs from the last one noted: a product's or a reduction's bits depend on it,
+/// and torch.set_num_threads is no call a mode sees, so replay learns it from here.
+void note_torch_threads(core::Recorder& recorder, std::uint64_t seq) {
+  const long threads = PyLong_AsLong(PyRef::steal(PyObject_CallNoArgs(torch_objects.get_num_threads)).get());
+  if (threads == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    return;
+  }
+  if (threads == noted_torch_threads) return;
+  noted_torch_threads = threads;
+  recorder.update_note("torch_threads", [&](nlohmann::json& note) {
+    note["changes"].push_back({{"seq", seq}, {"threads", threads}});
+  });
+}
+
 bool capture_torch_value(ValueCapture& capture, PyObject* object) {
   if (PyObject_TypeCheck(object, torch_objects.tensor_base)) {
     const auto index = capture.record().arrays.size();
@@ -351,6 +374,7 @@ bool capture_torch_value(ValueCapture& capture, PyObject* object) {
         array.requires_grad = true;
         capture.record().grad_disabled = !grad_mode_enabled();
       }
+      if (capture.copies(/*dense=*/true) && index == 0) note_torch_threads(capture.recorder(), capture.record().seq);
     }
     return true;
   }
@@ -358,6 +382,8 @@ bool capture_torch_value(ValueCapture& capture, PyObject* object) {
 }
 
 }  // namespace
+
+void forget_noted_torch_threads() noexcept { noted_torch_threads = -1; }
 
 bool enable_torch_capture(PyObject* torch) {
   if (torch_objects.tensor_base != nullptr) return true;
@@ -369,11 +395,14 @@ bool enable_torch_capture(PyObject* torch) {
   PyObject* strided = torch_attribute(torch, "strided");
   PyObject* plain = torch_attribute(torch, "_C._disabled_torch_dispatch_impl");
   PyObject* grad_mode = torch_attribute(torch, "is_grad_enabled");
-  if (!base || !strided || !plain || !grad_mode || !PyType_Check(base) || !enable_torch_value_capture(torch)) {
+  PyObject* threads = torch_attribute(torch, "get_num_threads");
+  if (!base || !strided || !plain || !grad_mode || !threads || !PyType_Check(base) || !enable_torch_value_capture(torch)) {
     PyErr_Clear();
-    Py_XDECREF(base), Py_XDECREF(strided), Py_XDECREF(plain), Py_XDECREF(grad_mode);
+    Py_XDECREF(base), Py_XDECREF(strided), Py_XDECREF(plain), Py_XDECREF(grad_mode), Py_XDECREF(threads);
     return false;
   }
+  torch_objects.get_num_threads = threads;
+  pthread_atfork(nullptr, nullptr, [] { forget_noted_torch_threads(); });
   torch_objects.tensor_base = reinterpret_cast<PyTypeObject*>(base);
   torch_objects.strided = strided;
   torch_objects.plain_dispatch = plain;

@@ -13,4 +13,8 @@ namespace ophook::py {
 /// idempotent.
 bool enable_torch_capture(PyObject* torch);
 
+/// A new recording in this process: its first call that copies tensors notes torch's intra-op
+/// thread count again (summary.json notes.torch_threads).
+void forget_noted_torch_threads() noexcept;
+
 }  // namespace ophook::py
