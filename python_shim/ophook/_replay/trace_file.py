@@ -11,7 +11,8 @@ class InputError(Exception):
 
 
 def read_records(run_dir):
-    """The records of RUN_DIR/trace.jsonl. A truncated last line (a killed run) is left out with a
+    """The records of RUN_DIR/trace.jsonl, each with the thread count torch ran it with where the
+    run noted one (under TORCH_THREADS). A truncated last line (a killed run) is left out with a
     warning; any other malformed line is an InputError naming the file and line."""
     path = os.path.join(run_dir, "trace.jsonl")
     try:

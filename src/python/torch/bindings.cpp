@@ -67,11 +67,14 @@ PyObject* compiled_optimizer_mark(PyObject*, PyObject* const* args, Py_ssize_t n
   auto& state = thread_state();
   if (PyUnicode_CompareWithASCIIString(args[0], "entered") == 0) {
     state.in_optimizer += static_cast<int>(count);
-  } else {
+  } else if (PyUnicode_CompareWithASCIIString(args[0], "completed") == 0) {
     for (long long i = 0; i < count; ++i) {
       if (state.in_optimizer > 0) --state.in_optimizer;
       steps::complete_one();
     }
+  } else {
+    PyErr_Format(PyExc_AttributeError, "the step mark has no attribute %R", args[0]);
+    return nullptr;
   }
   Py_RETURN_NONE;
 }
