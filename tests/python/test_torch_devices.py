@@ -479,6 +479,34 @@ def test_the_ring_keeps_tensors_bytes_on_their_device(tmp_path, ring_bytes):
     assert trigger["bytes_from_device"] > 0 and trigger["files"] == len(kernel_files)
 
 
+NO_ROOM = "larger than the OPHOOK_RING_BYTES ring's room on its device: statistics only"
+
+
+def test_tensors_the_device_ring_has_no_room_for_stay_on_the_device(tmp_path):
+    """A tensor larger than half the device's part of the ring (128 KiB float64 here, with a
+    192 KiB ring) is neither kept in the ring nor sent to the host: its statistics are the
+    kernel's, its reason says why it has no file, and only results (and the calls after the
+    culprit) crossed to the host; the culprit is still named and the smaller tensors' files
+    written."""
+    runs = {}
+    for mode, settings in (("ring", {"nan": "warn", "mode": "dump", "ring_bytes": 192 << 10}), ("stats", {"mode": "stats"})):
+        (tmp_path / mode).mkdir()
+        proc = run_script(tmp_path / mode, RING_PROGRAM, levels="torch_function", tensor_copy="fake-device", **settings)
+        runs[mode] = (proc, tmp_path / mode / "out")
+    (ring_proc, ring), (stats_proc, stats) = runs.values()
+    assert ring_proc.stdout == stats_proc.stdout and "first NaN/Inf from finite inputs" in ring_proc.stderr
+    by_place = {(r["seq"], i): v for r in trace(stats) for i, v in enumerate(arrays(r, "args") + arrays(r, "outputs"))}
+    refused = [(r["seq"], i, v) for r in trace(ring) for i, v in enumerate(arrays(r, "args") + arrays(r, "outputs"))
+               if v.get("reason") == NO_ROOM]
+    assert refused and all(v["dtype"] in ("complex64", "float64") and v["file"] is None for _, _, v in refused)
+    assert all(v["stats"] == by_place[(seq, i)]["stats"] for seq, i, v in refused)  # the kernel's statistics
+    assert any(p.name.startswith("op_torch.log_output") for p in ring.glob("op_*.npy"))  # the culprit's file
+    facts = summary(ring)
+    costs, culprit = facts["notes"]["device_statistics"], facts["first_nonfinite"]["seq"]
+    after = sum(nbytes(v) for r in trace(ring) if r["seq"] > culprit for v in arrays(r, "args") + arrays(r, "outputs"))
+    assert costs["bytes_to_host"] <= 72 * costs["tensors_read"] + after
+
+
 # ---- meta, fake and DTensor ------------------------------------------------------------------------
 
 META_AND_FAKE = """

@@ -129,6 +129,10 @@ void reserve_for_copy(ValueCapture& capture, const TorchDtype& dtype, core::Arra
   read.widen = dtype.widen;
 }
 
+/// Why a tensor the device's part of OPHOOK_RING_BYTES' ring had no room for has statistics and
+/// no file (statistics_engine.cpp, take_slot).
+constexpr const char* kNoRoomInDeviceRing = "larger than the OPHOOK_RING_BYTES ring's room on its device: statistics only";
+
 /// A CUDA tensor (a CPU one on the fake device) queued for ophook's kernel, one launch per call
 /// (device_statistics): its statistics (`stats`, OPHOOK_NAN's counts in `trace`) or, in `dump`,
 /// its bytes too, copied into host memory by the kernel and into the record once they are there,
@@ -158,6 +162,8 @@ bool queue_on_device(ValueCapture& capture, PyObject* tensor, const TorchDtype& 
       capture.note_queued_on_device();
       if (read.slot.ring_ticket != 0) {
         read.saved_nbytes = read.count * dtype.saved_item_size;  // fetched only when the ring is written
+      } else if (read.slot.ring_refused) {
+        out.no_data_reason_id = capture.recorder().intern(kNoRoomInDeviceRing);
       } else if (to != To::Nowhere) {
         reserve_for_copy(capture, dtype, out, read);
       }
@@ -218,9 +224,10 @@ void report_unread(const core::CallRecord& record, core::ArrayCapture& out, cons
   const auto count = recorder->count_tensor_not_read(unread.out_of_memory);
   const auto& device = out.device_id ? recorder->text(out.device_id) : std::string("cpu");
   if (count.all == 1) {
-    core::logger().warn("a tensor on {} of {} (seq {}) was not read through torch ({}): it is recorded without "
-                        "values, with a reason; summary.json counts such tensors under notes.tensors_not_read",
-                        device, recorder->op(record.op_id).name, record.seq, unread.detail);
+    core::logger().warn("a tensor on {} of {} (seq {}) was not read ({}{}{}): it is recorded without values, with "
+                        "that reason; summary.json counts such tensors under notes.tensors_not_read",
+                        device, recorder->op(record.op_id).name, record.seq, unread.reason,
+                        unread.detail.empty() ? "" : ": ", unread.detail);
   }
   recorder->add_note("tensors_not_read", {{"count", count.all},
                                           {"out_of_memory", count.out_of_memory},

@@ -119,6 +119,8 @@ class CudaBackend final : public Backend {
   void recycle(Event event) override { free_.push_back(static_cast<CUevent>(event)); }
 
   bool capturing(void* stream) override {
+    ContextScope scope(*api_, context_);  // the legacy stream is the current context's: a thread torch
+                                          // has not used the device on yet has none
     int status = 0;
     // An error (the legacy stream while another captures globally) counts as capturing: no launch.
     return api_->stream_is_capturing(static_cast<CUstream>(stream), &status) != kSuccess || status != 0;

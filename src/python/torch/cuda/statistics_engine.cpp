@@ -107,9 +107,12 @@ class DeviceEngine {
   }
 
   /// A free result slot for the launch being assembled, with the room `copy` asks for the bytes
-  /// (`job.copy_to`: in the device's ring, `ring_ticket` then set; else in the staging memory);
-  /// false when all slots or the staging memory are in use.
-  bool take_slot(k::TensorJob& job, const CopyRequest& copy, std::uint64_t& ring_ticket) {
+  /// (`job.copy_to`: in the device's ring, `slot.ring_ticket` then set; else in the staging
+  /// memory); false when all slots or the staging memory are in use. A tensor the device's ring
+  /// has no room for (larger than half its part, or than what its call leaves there) is not
+  /// copied at all (`slot.ring_refused`): the ring could not keep it, and sending it to the host
+  /// instead would cost the program the bus for bytes no trigger may ever want.
+  bool take_slot(k::TensorJob& job, const CopyRequest& copy, Slot& slot) {
     if (free_.empty()) sweep_abandoned();
     if (free_.empty()) return false;
     const std::uint64_t bytes = copy.to == CopyRequest::To::Nowhere ? 0 : job.count * k::item_size(job.kind);
@@ -117,11 +120,15 @@ class DeviceEngine {
       if (DeviceRing* ring = ring_for(copy.ring_bytes, copy.check_only)) {
         const auto place = ring->take(bytes, job.count, copy.widen, next_launch_,
                                       [this](std::uint64_t launch) { return let_finish(launch); });
-        if (place) job.copy_to = place->device_address, ring_ticket = place->ticket;
+        if (place) {
+          job.copy_to = place->device_address, slot.ring_ticket = place->ticket;
+        } else {
+          slot.ring_refused = true;
+        }
       }
     }
     std::uint64_t staged = kNotStaged;
-    if (bytes > 0 && ring_ticket == 0) {
+    if (bytes > 0 && slot.ring_ticket == 0 && !slot.ring_refused) {
       std::uint64_t device_address = 0;
       if (backend_->staging(device_address) == nullptr || bytes > kStagingBytes / 2) return false;
       staged = staging_.take(bytes);
@@ -384,10 +391,10 @@ Queued queue(const DLTensor& view, std::uint32_t kind, bool fake, const CopyRequ
   k::TensorJob job;
   if (!describe(view, kind, job)) return Queued::Elsewhere;
   engine->make_room(stream);
-  std::uint64_t ring_ticket = 0;
-  if (!engine->take_slot(job, copy, ring_ticket)) return Queued::Elsewhere;
+  Slot taken;
+  if (!engine->take_slot(job, copy, taken)) return Queued::Elsewhere;
   engine->add(job, stream);
-  slot = {device, job.slot, ring_ticket, copy.check_only};
+  slot = {device, job.slot, taken.ring_ticket, copy.check_only, taken.ring_refused};
   return Queued::Yes;
 }
 

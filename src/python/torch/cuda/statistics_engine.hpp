@@ -28,6 +28,7 @@ struct Slot {
   std::uint32_t index = 0;
   std::uint64_t ring_ticket = 0;  // its bytes copied into the device's ring (ring_of), 0: not
   bool check_ring = false;        // into the ring's part for calls no level records
+  bool ring_refused = false;      // the ring had no room for its bytes: statistics only
   bool valid() const { return device != kNone; }
 };
 
@@ -36,7 +37,8 @@ struct CopyRequest {
   enum class To : std::uint8_t {
     Nowhere,
     Host,  // `dump`: into host memory the device writes, then into the record
-    Ring,  // OPHOOK_RING_BYTES' ring: into the device's part of it (DeviceRing), else as Host
+    Ring,  // OPHOOK_RING_BYTES' ring: into the device's part of it (DeviceRing); where that has no
+         // room for them, nowhere (Slot::ring_refused); where the device has no ring, as Host
   };
   To to = To::Nowhere;
   std::uint64_t ring_bytes = 0;    // Ring: OPHOOK_RING_BYTES (the device's part: kCheckRingShare more)
