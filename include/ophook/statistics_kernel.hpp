@@ -27,8 +27,7 @@ struct TensorJob {
   u32 blocks = 0;
   u32 slot = 0;     // where its result goes (and its arrival counter)
   u32 partials = 0; // its blocks' partials: entries [partials, partials + blocks) of the launch's arena
-  u64 copy_to = 0;  // where its bytes go in C order (host memory the device writes, or the
-                    // device's part of the ring), 0: not copied
+  u64 copy_to = 0;  // where its bytes go in C order (host memory the device writes), 0: not copied
 };
 constexpr u32 kContiguous = 1;   // C order: element i at data + i * item size
 constexpr u32 kWords = 2;        // the fingerprint reads int32 words (the byte count is a multiple of 4)
@@ -42,7 +41,7 @@ struct Partial {
   u64 nan;
   u64 nonfinite;
   double min, max, mean, m2;
-  u64 position;  // sum of w_i * position_weight(i), modulo 2^64
+  u64 position;  // sum of w_i * (2i + 1), modulo 2^64
   u64 by_value;  // sum of w_i * w_i, modulo 2^64
 };
 
@@ -63,26 +62,6 @@ struct LaunchParams {
   u32 reserved = 0;
   TensorJob job[kJobsPerLaunch];
 };
-
-/// A 32-bit mix of `x` (Wellons' lowbias32): a bijection whose every input bit flips about half
-/// of the output's.
-OPHOOK_KERNEL_FN u32 mix32(u32 x) {
-  x ^= x >> 16;
-  x *= 0x7feb352dU;
-  x ^= x >> 15;
-  x *= 0x846ca68bU;
-  x ^= x >> 16;
-  return x;
-}
-
-/// The weight of word `index` in the fingerprint's position sum: 64 pseudo-random bits of the
-/// index, odd. A weight linear in the index (2i + 1, before) let changes cancel out — [5, 6, 6, 5]
-/// and [6, 5, 5, 6] had one fingerprint, as has any pair of such swaps — where mixed weights
-/// leave no structure to cancel. Two 32-bit mixes keep it to 32-bit multiplies on a GPU.
-OPHOOK_KERNEL_FN u64 position_weight(u64 index) {
-  const u32 low = static_cast<u32>(index) ^ mix32(static_cast<u32>(index >> 32));
-  return (static_cast<u64>(mix32(low)) << 32 | mix32(low ^ 0x9e3779b9U)) | 1;
-}
 
 /// A thread's running moments: sums of deviations from its first finite value (the shift), turned
 /// into a Partial at the end — no division per element, and no cancellation while the shift lies
@@ -116,7 +95,7 @@ struct Accumulator {
   /// Word `index` of the raw bytes (an int32 word sign-extended, or an unsigned byte).
   OPHOOK_KERNEL_FN void word(u64 index, i64 w) {
     const u64 bits = static_cast<u64>(w);
-    part.position += bits * position_weight(index);
+    part.position += bits * (2 * index + 1);
     part.by_value += bits * bits;
   }
 

@@ -27,8 +27,7 @@ OPHOOK_API ArrayStats compute_stats(std::string_view descr, const std::byte* dat
 OPHOOK_API nlohmann::json stats_to_json(const ArrayStats& stats);
 
 /// The digest of statistics computed on a tensor's device (docs/devices.md): XXH64 (seed 0) of
-/// the two fingerprint sums over its raw bytes — sum of w_i * position_weight(i)
-/// (statistics_kernel.hpp) and of w_i * w_i over the
+/// the two fingerprint sums over its raw bytes — sum of w_i * (2i + 1) and of w_i * w_i over the
 /// bytes read as little-endian int32 words (or bytes, when their count is not a multiple of 4),
 /// modulo 2^64 — and of `nbytes`, as three little-endian 64-bit integers. Equal bytes give equal
 /// digests on every device; it is not the XXH64 of the bytes themselves. Pure, thread-safe.

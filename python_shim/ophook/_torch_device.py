@@ -141,29 +141,11 @@ def _squared_deviations(values, finite, mean):
     return deviations.square().sum()
 
 
-def _mix32(x):
-    """The statistics kernel's mix32 (include/ophook/statistics_kernel.hpp) of int64 tensors holding
-    32-bit values; products wrap as uint32 arithmetic does once masked."""
-    low = 0xFFFFFFFF
-    x = x ^ (x >> 16)
-    x = (x * 0x7FEB352D) & low
-    x = x ^ (x >> 15)
-    x = (x * 0x846CA68B) & low  # wraps past int64, keeping the low 32 bits
-    return x ^ (x >> 16)
-
-
-def _position_weights(start, count, device):
-    """position_weight(i) of the kernel for words start..start+count-1, as int64 (two's complement)."""
-    index = torch.arange(start, start + count, dtype=torch.int64, device=device)
-    low = (index & 0xFFFFFFFF) ^ _mix32(index >> 32)
-    return (_mix32(low) * (1 << 32)) | _mix32(low ^ 0x9E3779B9) | 1  # the product wraps: the high half
-
-
 def _fingerprint(flat):
     """Two sums over the tensor's raw bytes read as little-endian int32 words (bytes when the size
-    is not a multiple of 4), modulo 2**64: sum(w_i * position_weight(i)) and sum(w_i * w_i).
-    Integer sums do not depend on the order of the reduction, so every device gives the same pair
-    for the same bytes; the caller turns it into the digest."""
+    is not a multiple of 4), modulo 2**64: sum(w_i * (2i + 1)) and sum(w_i * w_i). Integer sums do
+    not depend on the order of the reduction, so every device gives the same pair for the same
+    bytes; the caller turns it into the digest."""
     raw = flat.view(torch.uint8)
     if raw.numel() % 4 == 0 and raw.storage_offset() % 4 != 0:
         raw = raw.clone()  # int32 words need an aligned start
@@ -171,8 +153,8 @@ def _fingerprint(flat):
     position, by_value = [], []
     for start in range(0, words.numel(), _CHUNK):
         chunk = words[start:start + _CHUNK].to(torch.int64)
-        weights = _position_weights(start, chunk.numel(), chunk.device)
-        position.append((chunk * weights).sum())  # wraps modulo 2**64, as intended
+        odd = torch.arange(2 * start + 1, 2 * (start + chunk.numel()) + 1, 2, dtype=torch.int64, device=chunk.device)
+        position.append((chunk * odd).sum())  # wraps modulo 2**64, as intended
         by_value.append((chunk * chunk).sum())
     return _one(position, torch.sum), _one(by_value, torch.sum)
 

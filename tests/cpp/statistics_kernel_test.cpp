@@ -140,16 +140,8 @@ TensorJob contiguous_job(ElementKind kind, const std::vector<std::byte>& bytes) 
   return job;
 }
 
-/// lowbias32, written out.
-std::uint32_t mix32_reference(std::uint32_t x) {
-  x = (x ^ (x >> 16)) * 0x7feb352dU;
-  x = (x ^ (x >> 15)) * 0x846ca68bU;
-  return x ^ (x >> 16);
-}
-
 /// The fingerprint sums written out: int32 words of the C-order bytes (unsigned bytes when their
-/// count is not a multiple of 4), sum of w_i * weight(i) and of w_i * w_i modulo 2^64, where
-/// weight(i) is the odd 64-bit mix of i that docs/devices.md describes.
+/// count is not a multiple of 4), sum of w_i * (2i + 1) and of w_i * w_i modulo 2^64.
 std::pair<std::uint64_t, std::uint64_t> fingerprint_reference(const std::vector<std::byte>& bytes) {
   std::uint64_t position = 0, by_value = 0;
   const bool words = bytes.size() % 4 == 0;
@@ -163,10 +155,7 @@ std::pair<std::uint64_t, std::uint64_t> fingerprint_reference(const std::vector<
     } else {
       w = std::to_integer<std::uint8_t>(bytes[i]);
     }
-    const std::uint64_t index = i;
-    const std::uint32_t low = static_cast<std::uint32_t>(index) ^ mix32_reference(static_cast<std::uint32_t>(index >> 32));
-    const std::uint64_t weight = (std::uint64_t{mix32_reference(low)} << 32) + mix32_reference(low ^ 0x9e3779b9U);
-    position += static_cast<std::uint64_t>(w) * (weight | 1);
+    position += static_cast<std::uint64_t>(w) * (2 * i + 1);
     by_value += static_cast<std::uint64_t>(w) * static_cast<std::uint64_t>(w);
   }
   return {position, by_value};
