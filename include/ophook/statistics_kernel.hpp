@@ -181,17 +181,19 @@ OPHOOK_KERNEL_FN Bits load_group(const TensorJob& job, u64 g) {
 }
 
 /// Takes group `g` of `job`, its bytes `b`, into `acc`: its elements' values and its fingerprint
-/// words (an int32 word sign-extended, or in byte mode each unsigned byte).
-template <u32 Kind>
+/// words (an int32 word sign-extended, or in byte mode each unsigned byte). `Whole`: a group of
+/// group_bytes(Kind), read as int32 words (kWholeGroups jobs), known at compile time.
+template <u32 Kind, bool Whole = false>
 OPHOOK_KERNEL_FN void accumulate_group(const TensorJob& job, u64 g, Bits b, Accumulator& acc) {
   constexpr u32 size = item_size(Kind);
   if constexpr (size >= 4) {
     acc.value(element_value<Kind>(b.lo, b.hi));
   } else {
     constexpr u64 mask = (u64{1} << (8 * size)) - 1;
-    for (u32 k = 0; k < job.group; ++k) acc.value(element_value<Kind>((b.lo >> (8 * size * k)) & mask, 0));
+    const u32 group = Whole ? 4 / size : job.group;
+    for (u32 k = 0; k < group; ++k) acc.value(element_value<Kind>((b.lo >> (8 * size * k)) & mask, 0));
   }
-  if (!(job.flags & kWords)) {  // group == 1: a byte count that is not a multiple of 4
+  if (!Whole && !(job.flags & kWords)) {  // group == 1: a byte count that is not a multiple of 4
     for (u32 i = 0; i < size; ++i) {
       const u64 byte = (i < 8 ? b.lo >> (8 * i) : b.hi >> (8 * (i - 8))) & 0xFFu;
       acc.word(g * size + i, static_cast<i64>(byte));
@@ -205,32 +207,79 @@ OPHOOK_KERNEL_FN void accumulate_group(const TensorJob& job, u64 g, Bits b, Accu
   }
 }
 
-/// The Partial of groups first, first + stride, … of a kWholeGroups `job`, four loads in flight
-/// before any is taken in: a GPU thread is bound by memory latency, not arithmetic. The
-/// accumulator lives and dies here, so that it stays in registers.
+/// Group `k` of the 16 bytes `v`, whose groups are `Bytes` (4, 8 or 16) bytes each.
+template <u32 Bytes>
+OPHOOK_KERNEL_FN Bits group_of_vector(Bits v, u32 k) {
+  Bits b;
+  if constexpr (Bytes == 16) return v;
+  if constexpr (Bytes == 8) {
+    b.lo = k == 0 ? v.lo : v.hi;
+  } else {
+    b.lo = static_cast<u32>((k < 2 ? v.lo : v.hi) >> (32 * (k & 1)));
+  }
+  return b;
+}
+
+/// Takes the groups of vector `v` (16 bytes, number `index` of the job's) into `acc`.
 template <u32 Kind>
-OPHOOK_KERNEL_FN Partial summarise_whole_groups(const TensorJob& job, u64 g, u64 stride) {
-  constexpr u32 bytes = group_bytes(Kind);
+OPHOOK_KERNEL_FN void accumulate_vector(const TensorJob& job, u64 index, Bits v, Accumulator& acc) {
+  constexpr u32 bytes = group_bytes(Kind), per = 16 / bytes;
+  for (u32 k = 0; k < per; ++k) accumulate_group<Kind, true>(job, index * per + k, group_of_vector<bytes>(v, k), acc);
+}
+
+/// The Partial of a kWholeGroups `job`'s groups that thread `first` of `stride` takes. Where the
+/// tensor and its copy's destination are 16-byte aligned, the groups are read 16 bytes at a time
+/// (vectors first, first + stride, …, four loads in flight: a GPU thread is bound by memory
+/// latency, not arithmetic), then the groups past the last whole vector one by one; otherwise
+/// groups first, first + stride, … one load each, four in flight. The accumulator lives and dies
+/// here, so that it stays in registers.
+template <u32 Kind>
+OPHOOK_KERNEL_FN Partial summarise_whole_groups(const TensorJob& job, u64 first, u64 stride) {
+  constexpr u32 bytes = group_bytes(Kind), per = 16 / bytes;
   const u8* data = first_element(job);
   u8* copy = copy_destination(job);
   Accumulator acc;
-  for (; g + 3 * stride < job.groups; g += 4 * stride) {
-    const Bits b0 = load_bits(data + g * bytes, bytes), b1 = load_bits(data + (g + stride) * bytes, bytes);
-    const Bits b2 = load_bits(data + (g + 2 * stride) * bytes, bytes);
-    const Bits b3 = load_bits(data + (g + 3 * stride) * bytes, bytes);
-    if (copy != nullptr) {
-      store_bits(copy + g * bytes, b0, bytes), store_bits(copy + (g + stride) * bytes, b1, bytes);
-      store_bits(copy + (g + 2 * stride) * bytes, b2, bytes), store_bits(copy + (g + 3 * stride) * bytes, b3, bytes);
+  u64 g = first;
+  if (((job.data | job.copy_to) & 15) == 0) {
+    const u64 vectors = job.groups / per;
+    u64 v = first;
+    for (; v + 3 * stride < vectors; v += 4 * stride) {
+      const Bits v0 = load_vector(data + v * 16), v1 = load_vector(data + (v + stride) * 16);
+      const Bits v2 = load_vector(data + (v + 2 * stride) * 16), v3 = load_vector(data + (v + 3 * stride) * 16);
+      if (copy != nullptr) {
+        store_vector(copy + v * 16, v0), store_vector(copy + (v + stride) * 16, v1);
+        store_vector(copy + (v + 2 * stride) * 16, v2), store_vector(copy + (v + 3 * stride) * 16, v3);
+      }
+      accumulate_vector<Kind>(job, v, v0, acc);
+      accumulate_vector<Kind>(job, v + stride, v1, acc);
+      accumulate_vector<Kind>(job, v + 2 * stride, v2, acc);
+      accumulate_vector<Kind>(job, v + 3 * stride, v3, acc);
     }
-    accumulate_group<Kind>(job, g, b0, acc);
-    accumulate_group<Kind>(job, g + stride, b1, acc);
-    accumulate_group<Kind>(job, g + 2 * stride, b2, acc);
-    accumulate_group<Kind>(job, g + 3 * stride, b3, acc);
+    for (; v < vectors; v += stride) {
+      const Bits b = load_vector(data + v * 16);
+      if (copy != nullptr) store_vector(copy + v * 16, b);
+      accumulate_vector<Kind>(job, v, b, acc);
+    }
+    g = vectors * per + first;  // the groups past the last whole vector
+  } else {
+    for (; g + 3 * stride < job.groups; g += 4 * stride) {
+      const Bits b0 = load_bits(data + g * bytes, bytes), b1 = load_bits(data + (g + stride) * bytes, bytes);
+      const Bits b2 = load_bits(data + (g + 2 * stride) * bytes, bytes);
+      const Bits b3 = load_bits(data + (g + 3 * stride) * bytes, bytes);
+      if (copy != nullptr) {
+        store_bits(copy + g * bytes, b0, bytes), store_bits(copy + (g + stride) * bytes, b1, bytes);
+        store_bits(copy + (g + 2 * stride) * bytes, b2, bytes), store_bits(copy + (g + 3 * stride) * bytes, b3, bytes);
+      }
+      accumulate_group<Kind, true>(job, g, b0, acc);
+      accumulate_group<Kind, true>(job, g + stride, b1, acc);
+      accumulate_group<Kind, true>(job, g + 2 * stride, b2, acc);
+      accumulate_group<Kind, true>(job, g + 3 * stride, b3, acc);
+    }
   }
   for (; g < job.groups; g += stride) {
     const Bits b = load_bits(data + g * bytes, bytes);
     if (copy != nullptr) store_bits(copy + g * bytes, b, bytes);
-    accumulate_group<Kind>(job, g, b, acc);
+    accumulate_group<Kind, true>(job, g, b, acc);
   }
   return acc.finish();
 }

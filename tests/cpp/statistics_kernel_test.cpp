@@ -249,9 +249,18 @@ TEST(StatisticsKernel, ViewsGiveTheResultOfTheirContiguousCopyAndCopyTheirBytesI
 
 TEST(StatisticsKernel, PartialsOfInterleavedThreadsMergeIntoTheWhole) {
   std::mt19937_64 rng(13);
-  for (const auto kind : {kFloat32, kFloat16, kInt64, kComplex64}) {
-    const auto bytes = random_elements(kind, 5000, rng);
-    const TensorJob job = contiguous_job(kind, bytes);
+  // 16-byte vectors and then single groups for the last ones (5003), every group width; a start
+  // 8 bytes off 16 (groups one by one throughout).
+  const std::pair<ElementKind, std::size_t> runs[] = {
+      {kFloat32, 5000}, {kFloat16, 5000}, {kInt64, 5000}, {kComplex64, 5000}, {kFloat32, 5003},
+      {kBFloat16, 5003}, {kUInt8, 5003}, {kFloat64, 5003}, {kComplex128, 5003}};
+  for (const auto& [kind, count] : runs) {
+    const auto bytes = random_elements(kind, count, rng);
+    TensorJob job = contiguous_job(kind, bytes);
+    if (count == 5003 && kind == kFloat32) {
+      job.data += 8, job.count -= 2, job.sizes[0] -= 2;
+      set_grouping(job, true);
+    }
     const Result whole = summarise_job(job);
     // As the kernel's threads take the groups: thread t of 7 takes t, t + 7, t + 14, …
     constexpr std::uint64_t threads = 7;
