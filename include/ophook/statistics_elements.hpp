@@ -9,8 +9,12 @@
 #endif
 #if defined(__CUDACC__)
 #define OPHOOK_KERNEL_FN __host__ __device__ inline
+// The loop over one element kind's tensor: a call of its own on a GPU, so that ptxas allocates
+// each kind's registers apart (inlined into one function, it spilled across them).
+#define OPHOOK_KERNEL_LOOP_FN __host__ __device__ __noinline__
 #else
 #define OPHOOK_KERNEL_FN inline
+#define OPHOOK_KERNEL_LOOP_FN inline
 #endif
 
 namespace ophook::statistics_kernel {

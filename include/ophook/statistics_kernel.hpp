@@ -234,7 +234,7 @@ OPHOOK_KERNEL_FN void accumulate_vector(const TensorJob& job, u64 index, Bits v,
 /// groups first, first + stride, … one load each, four in flight. The accumulator lives and dies
 /// here, so that it stays in registers.
 template <u32 Kind>
-OPHOOK_KERNEL_FN Partial summarise_whole_groups(const TensorJob& job, u64 first, u64 stride) {
+OPHOOK_KERNEL_LOOP_FN Partial summarise_whole_groups(const TensorJob& job, u64 first, u64 stride) {
   constexpr u32 bytes = group_bytes(Kind), per = 16 / bytes;
   const u8* data = first_element(job);
   u8* copy = copy_destination(job);
