@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "ophook/export.hpp"
+
 namespace ophook::core {
 
 /// Result of a file operation on the hot writer path: no exceptions, errno kept for the message.
@@ -25,7 +27,7 @@ struct IoResult {
 /// one there must belong to this user: others could otherwise read the dumps or swap them.
 /// write_file may run on several threads at once (the writer and its file helper); everything
 /// else is the writer's alone.
-class OutputDir {
+class OPHOOK_API OutputDir {
  public:
   /// Whether the last component of the path may be a symlink: yes for the directory the user
   /// named, no for the pid<PID>/rank<R> directories made inside it.

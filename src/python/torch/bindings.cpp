@@ -233,11 +233,12 @@ void bind_torch(pb::module_& m) {
         std::string why;
         const auto kernel = cuda::compile_statistics_kernel(major, minor, nvrtc_libraries(), why);
         if (!kernel) throw std::runtime_error(why);
-        return pb::make_tuple(kernel->target, pb::bytes(kernel->image));
+        return pb::make_tuple(kernel->target, pb::bytes(kernel->image), kernel->from_cache);
       },
       pb::arg("major"), pb::arg("minor"),
-      "Compiles the device statistics kernel with NVRTC, as the first CUDA tensor does, for compute capability "
-      "major.minor: (target, image). Raises RuntimeError with NVRTC's log when it cannot (tests; no GPU needed).");
+      "Has the device statistics kernel for compute capability major.minor as the first CUDA tensor does: from "
+      "the kernel cache, else compiled with NVRTC and kept there: (target, image, from_cache). Raises RuntimeError "
+      "with NVRTC's log when it cannot (tests; no GPU needed).");
   m.def(
       "torch_reset",
       [] {

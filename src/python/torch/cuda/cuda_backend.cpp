@@ -14,15 +14,16 @@ namespace {
 namespace k = statistics_kernel;
 using namespace cuda;
 
-/// The kernel image for a compute capability, compiled once per process and architecture.
+/// The kernel image for a compute capability, had once per process and architecture (from the
+/// kernel cache or compiled); `recompile`: compiled afresh in place of one the driver refused.
 const CompiledKernel* kernel_for(int major, int minor, const std::vector<std::string>& nvrtc_libraries,
-                                 std::string& why) {
+                                 std::string& why, bool recompile = false) {
   static std::map<int, std::optional<CompiledKernel>> images;
   static std::map<int, std::string> failures;
   const int key = major * 10 + minor;
   auto [it, fresh] = images.try_emplace(key);
-  if (fresh) {
-    it->second = compile_statistics_kernel(major, minor, nvrtc_libraries, failures[key]);
+  if (fresh || recompile) {
+    it->second = compile_statistics_kernel(major, minor, nvrtc_libraries, failures[key], !recompile);
   }
   if (!it->second) why = failures[key];
   return it->second ? &*it->second : nullptr;
@@ -45,8 +46,13 @@ class CudaBackend final : public Backend {
     if (image == nullptr) return false;
     ContextScope scope(*api_, context_);
     CUmodule module = nullptr;
+    if (image->from_cache && api_->module_load_data(&module, image->image.data()) != kSuccess) {
+      image = kernel_for(major, minor, nvrtc_libraries, why, true);  // a damaged cached image
+      if (image == nullptr) return false;
+    }
     void* host = nullptr;
-    return check(api_->module_load_data(&module, image->image.data()), "cuModuleLoadData (" + image->target + ")", why) &&
+    return (module != nullptr ||
+            check(api_->module_load_data(&module, image->image.data()), "cuModuleLoadData (" + image->target + ")", why)) &&
            check(api_->module_get_function(&function_, module, kStatisticsKernelName), "cuModuleGetFunction", why) &&
            check(api_->mem_alloc(&partials_, sizeof(k::Partial) * kArenaPartials), "cuMemAlloc", why) &&
            check(api_->mem_alloc(&arrivals_, sizeof(std::uint32_t) * kSlots), "cuMemAlloc", why) &&

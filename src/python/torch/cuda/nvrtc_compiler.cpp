@@ -3,7 +3,14 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <span>
+#include <string_view>
 
+#define XXH_INLINE_ALL  // header-only: nothing more for the extension to load
+#include <xxhash.h>
+
+#include "torch/cuda/kernel_cache.hpp"
 #include "torch/cuda/kernel_source.hpp"
 
 namespace ophook::py::cuda {
@@ -24,6 +31,7 @@ struct Nvrtc {
   nvrtcResult (*destroy)(nvrtcProgram*);
   nvrtcResult (*architecture_count)(int*);
   nvrtcResult (*architectures)(int*);
+  nvrtcResult (*version)(int*, int*);
 };
 
 template <typename F>
@@ -47,7 +55,8 @@ std::optional<Nvrtc> load(const std::vector<std::string>& libraries, std::string
                           find(library, "nvrtcGetProgramLog", api.log) && find(library, "nvrtcGetPTXSize", api.ptx_size) &&
                           find(library, "nvrtcGetPTX", api.ptx) && find(library, "nvrtcDestroyProgram", api.destroy) &&
                           find(library, "nvrtcGetNumSupportedArchs", api.architecture_count) &&
-                          find(library, "nvrtcGetSupportedArchs", api.architectures);
+                          find(library, "nvrtcGetSupportedArchs", api.architectures) &&
+                          find(library, "nvrtcVersion", api.version);
     // Cubins need NVRTC 11.1 or later; without them, PTX.
     if (!find(library, "nvrtcGetCUBINSize", api.cubin_size) || !find(library, "nvrtcGetCUBIN", api.cubin)) {
       api.cubin_size = nullptr, api.cubin = nullptr;
@@ -75,10 +84,28 @@ std::pair<int, bool> choose_architecture(const Nvrtc& api, int device) {
   return {best, false};
 }
 
+/// The kernel cache's name for the image of `target` that `api` compiles from the embedded
+/// source with `options`: it changes with any of them.
+std::string cache_name(const Nvrtc& api, const std::string& target, std::span<const char* const> options) {
+  int major = 0, minor = 0;
+  api.version(&major, &minor);
+  XXH3_state_t state;
+  XXH3_INITSTATE(&state);
+  XXH3_64bits_reset(&state);
+  const auto add = [&](std::string_view text) { XXH3_64bits_update(&state, text.data(), text.size() + 1); };
+  add(std::to_string(major) + "." + std::to_string(minor));
+  for (const char* option : options) add(option);
+  add(kStatisticsKernelSource);
+  for (int i = 0; i < kStatisticsKernelHeaderCount; ++i) add(kStatisticsKernelHeaders[i]);
+  char digest[17];
+  std::snprintf(digest, sizeof digest, "%016llx", static_cast<unsigned long long>(XXH3_64bits_digest(&state)));
+  return "statistics_kernel-" + target + "-" + digest + (target.starts_with("sm_") ? ".cubin" : ".ptx");
+}
+
 }  // namespace
 
 std::optional<CompiledKernel> compile_statistics_kernel(int major, int minor, const std::vector<std::string>& libraries,
-                                                        std::string& why) {
+                                                        std::string& why, bool cached) {
   static const std::optional<Nvrtc> loaded = load(libraries, why);
   if (!loaded) {
     if (why.empty()) why = "NVRTC (libnvrtc.so) not found";
@@ -94,6 +121,14 @@ std::optional<CompiledKernel> compile_statistics_kernel(int major, int minor, co
   out.target = (cubin ? "sm_" : "compute_") + std::to_string(arch);
   const std::string architecture = "--gpu-architecture=" + out.target;
   const char* const options[] = {architecture.c_str(), "--std=c++17"};
+  const std::string name = cache_name(api, out.target, options);
+  if (cached) {
+    if (auto image = read_cached_kernel(name)) {
+      out.image = std::move(*image);
+      out.from_cache = true;
+      return out;
+    }
+  }
   nvrtcProgram program = nullptr;
   if (api.create(&program, kStatisticsKernelSource, "statistics_kernel.cu", kStatisticsKernelHeaderCount,
                  kStatisticsKernelHeaders, kStatisticsKernelHeaderNames) != 0) {
@@ -124,6 +159,7 @@ std::optional<CompiledKernel> compile_statistics_kernel(int major, int minor, co
     why = "NVRTC compiled the statistics kernel but gave no image";
     return std::nullopt;
   }
+  (void)store_cached_kernel(name, out.image);  // where it cannot be kept, the next process compiles it again
   return out;
 }
 
