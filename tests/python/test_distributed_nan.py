@@ -40,6 +40,7 @@ def worker(rank, port):
         optimizer.step()
     sys.stdout.write("rank %d loss %r weight %r\\n" % (rank, loss.item(), model.module.weight.tolist()))
     sys.stdout.flush()
+    dist.barrier()  # both ranks tear down together: gloo aborts a rank whose peer left first
     dist.destroy_process_group()
 
 
