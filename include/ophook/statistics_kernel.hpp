@@ -27,7 +27,8 @@ struct TensorJob {
   u32 blocks = 0;
   u32 slot = 0;     // where its result goes (and its arrival counter)
   u32 partials = 0; // its blocks' partials: entries [partials, partials + blocks) of the launch's arena
-  u64 copy_to = 0;  // where its bytes go in C order (host memory the device writes), 0: not copied
+  u64 copy_to = 0;  // where its bytes go in C order (host memory the device writes, or the
+                    // device's part of the ring), 0: not copied
 };
 constexpr u32 kContiguous = 1;   // C order: element i at data + i * item size
 constexpr u32 kWords = 2;        // the fingerprint reads int32 words (the byte count is a multiple of 4)

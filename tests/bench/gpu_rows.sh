@@ -1,6 +1,7 @@
 #!/bin/bash
 # The rows of issue 34's GPU table that the lent machines' check script (its perf section) does
-# not run, for one prepared device call after ../shared/gpu/build-for-device.sh:
+# not run, for one prepared device call once the lent machines' build step has filled .device/
+# (the library built for the device's Python, and the check programs, gpt2.py among them):
 #   device tool: command `bash tests/bench/gpu_rows.sh`, carry [".device"], timeout_s about 300.
 # Rows: both torch levels in `trace` beside `stats` and OPHOOK_NAN's warn and raise (the small
 # GPT-2), a GPT-2 the GPU sets the pace of (12 layers, width 768, batch 16x512) unhooked and
@@ -12,7 +13,7 @@ set -u
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
 here=$(cd "$(dirname "$0")" && pwd); root=$(cd "$here/../.." && pwd)
 D=$root/.device; LIB=$D/build/libophook.so
-[[ -f $LIB && -f $D/gpt2.py ]] || { echo "no .device/: run ../shared/gpu/build-for-device.sh first" >&2; exit 2; }
+[[ -f $LIB && -f $D/gpt2.py ]] || { echo "no .device/ with build/libophook.so and gpt2.py: run the lent GPU machines' build step first" >&2; exit 2; }
 W=$(mktemp -d); cd "$W"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 row() {  # NAME ENV... : one process of gpt2.py, its ms per step, params digest and costs

@@ -47,6 +47,7 @@ class CudaBackend final : public Backend {
     ContextScope scope(*api_, context_);
     CUmodule module = nullptr;
     if (image->from_cache && api_->module_load_data(&module, image->image.data()) != kSuccess) {
+      module = nullptr;
       image = kernel_for(major, minor, nvrtc_libraries, why, true);  // a damaged cached image
       if (image == nullptr) return false;
     }

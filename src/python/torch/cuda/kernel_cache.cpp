@@ -4,7 +4,6 @@
 #include <exception>
 #include <fstream>
 #include <iterator>
-#include <span>
 
 #include "ophook/output_dir.hpp"
 #include "torch/cuda/kernel_source.hpp"
