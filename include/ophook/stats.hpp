@@ -18,9 +18,19 @@ struct ArrayStats {
   std::uint64_t xxh64 = 0;   // XXH64 (seed 0) of the raw bytes as given
 };
 
+/// Bytes per block of an array's content hashes (compute_stats' `block_hashes`): one float64
+/// chunk of the statistics' pass, so that a block is still in the L1 cache when it is hashed.
+constexpr std::size_t kContentBlockBytes = std::size_t{16} << 10;
+constexpr std::size_t content_block_count(std::size_t nbytes) noexcept {
+  return (nbytes + kContentBlockBytes - 1) / kContentBlockBytes;
+}
+
 /// Computes statistics of a C-order buffer holding elements of numpy dtype `descr` (any byte
-/// order). Pure, thread-safe, no allocation. Unknown descr: only xxh64 is set.
-OPHOOK_API ArrayStats compute_stats(std::string_view descr, const std::byte* data, std::size_t nbytes);
+/// order). Pure, thread-safe, no allocation. Unknown descr: only xxh64 is set. With
+/// `block_hashes` (content_block_count(nbytes) of them), also the XXH3 (64 bits, seed 0) of each
+/// kContentBlockBytes of the buffer in order, the last block short, in the same pass.
+OPHOOK_API ArrayStats compute_stats(std::string_view descr, const std::byte* data, std::size_t nbytes,
+                                    std::uint64_t* block_hashes = nullptr);
 
 /// {"min":..,"max":..,"mean":..,"std":..,"nan":..,"inf":..,"xxh64":"<16 hex digits>"}; min..std
 /// are null when !numeric or !has_finite.

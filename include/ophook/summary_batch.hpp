@@ -14,7 +14,8 @@ namespace ophook::core {
 /// recording the call and one helper thread, so that large arrays cost the call about half the
 /// time: the helper starts on the inputs while the call runs (when the call cannot write into
 /// them), and both threads share the outputs. An array is one job, statistics and digest in one
-/// pass over its memory (splitting the two between the threads would read it twice).
+/// pass over its memory (splitting the two between the threads would read it twice), or given
+/// back for content summarised before (summary_memo.hpp).
 ///
 /// Used by one thread (the recording one), which must call finish() (or let the destructor do
 /// it) before the arrays' memory may change or go away: after finish() the helper holds nothing

@@ -198,6 +198,9 @@ inline bool any_all_ones_exponent_of(const std::byte* data, std::size_t count, U
   }
 }
 
+// XXH3 picks its vector code from the including file's instruction set (XXH_VECTOR).
+std::uint64_t content_hash_of(const std::byte* data, std::size_t n) noexcept { return XXH3_64bits(data, n); }
+
 /// The kernels, as compiled in the including file.
 constexpr Kernels kKernels = {
     moments_and_digest_of<float>,
@@ -205,6 +208,7 @@ constexpr Kernels kKernels = {
     any_all_ones_exponent_of<std::uint16_t>,
     any_all_ones_exponent_of<std::uint32_t>,
     any_all_ones_exponent_of<std::uint64_t>,
+    content_hash_of,
 };
 
 }  // namespace

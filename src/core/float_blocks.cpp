@@ -42,5 +42,6 @@ bool any_all_ones_exponent_u32(const std::byte* data, std::size_t count, std::ui
 bool any_all_ones_exponent_u64(const std::byte* data, std::size_t count, std::uint64_t mask) noexcept {
   return chosen().any_all_ones_exponent_u64(data, count, mask);
 }
+std::uint64_t content_hash(const std::byte* data, std::size_t n) noexcept { return chosen().content_hash(data, n); }
 
 }  // namespace ophook::core::float_blocks

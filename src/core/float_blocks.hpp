@@ -51,6 +51,11 @@ bool any_all_ones_exponent_u16(const std::byte* data, std::size_t count, std::ui
 bool any_all_ones_exponent_u32(const std::byte* data, std::size_t count, std::uint32_t mask) noexcept;
 bool any_all_ones_exponent_u64(const std::byte* data, std::size_t count, std::uint64_t mask) noexcept;
 
+/// XXH3 (64 bits, seed 0) of `n` bytes: what tells a remembered array's content from a changed one
+/// (summary_memo.hpp). Four times XXH64's speed with AVX2, five with AVX-512 (4 MiB in the cache:
+/// 0.05 ms against 0.18), about XXH64's with the baseline's SSE2.
+std::uint64_t content_hash(const std::byte* data, std::size_t n) noexcept;
+
 /// The kernels of one instruction set (float_block_kernels.hpp).
 struct Kernels {
   bool (*moments_and_digest_f32)(const std::byte*, std::size_t, double, Extremes&, ShiftedSums&, XXH64_state_t&) noexcept;
@@ -58,6 +63,7 @@ struct Kernels {
   bool (*any_all_ones_exponent_u16)(const std::byte*, std::size_t, std::uint16_t) noexcept;
   bool (*any_all_ones_exponent_u32)(const std::byte*, std::size_t, std::uint32_t) noexcept;
   bool (*any_all_ones_exponent_u64)(const std::byte*, std::size_t, std::uint64_t) noexcept;
+  std::uint64_t (*content_hash)(const std::byte*, std::size_t) noexcept;
 };
 
 /// The kernels for the baseline instruction set, and those compiled for AVX2 and for AVX-512

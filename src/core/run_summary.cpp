@@ -11,6 +11,7 @@
 #include "ophook/output_dir.hpp"
 #include "ophook/recorder.hpp"
 #include "record_json.hpp"
+#include "summary_memo.hpp"
 
 namespace ophook::core {
 namespace {
@@ -183,6 +184,8 @@ nlohmann::ordered_json RunSummary::summary_json(std::uint64_t dropped, std::uint
                    {"exhausted_at_step", budget_exhausted_ ? Json(budget_exhausted_at_step_) : Json(nullptr)}};
   out["store_once"] = store_once_;
   out["ring"] = ring_;
+  const SummaryMemoCounts summaries = summary_memo_counts();
+  out["summaries_in_place"] = {{"computed", summaries.computed}, {"remembered", summaries.remembered}};
   out["write_errors"] = {{"count", write_errors_},
                          {"first", write_errors_ ? Json(first_write_error_) : Json(nullptr)},
                          {"stopped", stopped_}};

@@ -12,6 +12,8 @@
 #include <new>
 #include <thread>
 
+#include "summary_memo.hpp"
+
 namespace ophook::core {
 
 /// The one helper thread of the process, started when the first batch is offered. Never
@@ -128,7 +130,7 @@ bool SummaryBatch::try_run(std::size_t i, bool done_by_helper) noexcept {
   auto& job = slots_[i];
   std::uint8_t open = kOpen;
   if (!job.state.compare_exchange_strong(open, kTaken, std::memory_order_acquire)) return false;
-  job.stats = compute_stats(job.descr, job.data, job.nbytes);
+  job.stats = remembered_stats(job.descr, job.data, job.nbytes);
   job.state.store(kDone, std::memory_order_release);
   if (done_by_helper) job.state.notify_one();
   return true;

@@ -14,10 +14,14 @@ CALL_ROWS = [
     ("value-numpy-add-nan", "`x + y`, 1 Mi float64 NumPy arrays, `trace` + `OPHOOK_NAN=warn`: time per call "
      "(baseline: the unhooked call)", "≤ 2x"),
     ("value-numpy-add-stats", "same, `stats` (baseline: the unhooked call)", "≤ 2.5x"),
+    ("value-numpy-add-stats-changed", "same, `stats`, `x` and `y` changed before each call (one element written "
+     "by NumPy's setitem, which no call records): nothing remembered (baseline: the unhooked call, same writes)", "—"),
     ("value-numpy-read-floor", "the floor: one read of `x` (`np.max`), unhooked (baseline: the unhooked call)", "—"),
     ("value-torch-add-nan", "`a + b`, 1 Mi float32 torch tensors, `trace` + `OPHOOK_NAN=warn`: time per call "
      "(baseline: the unhooked call)", "≤ 2x"),
     ("value-torch-add-stats", "same, `stats` (baseline: the unhooked call)", "≤ 2.5x"),
+    ("value-torch-add-stats-changed", "same, `stats`, `a` and `b` changed before each call (through NumPy views): "
+     "nothing remembered (baseline: the unhooked call, same writes)", "—"),
     ("value-torch-read-floor", "the floor: one read of `a` (`a.max()`), unhooked (baseline: the unhooked call)", "—"),
 ]
 
@@ -66,6 +70,9 @@ def measure_calls(group, ctx):
             key = "value-%s-add-%s" % (lib, variant)
             rows[key] = group.row(key, "%.3f ms" % ours, "%.3f ms" % plain, times(ours / plain),
                                   ours <= limit * plain)
+        plain_changed, ours = best["plain"][lib + "_add_changed"], best["stats"][lib + "_add_changed"]
+        key = "value-%s-add-stats-changed" % lib
+        rows[key] = group.row(key, "%.3f ms" % ours, "%.3f ms" % plain_changed, times(ours / plain_changed), None)
         floor = best["plain"][lib + "_read"]
         key = "value-%s-read-floor" % lib
         rows[key] = group.row(key, "%.3f ms" % floor, "%.3f ms" % plain, times(floor / plain), None)

@@ -5,32 +5,16 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cmath>
-#include <cstring>
 #include <thread>
 #include <vector>
+
+#include "summary_test_arrays.hpp"
 
 namespace ophook::core {
 namespace {
 
-std::vector<std::byte> float_bytes(std::size_t count, float seed) {
-  std::vector<float> values(count);
-  for (std::size_t i = 0; i < count; ++i) values[i] = std::sin(seed + static_cast<float>(i) * 0.001f) * 100;
-  if (count > 10) values[count / 3] = NAN;
-  std::vector<std::byte> out(count * sizeof(float));
-  std::memcpy(out.data(), values.data(), out.size());
-  return out;
-}
-
-void expect_same(const ArrayStats& a, const ArrayStats& b) {
-  EXPECT_EQ(a.xxh64, b.xxh64);
-  EXPECT_EQ(a.nan, b.nan);
-  EXPECT_EQ(a.inf, b.inf);
-  EXPECT_EQ(a.min, b.min);
-  EXPECT_EQ(a.max, b.max);
-  EXPECT_EQ(a.mean, b.mean);
-  EXPECT_EQ(a.std, b.std);
-}
+using test::expect_same;
+using test::float_bytes;
 
 // Every array's statistics, through the batch (both threads), equal compute_stats's.
 void summarise_and_check(const std::vector<std::vector<std::byte>>& arrays, bool start_early) {

@@ -8,7 +8,7 @@ import ctypes.util
 import numpy as np
 import pytest
 
-from conftest import arrays, load, run_script, trace
+from conftest import arrays, load, run_script, summary, trace
 
 # Every array of 1 Mi elements is above the size the helper takes (256 KiB); a few are below, or
 # not in C order (copied as before), or of dtypes without the fast kernels.
@@ -58,17 +58,22 @@ def statistics_of(values):
     return stats
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    base = tmp_path_factory.mktemp("stats_in_place")
+def dump_stats_and_plain(base, program):
+    """`program` run in `dump` and in `stats` mode ({mode: (output directory, records, summary,
+    stdout)}) and unhooked ({"plain": stdout})."""
     done = {}
     for mode in ("dump", "stats"):
         where = base / mode
         where.mkdir()
-        proc = run_script(where, PROGRAM, mode=mode)
-        done[mode] = (where / "out", trace(where / "out"), proc.stdout)
-    done["plain"] = run_script(base, PROGRAM, preload=False).stdout
+        proc = run_script(where, program, mode=mode)
+        done[mode] = (where / "out", trace(where / "out"), summary(where / "out"), proc.stdout)
+    done["plain"] = run_script(base, program, preload=False).stdout
     return done
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    return dump_stats_and_plain(tmp_path_factory.mktemp("stats_in_place"), PROGRAM)
 
 
 def each_array(records):
@@ -79,8 +84,8 @@ def each_array(records):
 
 
 def test_statistics_in_place_equal_those_of_the_copies(runs):
-    dump_dir, dumped, _ = runs["dump"]
-    _, summarised, _ = runs["stats"]
+    dump_dir, dumped, _, _ = runs["dump"]
+    _, summarised, _, _ = runs["stats"]
     assert [r["op"] for r in summarised] == [r["op"] for r in dumped]
     compared = large = 0
     for (record, section, ours), (_, _, copied) in zip(each_array(summarised), each_array(dumped)):
@@ -101,7 +106,7 @@ def test_statistics_in_place_equal_those_of_the_copies(runs):
 
 
 def test_inputs_are_summarised_as_they_were_before_the_call(runs):
-    _, summarised, _ = runs["stats"]
+    _, summarised, _, _ = runs["stats"]
     iadd = [r for r in summarised if r["op"] == "numpy.add"][1]  # x += y: add(x, y, x)
     x_before, y = arrays(iadd)[:2]
     (x_after,) = arrays(iadd, "outputs")
@@ -115,7 +120,62 @@ def test_inputs_are_summarised_as_they_were_before_the_call(runs):
 
 
 def test_the_program_is_unchanged(runs):
-    assert runs["stats"][2] == runs["plain"] == runs["dump"][2]
+    assert runs["stats"][3] == runs["plain"] == runs["dump"][3]
+
+
+# Large arrays read again unchanged, then changed by writes no call records (NumPy's setitem, a
+# NumPy view of a tensor, C code): statistics are given again only to the same content.
+REREAD = """
+import ctypes
+import numpy as np
+import torch
+
+torch.set_num_threads(1)
+n = 1 << 18
+x = np.linspace(-1.0, 1.0, n)
+t = torch.linspace(-1.0, 1.0, n)
+w = torch.linspace(-2.0, 2.0, 512 * 512).reshape(512, 512)
+for step in range(3):
+    np.negative(x)
+    torch.neg(t)
+    torch.mm(w, w)
+x[n - 1] = 7.0                                  # NumPy's setitem: no call
+np.negative(x)
+t.numpy()[0] = -7.0                             # a NumPy view of the tensor
+torch.neg(t)
+nine = np.array([9.0])
+ctypes.memmove(x.ctypes.data + 8 * 1000, nine.ctypes.data, 8)  # C code
+np.negative(x)
+with torch.no_grad():
+    w.view(-1).numpy()[3] = 5.0                 # a view's view
+    torch.mm(w, w)
+print(float(np.negative(x).sum()), float(torch.mm(w, w).sum()))
+"""
+
+
+@pytest.fixture(scope="module")
+def rereads(tmp_path_factory):
+    return dump_stats_and_plain(tmp_path_factory.mktemp("rereads"), REREAD)
+
+
+def test_statistics_given_again_only_to_unchanged_content(rereads):
+    _, dumped, _, dump_out = rereads["dump"]
+    _, summarised, counts, stats_out = rereads["stats"]
+    assert stats_out == rereads["plain"] == dump_out
+    assert [r["op"] for r in summarised] == [r["op"] for r in dumped]
+    for (record, section, ours), (_, _, copied) in zip(each_array(summarised), each_array(dumped)):
+        assert ours["stats"] == copied["stats"], "seq %d %s %s" % (record["seq"], record["op"], section)
+    memo = counts["summaries_in_place"]
+    # Every unchanged re-read: x and t twice each, w four times (twice in each of two calls)
+    # and the outputs made again with equal content at the same place, less what the two threads
+    # summarised side by side before either remembered it.
+    assert memo["remembered"] >= 6 and memo["computed"] >= 8, memo
+    negated = [arrays(r)[0]["stats"] for r in summarised if r["op"] == "numpy.negative"]
+    assert [s["max"] for s in negated[2:5]] == [1.0, 7.0, 9.0]  # each write seen
+    (t_after,) = [arrays(r)[0]["stats"] for r in summarised if r["op"] == "torch.neg"][3:]
+    assert t_after["min"] == -7.0
+    products = [arrays(r)[0]["stats"] for r in summarised if r["op"] == "torch.mm"]
+    assert products[3]["max"] == 5.0 and products[2]["max"] == 2.0
 
 
 LOADER = """
