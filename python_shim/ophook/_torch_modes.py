@@ -129,10 +129,11 @@ class _Installation:
         """Backward ops get the module whose forward they differentiate, as
         torch.utils.module_tracker finds it: the module hooks give each forward's inputs and
         outputs to this tracker (C++ runs it unrecorded), which hooks their gradients to enter and
-        leave the module's backward. Paid per module forward, only while gradients are on, and only
-        when backward ops are recorded or checked (torch_dispatch level, OPHOOK_NAN)."""
+        leave the module's backward (src/python/torch/backward_modules.hpp: not with
+        register_multi_grad_hook, whose "all" mode leaks). Paid per module forward, only while
+        gradients are on, and only when backward ops are recorded or checked (torch_dispatch level,
+        OPHOOK_NAN)."""
         torch = self.torch
-        from torch.autograd.graph import register_multi_grad_hook
         from torch.utils._pytree import tree_leaves
 
         tensor_type, grad_enabled, backward_hook = torch.Tensor, torch.is_grad_enabled, _ophook.torch_backward_hook
@@ -142,11 +143,14 @@ class _Installation:
                 return
             tensors = [t for t in tree_leaves(values) if isinstance(t, tensor_type) and t.requires_grad]
             if tensors:
-                # Outputs: the first gradient to arrive starts the module's backward; inputs: the
-                # last one ends it.
-                register_multi_grad_hook(tensors, backward_hook(module, is_output), mode="any" if is_output else "all")
+                hook = backward_hook(module, is_output, len(tensors))
+                for tensor in tensors:
+                    tensor.register_hook(hook)
 
-        _ophook.torch_track_backward_modules(tracker, torch.autograd.Variable._execution_engine.queue_callback)
+        # Releases without _current_graph_task_id: a forward's hooks then count across passes, so a
+        # second backward through the same graph (retain_graph) names no module of it.
+        _ophook.torch_track_backward_modules(tracker, torch.autograd.Variable._execution_engine.queue_callback,
+                                             getattr(torch._C, "_current_graph_task_id", None))
 
     def _compile_safe(self, function, while_compiling=None):
         """`function` as a hook that does nothing Dynamo would see while it traces, or only
@@ -197,7 +201,7 @@ class _Installation:
     def unhook_modules(self):
         _ophook.torch_set_jit_guard(None, None, None)
         _ophook.torch_set_backward_check(None, None, None)
-        _ophook.torch_track_backward_modules(None, None)
+        _ophook.torch_track_backward_modules(None, None, None)
         for handle in self.hook_handles:
             handle.remove()
         self.hook_handles = []

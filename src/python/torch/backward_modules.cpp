@@ -12,6 +12,7 @@ namespace {
 thread_local std::vector<std::uint32_t> modules;  // name ids, innermost last
 thread_local bool reset_queued = false;
 PyObject* queue_callback = nullptr;
+PyObject* graph_task_id = nullptr;  // torch._C._current_graph_task_id
 
 PyObject* reset(PyObject*, PyObject*) {
   modules.clear();
@@ -33,12 +34,6 @@ void queue_reset() {
   }
 }
 
-std::uint32_t id_of(PyObject* id) {
-  const auto value = PyLong_AsUnsignedLong(id);
-  if (PyErr_Occurred()) PyErr_Clear();
-  return static_cast<std::uint32_t>(value);
-}
-
 /// Whether module `inner` lies inside module `outer`, by their dotted paths.
 bool inside(std::uint32_t inner, std::uint32_t outer) {
   const auto* recorder = core::Recorder::get();
@@ -49,23 +44,20 @@ bool inside(std::uint32_t inner, std::uint32_t outer) {
          inner_name[outer_name.size()] == '.';
 }
 
-PyObject* enter(PyObject* id, PyObject* const*, Py_ssize_t) {
+void enter(std::uint32_t name) {
   queue_reset();
   // Hooks on one tensor fire in the order they were registered, and an inner module's forward
   // ends (registering its hook on the shared output) before its parent's: the parent goes below
   // the children already entered.
-  const auto name = id_of(id);
   auto at = modules.end();
   while (at != modules.begin() && inside(*(at - 1), name)) --at;
   modules.insert(at, name);
-  Py_RETURN_NONE;
 }
 
-PyObject* exit(PyObject* id, PyObject* const*, Py_ssize_t) {
+void exit(std::uint32_t name) {
   // Leaves this module and what is inside it (an inner module whose inputs needed no gradient
   // never ran its own exit), but not a module entered since that lies outside it: at a tensor
   // between two modules the producer's backward may start before the consumer's ends.
-  const auto name = id_of(id);
   for (auto i = modules.size(); i > 0; --i) {
     if (modules[i - 1] != name) continue;
     auto kept = modules.begin() + static_cast<std::ptrdiff_t>(i - 1);
@@ -73,33 +65,64 @@ PyObject* exit(PyObject* id, PyObject* const*, Py_ssize_t) {
                   modules.end());
     break;
   }
+}
+
+/// What one module forward's hooks share: the gradients that have arrived in the current
+/// backward pass (graph task) of the `expected` tensors it hooked.
+struct HookState {
+  std::uint32_t module = 0;
+  std::uint32_t expected = 0;
+  bool entering = false;
+  std::int64_t task = -1;
+  std::uint32_t arrived = 0;
+};
+constexpr const char* kHookState = "ophook.backward_hook_state";
+
+/// The hook on each tensor: the module's backward starts at the first gradient of a pass to
+/// arrive at its outputs, and ends when the last one expected has arrived at its inputs.
+PyObject* gradient_arrived(PyObject* capsule, PyObject* const*, Py_ssize_t) {
+  auto* state = static_cast<HookState*>(PyCapsule_GetPointer(capsule, kHookState));
+  if (state == nullptr) return nullptr;
+  std::int64_t task = -1;
+  if (graph_task_id != nullptr) {
+    PyRef id = PyRef::steal(PyObject_CallNoArgs(graph_task_id));
+    if (!id) return nullptr;
+    task = PyLong_AsLongLong(id.get());
+    if (task == -1 && PyErr_Occurred()) return nullptr;
+  }
+  if (task != state->task) state->task = task, state->arrived = 0;
+  ++state->arrived;
+  if (state->entering && state->arrived == 1) enter(state->module);
+  if (!state->entering && state->arrived == state->expected) exit(state->module);
   Py_RETURN_NONE;
 }
 
-template <PyObject* (*F)(PyObject*, PyObject* const*, Py_ssize_t)>
-PyCFunction fastcall() {
-  return reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(F));
-}
-
-PyMethodDef enter_def = {"ophook_backward_enter", fastcall<&enter>(), METH_FASTCALL,
-                         "A module's backward starts (its outputs' first gradient arrived)."};
-PyMethodDef exit_def = {"ophook_backward_exit", fastcall<&exit>(), METH_FASTCALL,
-                        "A module's backward ends (its inputs' gradients are done)."};
+PyMethodDef hook_def = {"ophook_backward_hook",
+                        reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&gradient_arrived)), METH_FASTCALL,
+                        "A module's gradient arrived: its backward starts (outputs) or, with the last, ends (inputs)."};
 
 }  // namespace
 
 std::uint32_t current() noexcept { return modules.empty() ? 0 : modules.back(); }
 
-PyObject* hook_for(PyObject* module, bool entering) {
-  PyRef id = PyRef::steal(PyLong_FromUnsignedLong(module_stack::name_id(module)));
-  if (!id) return nullptr;
-  return PyCFunction_New(entering ? &enter_def : &exit_def, id.get());
+PyObject* hook_for(PyObject* module, bool entering, std::uint32_t expected) {
+  auto* state = new HookState{module_stack::name_id(module), expected, entering};
+  PyRef capsule = PyRef::steal(PyCapsule_New(state, kHookState, [](PyObject* self) {
+    delete static_cast<HookState*>(PyCapsule_GetPointer(self, kHookState));
+  }));
+  if (!capsule) {
+    delete state;
+    return nullptr;
+  }
+  return PyCFunction_New(&hook_def, capsule.get());
 }
 
-void set_engine_callback_queue(PyObject* callable) {
-  Py_XINCREF(callable);
-  Py_XDECREF(queue_callback);
-  queue_callback = callable;
+void set_engine(PyObject* callback_queue, PyObject* current_graph_task_id) {
+  for (auto [held, given] : {std::pair{&queue_callback, callback_queue}, std::pair{&graph_task_id, current_graph_task_id}}) {
+    Py_XINCREF(given);
+    Py_XDECREF(*held);
+    *held = given;
+  }
 }
 
 }  // namespace ophook::py::backward_modules

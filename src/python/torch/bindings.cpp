@@ -165,22 +165,26 @@ void bind_torch(pb::module_& m) {
       "waits until they are written (a Tracer never stopped finishes no run).");
   m.def(
       "torch_track_backward_modules",
-      [](const pb::object& tracker, const pb::object& queue_callback) {
+      [](const pb::object& tracker, const pb::object& queue_callback, const pb::object& graph_task_id) {
         module_stack::set_backward_tracker(tracker.is_none() ? nullptr : tracker.ptr());
-        backward_modules::set_engine_callback_queue(queue_callback.is_none() ? nullptr : queue_callback.ptr());
+        backward_modules::set_engine(queue_callback.is_none() ? nullptr : queue_callback.ptr(),
+                                     graph_task_id.is_none() ? nullptr : graph_task_id.ptr());
       },
-      pb::arg("tracker"), pb::arg("queue_callback"),
+      pb::arg("tracker"), pb::arg("queue_callback"), pb::arg("graph_task_id"),
       "Backward module attribution: the module hooks call tracker(module, values, is_output) (None: off); "
-      "queue_callback is the autograd engine's, to reset the backward module stack after each pass.");
+      "queue_callback is the autograd engine's, to reset the backward module stack after each pass, "
+      "graph_task_id torch._C._current_graph_task_id, to tell passes apart.");
   m.def(
       "torch_backward_hook",
-      [](const pb::object& module, bool entering) {
-        PyObject* hook = backward_modules::hook_for(module.ptr(), entering);
+      [](const pb::object& module, bool entering, std::uint32_t expected) {
+        PyObject* hook = backward_modules::hook_for(module.ptr(), entering, expected);
         if (hook == nullptr) throw pb::error_already_set();
         return pb::reinterpret_steal<pb::object>(hook);
       },
-      pb::arg("module"), pb::arg("entering"),
-      "A gradient hook that enters (or leaves) the backward of `module` on ophook's backward module stack.");
+      pb::arg("module"), pb::arg("entering"), pb::arg("expected"),
+      "The gradient hook to register on each of the `expected` tensors a forward of `module` returned "
+      "(entering: its backward starts at the first gradient of a pass) or was given (leaving: it ends at the "
+      "last).");
   m.def(
       "torch_set_backward_check",
       [](const pb::object& mode, const pb::object& push, const pb::object& pop) {
