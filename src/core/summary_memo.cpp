@@ -25,8 +25,8 @@ struct Remembered {
   mutable std::atomic<std::uint32_t> misses_in_a_row{0};
 };
 
-// Hashing an array's blocks costs its summary a fifth more in the cache and up to three quarters
-// more from memory, where the statistics already wait on it: at an address whose content changes
+// Hashing an array's blocks costs its summary nearly a third more in the cache and up to three
+// quarters more from memory (stats.cpp's BlockHasher): at an address whose content changes
 // at every summary (an operand the program writes before each call, a buffer reused for new
 // content) they are hashed only for the first summaries and then one in kRetryEvery, so that
 // content which changes stops paying for it and content that settles is remembered again.

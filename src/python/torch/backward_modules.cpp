@@ -83,12 +83,15 @@ constexpr const char* kHookState = "ophook.backward_hook_state";
 PyObject* gradient_arrived(PyObject* capsule, PyObject* const*, Py_ssize_t) {
   auto* state = static_cast<HookState*>(PyCapsule_GetPointer(capsule, kHookState));
   if (state == nullptr) return nullptr;
+  // An error here would fail the program's backward pass: a pass not told apart counts as -1.
   std::int64_t task = -1;
   if (graph_task_id != nullptr) {
     PyRef id = PyRef::steal(PyObject_CallNoArgs(graph_task_id));
-    if (!id) return nullptr;
-    task = PyLong_AsLongLong(id.get());
-    if (task == -1 && PyErr_Occurred()) return nullptr;
+    if (id) task = PyLong_AsLongLong(id.get());
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      task = -1;
+    }
   }
   if (task != state->task) state->task = task, state->arrived = 0;
   ++state->arrived;
