@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -52,6 +53,29 @@ struct HeldOnDevice {
   std::size_t saved_bytes = 0;  // in the file's dtype: the host memory they take once fetched
 };
 
+/// A copy of an array's bytes that several records read (copy_memo.hpp): made once, never
+/// written after, its buffer back to CaptureBufferPool when the last record lets it go.
+class SharedCopy {
+ public:
+  std::unique_ptr<std::byte[]> data;
+  std::size_t capacity = 0;
+
+  SharedCopy(std::unique_ptr<std::byte[]> bytes, std::size_t allocated) noexcept
+      : data(std::move(bytes)), capacity(allocated) {}
+  SharedCopy(const SharedCopy&) = delete;
+  SharedCopy& operator=(const SharedCopy&) = delete;
+  ~SharedCopy() { CaptureBufferPool::give(std::move(data), capacity); }
+
+  /// compute_stats(descr, data, nbytes), computed once for the records that share the copy (the
+  /// writer asks for each of them); again only for another dtype.
+  OPHOOK_API ArrayStats stats(std::string_view descr, std::size_t nbytes) const;
+
+ private:
+  mutable std::mutex stats_mutex_;
+  mutable std::string stats_descr_;
+  mutable std::optional<ArrayStats> stats_;
+};
+
 /// One array or tensor argument/result. `data` holds the element bytes in C order, already in the
 /// dtype that the file will have (bf16/fp8 widened to float32 by the capturing side); it is empty
 /// in trace mode and for arrays that cannot be saved (then `no_data_reason` may say why).
@@ -73,8 +97,11 @@ struct ArrayCapture {
   /// replay hands the op the same. Noted where arrays are copied.
   bool requires_grad = false;
   ArrayType python_type = ArrayType::Unknown;
-  bool captured = false;                // `data` holds all `nbytes` element bytes (maybe 0)
+  bool captured = false;                // bytes() holds all `nbytes` element bytes (maybe 0)
   std::unique_ptr<std::byte[]> data;
+  /// The bytes as an earlier record copied them, unchanged since (then `data` is unused): read
+  /// through bytes(), never written.
+  std::shared_ptr<const SharedCopy> shared;
   std::size_t nbytes = 0;
   std::size_t data_capacity = 0;        // bytes allocated at `data` when reused (0 = exactly nbytes)
   /// Statistics computed where the values live (a tensor on its device, docs/devices.md): the
@@ -87,6 +114,9 @@ struct ArrayCapture {
   /// reads them.
   const std::byte* live = nullptr;
   std::size_t live_nbytes = 0;
+
+  /// The captured element bytes, wherever they are kept.
+  const std::byte* bytes() const noexcept { return shared ? shared->data.get() : data.get(); }
 
   /// A buffer of at least `n` bytes at `data`: `spare` when given (CaptureBufferPool), else the
   /// slot's own when big enough, else a fresh one; sets nbytes.
@@ -110,6 +140,7 @@ struct ArrayCapture {
     captured = false;
     nbytes = 0;
     given_stats.reset();
+    shared.reset();
     on_device = {};
     live = nullptr;
     live_nbytes = 0;

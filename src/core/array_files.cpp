@@ -102,7 +102,7 @@ void ArrayFiles::add(const CallRecord& record, std::vector<ArrayOutcome>& outcom
     auto add_stats = [&] {
       if (outcome.stats) return;
       if (has_data) {
-        outcome.stats = compute_stats(descr, array.data.get(), array.nbytes);
+        outcome.stats = array.shared ? array.shared->stats(descr, array.nbytes) : compute_stats(descr, array.bytes(), array.nbytes);
       } else if (array.given_stats) {
         outcome.stats = array.given_stats;  // computed on the tensor's device
       }
@@ -136,7 +136,7 @@ void ArrayFiles::plan_file(const CallRecord& record, const ArrayCapture& array, 
   FileJob job;
   job.outcome = &outcome;
   job.header = encode_npy_header(descr, array.shape);
-  job.data = {array.data.get(), array.nbytes};
+  job.data = {array.bytes(), array.nbytes};
   const std::span<const std::byte> parts[] = {bytes_of(job.header), job.data};
   Planned planned{&record, {}};
   if (links_on_) {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <functional>
 
+#include "ophook/copy_memo.hpp"
 #include "ophook/log.hpp"
 #include "ophook/output_dir.hpp"
 #include "ophook/recorder.hpp"
@@ -186,6 +187,8 @@ nlohmann::ordered_json RunSummary::summary_json(std::uint64_t dropped, std::uint
   out["ring"] = ring_;
   const SummaryMemoCounts summaries = summary_memo_counts();
   out["summaries_in_place"] = {{"computed", summaries.computed}, {"remembered", summaries.remembered}};
+  const CopyMemoCounts copies = copy_memo_counts();
+  out["copies_shared"] = {{"copied", copies.copied}, {"shared", copies.shared}};
   out["write_errors"] = {{"count", write_errors_},
                          {"first", write_errors_ ? Json(first_write_error_) : Json(nullptr)},
                          {"stopped", stopped_}};

@@ -51,7 +51,7 @@ namespace {
 
 /// The bytes the check reads: the copy, or the caller's own array while the call runs.
 std::span<const std::byte> checked_bytes(const core::ArrayCapture& array) {
-  if (array.captured) return {array.data.get(), array.nbytes};
+  if (array.captured) return {array.bytes(), array.nbytes};
   return {array.live, array.live ? array.live_nbytes : 0};
 }
 

@@ -7,6 +7,7 @@ import os
 import subprocess
 
 import numpy as np
+import pytest
 
 from cli_fixtures import run_ophook
 from conftest import BUILD_DIR, arrays, clean_env, load, ops
@@ -14,6 +15,7 @@ from conftest import BUILD_DIR, arrays, clean_env, load, ops
 # Every call reads the weight again and the previous call's output: repeats of earlier files.
 CHAIN = """
 import numpy as np
+import pytest
 w = (np.arange(4096, dtype=np.float32).reshape(64, 64) % 7 - 3) / 64
 x = (np.arange(4096, dtype=np.float32).reshape(64, 64) % 5) / 5
 for _ in range(6):
@@ -104,3 +106,51 @@ def test_compare_and_replay_read_runs_of_linked_files(runner):
     linked_seqs = {seq for seq, v in names(base.records()) if "same_as" in v}
     assert {c["seq"] for c in calls if c["status"] == "match"} >= linked_seqs
     assert not [c for c in calls if "no file" in c["reason"]]
+
+
+# 512 KiB operands read unchanged by every call but those after an unrecorded write (NumPy's
+# setitem, a tensor's NumPy view): those calls must see the new bytes, not the copy made before it.
+COPIED_ONCE = """
+import numpy as np, torch
+w = np.arange(65536) / 65536.0
+t = torch.arange(65536, dtype=torch.float64) / 65536.0
+for step in range(4):
+    a = np.add(w, 1.0)
+    b = np.multiply(w, 2.0)
+    c = torch.mul(t, 3.0)
+    d = torch.add(t, 4.0)
+    if step == 1:
+        w[100] = 7.0
+        t.numpy()[200] = 8.0
+print(float(a[100] + b[100]), float(c[200] + d[200]))
+try:
+    import ophook
+    ophook.dump_ring()
+except ImportError:  # unhooked
+    pass
+"""
+# (op, what it computes from its operand)
+COPIED_ONCE_CALLS = [("numpy.add", lambda x: x + 1.0), ("numpy.multiply", lambda x: x * 2.0),
+                     ("torch.mul", lambda x: x * 3.0), ("torch.add", lambda x: x + 4.0)]
+
+
+@pytest.mark.parametrize("settings", [{}, {"OPHOOK_RING_BYTES": "64M"}], ids=["dump", "ring"])
+def test_unchanged_arrays_are_copied_once_and_changed_ones_again(runner, settings):
+    plain = runner.run(COPIED_ONCE, how="plain")
+    run = runner.run(COPIED_ONCE, env=settings)
+    assert run.stdout == plain.stdout
+    records = run.records()
+    for op, compute in COPIED_ONCE_CALLS:
+        calls = ops(records, op)
+        assert len(calls) == 4
+        for step, call in enumerate(calls):
+            expected = np.arange(65536) / 65536.0
+            if step >= 2:  # after the writes
+                expected[100 if op.startswith("numpy") else 200] = 7.0 if op.startswith("numpy") else 8.0
+            operand, result = arrays(call)[0], arrays(call, "outputs")[0]
+            assert operand["file"] and result["file"], call  # the ring holds the whole run
+            np.testing.assert_array_equal(load(run.output, operand), expected)
+            np.testing.assert_array_equal(load(run.output, result), compute(expected))
+    counts = run.summary()["copies_shared"]
+    # w and t: copied at their first call and after the write, shared by the other 12 calls.
+    assert counts["shared"] >= 12 and counts["copied"] >= 4, counts

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "capture_budget.hpp"
+#include "ophook/copy_memo.hpp"
 #include "ophook/strided_copy.hpp"
 #include "value_capture.hpp"
 
@@ -160,7 +161,9 @@ void capture_array(ValueCapture& capture, PyObject* object, PyArrayObject* array
     capture.summarise_in_place(out, static_cast<const std::byte*>(PyArray_DATA(array)),
                                static_cast<std::size_t>(PyArray_SIZE(array)) * item);
   }
-  if (budget.copy) {
+  if (budget.copy && PyArray_IS_C_CONTIGUOUS(array)) {
+    core::copy_or_share(out, static_cast<const std::byte*>(PyArray_DATA(array)), n, std::move(budget.spare));
+  } else if (budget.copy) {
     const npy_intp* strides = PyArray_STRIDES(array);
     static_assert(sizeof(npy_intp) == sizeof(std::int64_t));
     core::strided_copy(out.reserve_data(n, std::move(budget.spare)), static_cast<const std::byte*>(PyArray_DATA(array)),

@@ -10,6 +10,7 @@
 
 #include "capture_budget.hpp"
 #include "torch/device_readback.hpp"
+#include "ophook/copy_memo.hpp"
 #include "ophook/strided_copy.hpp"
 #include "thread_state.hpp"
 #include "torch/dense_view.hpp"
@@ -129,9 +130,15 @@ std::uint32_t diagnose(core::Recorder& recorder, PyObject* tensor) {
 }
 
 /// Copies `count` elements at `src` (C order, strides in bytes) into `out` in the file dtype, into
-/// the budget's spare buffer when it has one.
+/// the budget's spare buffer when it has one; a tensor whose memory holds them in C order as the
+/// file keeps them shares an earlier record's copy of the same bytes (core::copy_or_share).
 void copy_elements(const std::byte* src, std::span<const std::int64_t> shape, std::span<const std::int64_t> strides,
-                   const TorchDtype& dtype, std::size_t count, CopyBudget& budget, core::ArrayCapture& out) {
+                   const TorchDtype& dtype, std::size_t count, CopyBudget& budget, core::ArrayCapture& out,
+                   bool c_order = false) {
+  if (c_order && dtype.widen == nullptr) {
+    core::copy_or_share(out, src, count * dtype.item_size, std::move(budget.spare));
+    return;
+  }
   std::byte* dst = out.reserve_data(count * dtype.saved_item_size, std::move(budget.spare));
   if (dtype.widen == nullptr) {
     core::strided_copy(dst, src, shape, strides, dtype.item_size);
@@ -200,7 +207,8 @@ bool capture_dense(ValueCapture& capture, PyObject* tensor) {
     thread_local std::vector<std::int64_t> byte_strides;  // reused: no allocation per tensor
     byte_strides.assign(view.strides, view.strides + view.ndim);
     for (auto& s : byte_strides) s *= static_cast<std::int64_t>(dtype->item_size);
-    copy_elements(view.data, shape, byte_strides, *dtype, element_count(shape), budget, out);
+    copy_elements(view.data, shape, byte_strides, *dtype, element_count(shape), budget, out,
+                  core::is_c_order(shape, {view.strides, view.ndim}));
   }
   return true;
 }

@@ -1,0 +1,141 @@
+#pragma once
+// What was made from the bytes of large arrays (their statistics, a copy), remembered by where
+// they lie and given again only to the same content: the one memo behind summary_memo.cpp and
+// copy_memo.cpp.
+#include <pthread.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "float_blocks.hpp"
+#include "ophook/stats.hpp"
+
+namespace ophook::core {
+
+/// One array's entry: what was made from its bytes (`payload`), under `key` (what else must match:
+/// its dtype), with the XXH3 of each kContentBlockBytes of those bytes.
+template <class Key, class Payload>
+struct RememberedContent {
+  Key key{};
+  std::size_t nbytes = 0;
+  Payload payload{};
+  std::vector<std::uint64_t> block_hashes;  // empty: not hashed (misses_in_a_row)
+  // Times something was made at this address since it was last given back there (0 then).
+  mutable std::atomic<std::uint32_t> misses_in_a_row{0};
+};
+
+/// The arrays seen last, by address, the most recently used first. A program reads most large
+/// arrays more than once unchanged — a weight in the forward, the backward and the optimizer; an
+/// activation as one op's output and the next op's input; the same operands call after call — and
+/// telling their content unchanged (XXH3 with AVX-512: 80 GB/s here) costs a fraction of reading
+/// them for statistics (16 GB/s) or copying them. The content decides, not the address or a version
+/// counter, so a write no call records (through `.data`, a NumPy view, DLPack, C code) is seen as a
+/// change. Equal hashes of unequal blocks (2^-64 per block) would give back what was made from other
+/// bytes: as likely as two arrays' XXH64 digests being equal, which `ophook compare` already takes
+/// as equal bytes.
+///
+/// Bounded: the 4096 arrays used last, holding at most 2^19 block hashes (4 MiB) between them.
+/// Thread-safe; one memo per (Key, Payload), for the life of the process.
+template <class Key, class Payload>
+class ContentMemo {
+ public:
+  using Entry = RememberedContent<Key, Payload>;
+
+  static ContentMemo& get() {
+    static auto* memo = new ContentMemo;  // leaked: helper threads may use it at exit
+    return *memo;
+  }
+
+  /// What was made last at `data`, if the memo still has it and `data`'s `nbytes` under `key` hash
+  /// block by block as they did then (the first block that differs ends the check: memory reused
+  /// for new content costs one block). Otherwise nullptr, with the misses at that address in
+  /// `misses` for should_hash().
+  std::shared_ptr<const Entry> find_same(const std::byte* data, std::size_t nbytes, const Key& key,
+                                         std::uint32_t& misses) {
+    misses = 0;
+    std::shared_ptr<const Entry> known;
+    {
+      std::lock_guard lock(mutex_);
+      const auto found = by_address_.find(data);
+      if (found == by_address_.end()) return nullptr;
+      used_.splice(used_.begin(), used_, found->second);
+      known = found->second->second;
+    }
+    if (known->nbytes == nbytes && known->key == key && !known->block_hashes.empty() &&
+        same_content(*known, data, nbytes)) {
+      known->misses_in_a_row.store(0, std::memory_order_relaxed);
+      return known;
+    }
+    misses = known->misses_in_a_row.load(std::memory_order_relaxed) + 1;
+    return nullptr;
+  }
+
+  /// Whether to hash the blocks of what is made at an address after `misses` misses there. Hashing
+  /// costs a summary nearly a third more in the cache and up to three quarters more from memory
+  /// (stats.cpp's BlockHasher): where the content changes every time (an operand the program writes
+  /// before each call, a buffer reused for new content) blocks are hashed only the first times and
+  /// then one in kRetryEvery, so that content which changes stops paying for it and content that
+  /// settles is remembered again.
+  static bool should_hash(std::uint32_t misses) noexcept { return misses < kMissesHashed || misses % kRetryEvery == 0; }
+
+  /// Keeps `entry` (its block_hashes filled, or empty) as what was made last at `data`.
+  /// Forgets every entry.
+  void forget_all() {
+    std::lock_guard lock(mutex_);
+    used_.clear();
+    by_address_.clear();
+    block_hashes_ = 0;
+  }
+
+  void keep(const std::byte* data, std::shared_ptr<const Entry> entry) {
+    if (entry->block_hashes.size() > kMaxBlockHashes) return;
+    std::lock_guard lock(mutex_);
+    if (const auto found = by_address_.find(data); found != by_address_.end()) forget(found->second);
+    block_hashes_ += entry->block_hashes.size();
+    used_.emplace_front(data, std::move(entry));
+    by_address_[data] = used_.begin();
+    while (used_.size() > kMaxArrays || block_hashes_ > kMaxBlockHashes) forget(std::prev(used_.end()));
+  }
+
+ private:
+  using Used = std::list<std::pair<const std::byte*, std::shared_ptr<const Entry>>>;
+
+  ContentMemo() {
+    // A fork while another thread holds the mutex would leave it held in the child for good.
+    pthread_atfork([] { get().mutex_.lock(); }, [] { get().mutex_.unlock(); }, [] { get().mutex_.unlock(); });
+  }
+
+  static bool same_content(const Entry& known, const std::byte* data, std::size_t nbytes) noexcept {
+    for (std::size_t i = 0, at = 0; at < nbytes; ++i, at += kContentBlockBytes) {
+      const std::size_t n = std::min(kContentBlockBytes, nbytes - at);
+      if (float_blocks::content_hash(data + at, n) != known.block_hashes[i]) return false;
+    }
+    return true;
+  }
+
+  void forget(typename Used::iterator at) {
+    block_hashes_ -= at->second->block_hashes.size();
+    by_address_.erase(at->first);
+    used_.erase(at);
+  }
+
+  static constexpr std::uint32_t kMissesHashed = 2;
+  static constexpr std::uint32_t kRetryEvery = 16;
+  static constexpr std::size_t kMaxArrays = 4096;
+  static constexpr std::size_t kMaxBlockHashes = std::size_t{1} << 19;
+  std::mutex mutex_;
+  Used used_;
+  std::unordered_map<const std::byte*, typename Used::iterator> by_address_;
+  std::size_t block_hashes_ = 0;
+};
+
+}  // namespace ophook::core

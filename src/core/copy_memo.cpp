@@ -1,0 +1,78 @@
+#include "ophook/copy_memo.hpp"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <utility>
+
+#include "content_memo.hpp"
+
+namespace ophook::core {
+namespace {
+
+/// Equal bytes make an equal copy whatever the dtype: the size is the only key.
+struct AnyDtype {
+  bool operator==(const AnyDtype&) const = default;
+};
+using CopyMemo = ContentMemo<AnyDtype, std::weak_ptr<const SharedCopy>>;
+std::atomic<std::uint64_t> copied{0}, shared{0};
+
+// A forked child (a DataLoader worker) starts with none of its parent's copies: those belong to
+// records the child never writes, and a copy's statistics mutex may have been held by the parent's
+// writer at the fork. Registered after the memo's own handlers, so it runs after them in the child.
+[[maybe_unused]] const bool forgotten_in_children = [] {
+  CopyMemo::get();
+  return pthread_atfork(nullptr, nullptr, [] { CopyMemo::get().forget_all(); }) == 0;
+}();
+
+}  // namespace
+
+void copy_or_share(ArrayCapture& out, const std::byte* live, std::size_t nbytes, SpareBuffer spare) {
+  out.captured = true;
+  if (nbytes < kSharedCopyMinBytes) {
+    std::memcpy(out.reserve_data(nbytes, std::move(spare)), live, nbytes);
+    return;
+  }
+  auto& memo = CopyMemo::get();
+  std::uint32_t misses = 0;
+  const auto known = memo.find_same(live, nbytes, {}, misses);
+  if (known) {
+    if (auto copy = known->payload.lock()) {
+      CaptureBufferPool::give(std::move(spare.data), spare.capacity);
+      shared.fetch_add(1, std::memory_order_relaxed);
+      out.shared = std::move(copy);
+      out.nbytes = nbytes;
+      return;
+    }
+  }
+  std::byte* dst = out.reserve_data(nbytes, std::move(spare));
+  std::memcpy(dst, live, nbytes);
+  copied.fetch_add(1, std::memory_order_relaxed);
+  auto entry = std::make_shared<CopyMemo::Entry>();
+  entry->nbytes = nbytes;
+  entry->misses_in_a_row.store(misses, std::memory_order_relaxed);
+  if (known) {
+    entry->block_hashes = known->block_hashes;  // the same bytes, whose copy was let go: not hashed again
+  } else if (CopyMemo::should_hash(misses)) {
+    // Hashed from the copy, still in the cache: what it holds, whatever `live` holds by now.
+    entry->block_hashes.resize(content_block_count(nbytes));
+    for (std::size_t i = 0, at = 0; at < nbytes; ++i, at += kContentBlockBytes) {
+      entry->block_hashes[i] = float_blocks::content_hash(dst + at, std::min(kContentBlockBytes, nbytes - at));
+    }
+  }
+  if (!entry->block_hashes.empty()) {
+    auto copy = std::make_shared<const SharedCopy>(std::move(out.data), std::exchange(out.data_capacity, 0));
+    entry->payload = copy;
+    out.shared = std::move(copy);
+  }
+  memo.keep(live, std::move(entry));
+}
+
+CopyMemoCounts copy_memo_counts() noexcept {
+  return {copied.load(std::memory_order_relaxed), shared.load(std::memory_order_relaxed)};
+}
+
+}  // namespace ophook::core

@@ -1,0 +1,92 @@
+#include "ophook/copy_memo.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "summary_test_arrays.hpp"
+
+namespace ophook::core {
+namespace {
+
+using test::float_bytes;
+
+// copy_or_share(...) into a fresh capture, and whether it shared an earlier copy.
+std::pair<ArrayCapture, bool> capture(const std::vector<std::byte>& live, std::size_t nbytes) {
+  const auto before = copy_memo_counts();
+  ArrayCapture out;
+  copy_or_share(out, live.data(), nbytes, {});
+  const auto after = copy_memo_counts();
+  EXPECT_TRUE(out.captured);
+  EXPECT_EQ(out.nbytes, nbytes);
+  EXPECT_EQ(std::memcmp(out.bytes(), live.data(), nbytes), 0);  // the bytes as they are now
+  EXPECT_NE(static_cast<const void*>(out.bytes()), static_cast<const void*>(live.data()));  // a copy
+  return {std::move(out), after.shared > before.shared};
+}
+
+TEST(CopyMemo, SharesOnlyTheCopyOfEqualBytesAtTheSameAddress) {
+  auto live = float_bytes(5 * (kContentBlockBytes / 4) + 3, 2);  // 5 blocks and a short one
+  auto [first, shared_first] = capture(live, live.size());
+  EXPECT_FALSE(shared_first);
+  auto [second, shared_second] = capture(live, live.size());
+  EXPECT_TRUE(shared_second);
+  EXPECT_EQ(second.bytes(), first.bytes());  // one copy for both
+  // One byte changed, in the last (short) block: a new copy, holding it.
+  live.back() ^= std::byte{1};
+  auto [third, shared_third] = capture(live, live.size());
+  EXPECT_FALSE(shared_third);
+  EXPECT_NE(third.bytes(), first.bytes());
+  EXPECT_NE(std::memcmp(third.bytes(), first.bytes(), live.size()), 0);
+  // A shorter array at the same address: not the same bytes.
+  auto [shorter, shared_shorter] = capture(live, live.size() - 4);
+  EXPECT_FALSE(shared_shorter);
+}
+
+TEST(CopyMemo, CopiesAgainOnceTheRecordsLetTheCopyGo) {
+  const auto live = float_bytes(8 * (kContentBlockBytes / 4), 3);
+  auto first = capture(live, live.size()).first;
+  first.reset();  // the record written and cleared: nothing holds the copy
+  auto [again, shared] = capture(live, live.size());
+  EXPECT_FALSE(shared);
+  auto [then, shared_then] = capture(live, live.size());
+  EXPECT_TRUE(shared_then);  // the new copy is shared from then on
+  EXPECT_EQ(then.bytes(), again.bytes());
+}
+
+TEST(CopyMemo, SmallArraysAreCopiedEveryTime) {
+  const auto live = float_bytes(kSharedCopyMinBytes / 4 - 1, 4);
+  auto [first, shared_first] = capture(live, live.size());
+  auto [second, shared_second] = capture(live, live.size());
+  EXPECT_FALSE(shared_first || shared_second);
+  EXPECT_NE(first.bytes(), second.bytes());
+}
+
+TEST(CopyMemo, SharedCopyGivesItsStatisticsPerDtype) {
+  const auto live = float_bytes(4 * (kContentBlockBytes / 4), 5);
+  const auto [out, shared] = capture(live, live.size());
+  ASSERT_TRUE(out.shared);
+  for (const char* descr : {"<f4", "<i4", "<f4"}) {
+    test::expect_same(out.shared->stats(descr, live.size()), compute_stats(descr, live.data(), live.size()));
+  }
+}
+
+TEST(CopyMemo, ASlotThatSharedACopyKeepsItsOwnBufferAsItWas) {
+  // A zero-size array leaves its slot a buffer of no bytes (capacity 0, as for "exactly nbytes");
+  // the slot's next use shares a copy. Its next copy must get a buffer of its own size.
+  const auto live = float_bytes(kSharedCopyMinBytes / 4, 6);
+  auto remembered = capture(live, live.size()).first;
+  ArraySlots slots;
+  slots.add().reserve_data(0);
+  slots.clear(kSharedCopyMinBytes, 16);
+  auto& sharing = slots.add();
+  copy_or_share(sharing, live.data(), live.size(), {});
+  ASSERT_TRUE(sharing.shared);
+  slots.clear(kSharedCopyMinBytes, 16);
+  auto& next = slots.add();
+  std::memset(next.reserve_data(256), 1, 256);
+  EXPECT_EQ(next.data_capacity, 256u);  // a fresh buffer: the empty one could not hold it
+}
+
+}  // namespace
+}  // namespace ophook::core
