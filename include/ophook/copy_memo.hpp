@@ -21,6 +21,10 @@ inline constexpr std::size_t kSharedCopyMinBytes = CaptureBufferPool::kMinBytes;
 /// the optimizer, an activation as one op's output and the next op's input: copied once.
 OPHOOK_API void copy_or_share(ArrayCapture& out, const std::byte* live, std::size_t nbytes, SpareBuffer spare);
 
+/// Forgets every copy remembered so far: a forked child does at once (its parent's records are not
+/// its own), and a test starts from none.
+OPHOOK_API void forget_copies();
+
 /// Arrays of kSharedCopyMinBytes or more copy_or_share copied, and those it gave an earlier copy.
 struct CopyMemoCounts {
   std::uint64_t copied = 0, shared = 0;

@@ -21,6 +21,13 @@
 
 namespace ophook::core {
 
+/// The XXH3 of the `i`-th kContentBlockBytes of the `nbytes` at `data` (the last block may be
+/// short): what an entry's block_hashes hold.
+inline std::uint64_t content_block_hash(const std::byte* data, std::size_t nbytes, std::size_t i) noexcept {
+  const std::size_t at = i * kContentBlockBytes;
+  return float_blocks::content_hash(data + at, std::min(kContentBlockBytes, nbytes - at));
+}
+
 /// One array's entry: what was made from its bytes (`payload`), under `key` (what else must match:
 /// its dtype), with the XXH3 of each kContentBlockBytes of those bytes.
 template <class Key, class Payload>
@@ -88,14 +95,6 @@ class ContentMemo {
   static bool should_hash(std::uint32_t misses) noexcept { return misses < kMissesHashed || misses % kRetryEvery == 0; }
 
   /// Keeps `entry` (its block_hashes filled, or empty) as what was made last at `data`.
-  /// Forgets every entry.
-  void forget_all() {
-    std::lock_guard lock(mutex_);
-    used_.clear();
-    by_address_.clear();
-    block_hashes_ = 0;
-  }
-
   void keep(const std::byte* data, std::shared_ptr<const Entry> entry) {
     if (entry->block_hashes.size() > kMaxBlockHashes) return;
     std::lock_guard lock(mutex_);
@@ -104,6 +103,14 @@ class ContentMemo {
     used_.emplace_front(data, std::move(entry));
     by_address_[data] = used_.begin();
     while (used_.size() > kMaxArrays || block_hashes_ > kMaxBlockHashes) forget(std::prev(used_.end()));
+  }
+
+  /// Forgets every entry.
+  void forget_all() {
+    std::lock_guard lock(mutex_);
+    used_.clear();
+    by_address_.clear();
+    block_hashes_ = 0;
   }
 
  private:
@@ -115,9 +122,8 @@ class ContentMemo {
   }
 
   static bool same_content(const Entry& known, const std::byte* data, std::size_t nbytes) noexcept {
-    for (std::size_t i = 0, at = 0; at < nbytes; ++i, at += kContentBlockBytes) {
-      const std::size_t n = std::min(kContentBlockBytes, nbytes - at);
-      if (float_blocks::content_hash(data + at, n) != known.block_hashes[i]) return false;
+    for (std::size_t i = 0; i < known.block_hashes.size(); ++i) {
+      if (content_block_hash(data, nbytes, i) != known.block_hashes[i]) return false;
     }
     return true;
   }

@@ -25,7 +25,7 @@ std::atomic<std::uint64_t> copied{0}, shared{0};
 // writer at the fork. Registered after the memo's own handlers, so it runs after them in the child.
 [[maybe_unused]] const bool forgotten_in_children = [] {
   CopyMemo::get();
-  return pthread_atfork(nullptr, nullptr, [] { CopyMemo::get().forget_all(); }) == 0;
+  return pthread_atfork(nullptr, nullptr, [] { forget_copies(); }) == 0;
 }();
 
 }  // namespace
@@ -54,14 +54,11 @@ void copy_or_share(ArrayCapture& out, const std::byte* live, std::size_t nbytes,
   auto entry = std::make_shared<CopyMemo::Entry>();
   entry->nbytes = nbytes;
   entry->misses_in_a_row.store(misses, std::memory_order_relaxed);
-  if (known) {
-    entry->block_hashes = known->block_hashes;  // the same bytes, whose copy was let go: not hashed again
-  } else if (CopyMemo::should_hash(misses)) {
-    // Hashed from the copy, still in the cache: what it holds, whatever `live` holds by now.
+  // Hashed from the copy, still in the cache: what it holds, whatever `live` holds by now. Bytes
+  // found equal to a copy since let go are hashed too, so that a write during the copy is seen.
+  if (known || CopyMemo::should_hash(misses)) {
     entry->block_hashes.resize(content_block_count(nbytes));
-    for (std::size_t i = 0, at = 0; at < nbytes; ++i, at += kContentBlockBytes) {
-      entry->block_hashes[i] = float_blocks::content_hash(dst + at, std::min(kContentBlockBytes, nbytes - at));
-    }
+    for (std::size_t i = 0; i < entry->block_hashes.size(); ++i) entry->block_hashes[i] = content_block_hash(dst, nbytes, i);
   }
   if (!entry->block_hashes.empty()) {
     auto copy = std::make_shared<const SharedCopy>(std::move(out.data), std::exchange(out.data_capacity, 0));
@@ -70,6 +67,8 @@ void copy_or_share(ArrayCapture& out, const std::byte* live, std::size_t nbytes,
   }
   memo.keep(live, std::move(entry));
 }
+
+void forget_copies() { CopyMemo::get().forget_all(); }
 
 CopyMemoCounts copy_memo_counts() noexcept {
   return {copied.load(std::memory_order_relaxed), shared.load(std::memory_order_relaxed)};

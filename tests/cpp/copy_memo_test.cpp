@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <vector>
 
@@ -11,6 +14,13 @@ namespace ophook::core {
 namespace {
 
 using test::float_bytes;
+
+// Each test starts from no remembered copy: a buffer of an earlier test freed and allocated again
+// at the same address would otherwise find that test's entry there.
+class CopyMemo : public ::testing::Test {
+ protected:
+  void SetUp() override { forget_copies(); }
+};
 
 // copy_or_share(...) into a fresh capture, and whether it shared an earlier copy.
 std::pair<ArrayCapture, bool> capture(const std::vector<std::byte>& live, std::size_t nbytes) {
@@ -25,7 +35,7 @@ std::pair<ArrayCapture, bool> capture(const std::vector<std::byte>& live, std::s
   return {std::move(out), after.shared > before.shared};
 }
 
-TEST(CopyMemo, SharesOnlyTheCopyOfEqualBytesAtTheSameAddress) {
+TEST_F(CopyMemo, SharesOnlyTheCopyOfEqualBytesAtTheSameAddress) {
   auto live = float_bytes(5 * (kContentBlockBytes / 4) + 3, 2);  // 5 blocks and a short one
   auto [first, shared_first] = capture(live, live.size());
   EXPECT_FALSE(shared_first);
@@ -43,7 +53,7 @@ TEST(CopyMemo, SharesOnlyTheCopyOfEqualBytesAtTheSameAddress) {
   EXPECT_FALSE(shared_shorter);
 }
 
-TEST(CopyMemo, CopiesAgainOnceTheRecordsLetTheCopyGo) {
+TEST_F(CopyMemo, CopiesAgainOnceTheRecordsLetTheCopyGo) {
   const auto live = float_bytes(8 * (kContentBlockBytes / 4), 3);
   auto first = capture(live, live.size()).first;
   first.reset();  // the record written and cleared: nothing holds the copy
@@ -54,7 +64,27 @@ TEST(CopyMemo, CopiesAgainOnceTheRecordsLetTheCopyGo) {
   EXPECT_EQ(then.bytes(), again.bytes());
 }
 
-TEST(CopyMemo, SmallArraysAreCopiedEveryTime) {
+TEST_F(CopyMemo, AForkedChildCopiesWhatItsParentShares) {
+  // A DataLoader worker's records are its own: it must not take copies its parent's records hold.
+  const auto live = float_bytes(4 * (kContentBlockBytes / 4), 7);
+  auto first = capture(live, live.size()).first;
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ArrayCapture out;
+    const auto before = copy_memo_counts().shared;
+    copy_or_share(out, live.data(), live.size(), {});
+    _exit(copy_memo_counts().shared == before && out.bytes() != first.bytes() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child shared its parent's copy";
+  auto [again, shared] = capture(live, live.size());
+  EXPECT_TRUE(shared);  // the parent still does
+  EXPECT_EQ(again.bytes(), first.bytes());
+}
+
+TEST_F(CopyMemo, SmallArraysAreCopiedEveryTime) {
   const auto live = float_bytes(kSharedCopyMinBytes / 4 - 1, 4);
   auto [first, shared_first] = capture(live, live.size());
   auto [second, shared_second] = capture(live, live.size());
@@ -62,7 +92,7 @@ TEST(CopyMemo, SmallArraysAreCopiedEveryTime) {
   EXPECT_NE(first.bytes(), second.bytes());
 }
 
-TEST(CopyMemo, SharedCopyGivesItsStatisticsPerDtype) {
+TEST_F(CopyMemo, SharedCopyGivesItsStatisticsPerDtype) {
   const auto live = float_bytes(4 * (kContentBlockBytes / 4), 5);
   const auto [out, shared] = capture(live, live.size());
   ASSERT_TRUE(out.shared);
@@ -71,7 +101,7 @@ TEST(CopyMemo, SharedCopyGivesItsStatisticsPerDtype) {
   }
 }
 
-TEST(CopyMemo, ASlotThatSharedACopyKeepsItsOwnBufferAsItWas) {
+TEST_F(CopyMemo, ASlotThatSharedACopyKeepsItsOwnBufferAsItWas) {
   // A zero-size array leaves its slot a buffer of no bytes (capacity 0, as for "exactly nbytes");
   // the slot's next use shares a copy. Its next copy must get a buffer of its own size.
   const auto live = float_bytes(kSharedCopyMinBytes / 4, 6);
