@@ -393,7 +393,8 @@ void note_kernel_costs() {
                          {"bytes_to_host", costs.bytes_to_host},
                          {"synchronizations", costs.synchronizations},
                          {"wait_ms", static_cast<double>(costs.wait_ns) / 1e6},
-                         {"launch_failures", costs.launch_failures}};
+                         {"launch_failures", costs.launch_failures},
+                         {"launches_held_most", costs.launches_held_most}};
   if (costs.ring_bytes > 0) note["ring_bytes_on_device"] = costs.ring_bytes;
   if (!costs.unavailable.empty()) note["unavailable"] = costs.unavailable;
   recorder->add_note("device_statistics", std::move(note));

@@ -180,6 +180,8 @@ class DeviceEngine {
     ++next_launch_;
     params_.jobs = 0;
     blocks_ = 0;
+    if (!abandoned_.empty()) sweep_abandoned();
+    engine_costs.launches_held_most = std::max<std::uint64_t>(engine_costs.launches_held_most, launches_.size());
   }
 
   bool ready(std::uint32_t index) {
@@ -211,7 +213,11 @@ class DeviceEngine {
     return result;
   }
 
-  void abandon(std::uint32_t index) { slots_[index].state = SlotState::Abandoned; }
+  void abandon(std::uint32_t index) {
+    if (slots_[index].state == SlotState::Abandoned) return;
+    slots_[index].state = SlotState::Abandoned;
+    abandoned_.push_back(index);
+  }
 
  private:
   /// The device's part of OPHOOK_RING_BYTES' ring (`bytes` for the calls the ring may write,
@@ -281,11 +287,16 @@ class DeviceEngine {
     }
   }
 
-  /// Frees the abandoned slots whose launches are done.
+  /// Frees the abandoned slots whose launches are done (asked, not waited for). Done at each
+  /// launch: an abandoned slot keeps its launch, and every launch after it, in launches_, which
+  /// reserve_arena reads through at each launch (an abandoned slot left until the slots ran out
+  /// grew it by a launch per call: 32,000 after 20 steps of a small GPT-2).
   void sweep_abandoned() {
-    for (std::uint32_t i = 0; i < kSlots; ++i) {
-      if (slots_[i].state == SlotState::Abandoned && slots_[i].launch != next_launch_ && ready(i)) release(i);
-    }
+    std::erase_if(abandoned_, [&](std::uint32_t i) {
+      if (slots_[i].launch == next_launch_ || !ready(i)) return false;
+      release(i);
+      return true;
+    });
   }
 
   /// Partials for the launch's blocks, past those of launches still running (waited for when the
@@ -309,6 +320,7 @@ class DeviceEngine {
   std::unique_ptr<Backend> backend_;
   std::vector<SlotEntry> slots_;
   std::vector<std::uint32_t> free_;
+  std::vector<std::uint32_t> abandoned_;  // slots given up on, freed once their launches are done
   std::deque<Launch> launches_;
   std::uint64_t first_launch_ = 0, next_launch_ = 0;  // ids of launches_.front() and of the one assembled
   k::LaunchParams params_;

@@ -92,6 +92,7 @@ struct Costs {
   std::uint64_t kernels_launched = 0, tensors_read = 0, bytes_read = 0, bytes_to_host = 0;
   std::uint64_t synchronizations = 0, wait_ns = 0, launch_failures = 0;
   std::uint64_t ring_bytes = 0;  // device memory held for OPHOOK_RING_BYTES' ring
+  std::uint64_t launches_held_most = 0;  // launches whose results were not all taken, at most at once
   std::string devices;      // "cuda:0 sm_90", "fake"
   std::string unavailable;  // why a device has no engine
 };
