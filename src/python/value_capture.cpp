@@ -31,8 +31,11 @@ ValueCapture::ValueCapture(core::CallRecord& record, core::Recorder& recorder, b
     : record_(record), recorder_(recorder), writer_(record.values),
       copy_data_(recorder.config().mode != core::Mode::Trace && (!check_only || copy_inputs)),
       check_only_(check_only),
+      // Not for the empty family: its outputs are never judged, so reading them (on a GPU, a
+      // launch whose results are then given up) would be for nothing.
       checks_in_place_(recorder.config().nan != core::NanPolicy::Off &&
-                       (recorder.config().mode == core::Mode::Trace || check_only)),
+                       (recorder.config().mode == core::Mode::Trace || check_only) &&
+                       !recorder.op(record.op_id).uninitialized_output),
       summarises_in_place_(recorder.config().mode == core::Mode::Stats && !check_only) {}
 
 void ValueCapture::summarise_in_place(core::ArrayCapture& array, const std::byte* data, std::size_t nbytes) {

@@ -365,8 +365,11 @@ def test_kernel_costs_are_in_the_summary(tmp_path):
 
 GIVEN_UP_THEN_OPS = """
 import torch
-x = torch.empty(8, 8)
-x.fill_(0.5)
+x = torch.full((8, 8), 0.5)
+try:
+    torch.mm(x, torch.ones(3, 3))
+except RuntimeError as e:
+    print("caught", type(e).__name__)
 for _ in range(1500):
     x = torch.tanh(x) + 0.5
 print(float(x.sum()))
@@ -374,11 +377,12 @@ print(float(x.sum()))
 
 
 def test_results_given_up_on_do_not_hold_later_launches(tmp_path):
-    """`trace` + OPHOOK_NAN=warn: the kernel reads torch.empty's output, whose check is then given
-    up (the empty family is never a culprit). Its slot is freed once its launch is done, so the
-    launches after it leave as their calls are judged: the engine holds about as many launches as
-    calls wait for their counts, not one more per call for the rest of the run (every one of the
-    3,000 here, read through at each launch, when the slot waited for the slots to run out)."""
+    """`trace` + OPHOOK_NAN=warn: the kernel reads the operands of a call that then raises, whose
+    check is given up (a call that raised is not judged). Its slots are freed once its launch is
+    done, so the launches after it leave as their calls are judged: the engine holds about as many
+    launches as calls wait for their counts, not one more per call for the rest of the run (every
+    one of the 3,000 here, read through at each launch, when the slots waited for all slots to be
+    in use)."""
     proc = run_script(tmp_path, GIVEN_UP_THEN_OPS, levels="torch_function", mode="trace", nan="warn",
                       tensor_copy="fake-device")
     note = summary(tmp_path / "out")["notes"]["device_statistics"]
@@ -387,6 +391,12 @@ def test_results_given_up_on_do_not_hold_later_launches(tmp_path):
     assert len(trace(tmp_path / "out")) > 3000
     (tmp_path / "plain").mkdir()
     assert proc.stdout == run_script(tmp_path / "plain", GIVEN_UP_THEN_OPS, preload=False).stdout
+    # The empty family's calls are never judged, so the check reads nothing of theirs.
+    (tmp_path / "empty").mkdir()
+    with_empty = GIVEN_UP_THEN_OPS.replace("import torch", "import torch\nfor _ in range(100): torch.empty(64, 64)")
+    run_script(tmp_path / "empty", with_empty, levels="torch_function", mode="trace", nan="warn", tensor_copy="fake-device")
+    assert len(trace(tmp_path / "empty/out")) == len(trace(tmp_path / "out")) + 100
+    assert summary(tmp_path / "empty/out")["notes"]["device_statistics"]["tensors_read"] == note["tensors_read"]
 
 
 NAN_PROGRAM = """
