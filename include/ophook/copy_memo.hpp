@@ -14,12 +14,15 @@ namespace ophook::core {
 /// would crowd out the large ones.
 inline constexpr std::size_t kSharedCopyMinBytes = CaptureBufferPool::kMinBytes;
 
-/// Captures the `nbytes` at `live` (the array's bytes as the file keeps them, in C order) into
-/// `out`: the copy an earlier record made of them when the bytes at `live` hash block by block
-/// as that copy's did (content_memo.hpp), else a fresh copy (into `spare` when it has a buffer),
-/// remembered under `live` for the next record. A weight read by the forward, the backward and
-/// the optimizer, an activation as one op's output and the next op's input: copied once.
-OPHOOK_API void copy_or_share(ArrayCapture& out, const std::byte* live, std::size_t nbytes, SpareBuffer spare);
+/// Captures the `nbytes` at `bytes` — the bytes, as the file keeps them (in C order), of the array
+/// at `address`: the same pointer for a host array; for a device tensor, its bytes the statistics
+/// kernel staged in host memory — into `out`: the copy an earlier record made of the array at
+/// `address` when `bytes` hash block by block as that copy's did (content_memo.hpp), else a fresh
+/// copy (into `spare` when it has a buffer), remembered under `address` for the next record. A
+/// weight read by the forward, the backward and the optimizer, an activation as one op's output and
+/// the next op's input: copied once.
+OPHOOK_API void copy_or_share(ArrayCapture& out, const void* address, const std::byte* bytes, std::size_t nbytes,
+                              SpareBuffer spare);
 
 /// Forgets every copy remembered so far: a forked child does at once (its parent's records are not
 /// its own), and a test starts from none.

@@ -62,17 +62,18 @@ class ContentMemo {
     return *memo;
   }
 
-  /// What was made last at `data`, if the memo still has it and `data`'s `nbytes` under `key` hash
-  /// block by block as they did then (the first block that differs ends the check: memory reused
-  /// for new content costs one block). Otherwise nullptr, with the misses at that address in
-  /// `misses` for should_hash().
-  std::shared_ptr<const Entry> find_same(const std::byte* data, std::size_t nbytes, const Key& key,
-                                         std::uint32_t& misses) {
+  /// What was made last from the array at `address`, if the memo still has it and the `nbytes` at
+  /// `data` (the array's bytes: at `address` itself for a host array; elsewhere for a device
+  /// tensor's, staged in host memory) under `key` hash block by block as they did then (the first
+  /// block that differs ends the check: memory reused for new content costs one block). Otherwise
+  /// nullptr, with the misses at that address in `misses` for should_hash().
+  std::shared_ptr<const Entry> find_same(const void* address, const std::byte* data, std::size_t nbytes,
+                                         const Key& key, std::uint32_t& misses) {
     misses = 0;
     std::shared_ptr<const Entry> known;
     {
       std::lock_guard lock(mutex_);
-      const auto found = by_address_.find(data);
+      const auto found = by_address_.find(address);
       if (found == by_address_.end()) return nullptr;
       used_.splice(used_.begin(), used_, found->second);
       known = found->second->second;
@@ -94,14 +95,15 @@ class ContentMemo {
   /// settles is remembered again.
   static bool should_hash(std::uint32_t misses) noexcept { return misses < kMissesHashed || misses % kRetryEvery == 0; }
 
-  /// Keeps `entry` (its block_hashes filled, or empty) as what was made last at `data`.
-  void keep(const std::byte* data, std::shared_ptr<const Entry> entry) {
+  /// Keeps `entry` (its block_hashes filled, or empty) as what was made last from the array at
+  /// `address`.
+  void keep(const void* address, std::shared_ptr<const Entry> entry) {
     if (entry->block_hashes.size() > kMaxBlockHashes) return;
     std::lock_guard lock(mutex_);
-    if (const auto found = by_address_.find(data); found != by_address_.end()) forget(found->second);
+    if (const auto found = by_address_.find(address); found != by_address_.end()) forget(found->second);
     block_hashes_ += entry->block_hashes.size();
-    used_.emplace_front(data, std::move(entry));
-    by_address_[data] = used_.begin();
+    used_.emplace_front(address, std::move(entry));
+    by_address_[address] = used_.begin();
     while (used_.size() > kMaxArrays || block_hashes_ > kMaxBlockHashes) forget(std::prev(used_.end()));
   }
 
@@ -114,7 +116,7 @@ class ContentMemo {
   }
 
  private:
-  using Used = std::list<std::pair<const std::byte*, std::shared_ptr<const Entry>>>;
+  using Used = std::list<std::pair<const void*, std::shared_ptr<const Entry>>>;
 
   ContentMemo() {
     // A fork while another thread holds the mutex would leave it held in the child for good.
@@ -140,7 +142,7 @@ class ContentMemo {
   static constexpr std::size_t kMaxBlockHashes = std::size_t{1} << 19;
   std::mutex mutex_;
   Used used_;
-  std::unordered_map<const std::byte*, typename Used::iterator> by_address_;
+  std::unordered_map<const void*, typename Used::iterator> by_address_;
   std::size_t block_hashes_ = 0;
 };
 

@@ -30,15 +30,16 @@ std::atomic<std::uint64_t> copied{0}, shared{0};
 
 }  // namespace
 
-void copy_or_share(ArrayCapture& out, const std::byte* live, std::size_t nbytes, SpareBuffer spare) {
+void copy_or_share(ArrayCapture& out, const void* address, const std::byte* bytes, std::size_t nbytes,
+                   SpareBuffer spare) {
   out.captured = true;
   if (nbytes < kSharedCopyMinBytes) {
-    std::memcpy(out.reserve_data(nbytes, std::move(spare)), live, nbytes);
+    std::memcpy(out.reserve_data(nbytes, std::move(spare)), bytes, nbytes);
     return;
   }
   auto& memo = CopyMemo::get();
   std::uint32_t misses = 0;
-  const auto known = memo.find_same(live, nbytes, {}, misses);
+  const auto known = memo.find_same(address, bytes, nbytes, {}, misses);
   if (known) {
     if (auto copy = known->payload.lock()) {
       CaptureBufferPool::give(std::move(spare.data), spare.capacity);
@@ -49,12 +50,12 @@ void copy_or_share(ArrayCapture& out, const std::byte* live, std::size_t nbytes,
     }
   }
   std::byte* dst = out.reserve_data(nbytes, std::move(spare));
-  std::memcpy(dst, live, nbytes);
+  std::memcpy(dst, bytes, nbytes);
   copied.fetch_add(1, std::memory_order_relaxed);
   auto entry = std::make_shared<CopyMemo::Entry>();
   entry->nbytes = nbytes;
   entry->misses_in_a_row.store(misses, std::memory_order_relaxed);
-  // Hashed from the copy, still in the cache: what it holds, whatever `live` holds by now. Bytes
+  // Hashed from the copy, still in the cache: what it holds, whatever `bytes` hold by now. Bytes
   // found equal to a copy since let go are hashed too, so that a write during the copy is seen.
   if (known || CopyMemo::should_hash(misses)) {
     entry->block_hashes.resize(content_block_count(nbytes));
@@ -65,7 +66,7 @@ void copy_or_share(ArrayCapture& out, const std::byte* live, std::size_t nbytes,
     entry->payload = copy;
     out.shared = std::move(copy);
   }
-  memo.keep(live, std::move(entry));
+  memo.keep(address, std::move(entry));
 }
 
 void forget_copies() { CopyMemo::get().forget_all(); }

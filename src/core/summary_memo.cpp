@@ -19,7 +19,7 @@ ArrayStats remembered_stats(std::string_view descr, const std::byte* data, std::
   auto& memo = StatsMemo::get();
   const std::string key(descr);
   std::uint32_t misses = 0;
-  if (const auto known = memo.find_same(data, nbytes, key, misses)) {
+  if (const auto known = memo.find_same(data, data, nbytes, key, misses)) {
     remembered.fetch_add(1, std::memory_order_relaxed);
     return known->payload;
   }

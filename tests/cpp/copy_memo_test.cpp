@@ -26,7 +26,7 @@ class CopyMemo : public ::testing::Test {
 std::pair<ArrayCapture, bool> capture(const std::vector<std::byte>& live, std::size_t nbytes) {
   const auto before = copy_memo_counts();
   ArrayCapture out;
-  copy_or_share(out, live.data(), nbytes, {});
+  copy_or_share(out, live.data(), live.data(), nbytes, {});
   const auto after = copy_memo_counts();
   EXPECT_TRUE(out.captured);
   EXPECT_EQ(out.nbytes, nbytes);
@@ -73,7 +73,7 @@ TEST_F(CopyMemo, AForkedChildCopiesWhatItsParentShares) {
   if (child == 0) {
     ArrayCapture out;
     const auto before = copy_memo_counts().shared;
-    copy_or_share(out, live.data(), live.size(), {});
+    copy_or_share(out, live.data(), live.data(), live.size(), {});
     _exit(copy_memo_counts().shared == before && out.bytes() != first.bytes() ? 0 : 1);
   }
   int status = 0;
@@ -110,7 +110,7 @@ TEST_F(CopyMemo, ASlotThatSharedACopyKeepsItsOwnBufferAsItWas) {
   slots.add().reserve_data(0);
   slots.clear(kSharedCopyMinBytes, 16);
   auto& sharing = slots.add();
-  copy_or_share(sharing, live.data(), live.size(), {});
+  copy_or_share(sharing, live.data(), live.data(), live.size(), {});
   ASSERT_TRUE(sharing.shared);
   slots.clear(kSharedCopyMinBytes, 16);
   auto& next = slots.add();

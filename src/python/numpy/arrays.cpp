@@ -162,7 +162,8 @@ void capture_array(ValueCapture& capture, PyObject* object, PyArrayObject* array
                                static_cast<std::size_t>(PyArray_SIZE(array)) * item);
   }
   if (budget.copy && PyArray_IS_C_CONTIGUOUS(array)) {
-    core::copy_or_share(out, static_cast<const std::byte*>(PyArray_DATA(array)), n, std::move(budget.spare));
+    const auto* data = static_cast<const std::byte*>(PyArray_DATA(array));
+    core::copy_or_share(out, data, data, n, std::move(budget.spare));
   } else if (budget.copy) {
     const npy_intp* strides = PyArray_STRIDES(array);
     static_assert(sizeof(npy_intp) == sizeof(std::int64_t));

@@ -166,6 +166,12 @@ bool queue_on_device(ValueCapture& capture, PyObject* tensor, const TorchDtype& 
         out.no_data_reason_id = capture.recorder().intern(kNoRoomInDeviceRing);
       } else if (to != To::Nowhere) {
         reserve_for_copy(capture, dtype, out, read);
+        // In C order, its staged bytes are what lies at its address: an earlier record's copy of
+        // the same bytes there is shared (as a CPU array's, which is copied the same way).
+        const auto ndim = static_cast<std::size_t>(view.ndim);
+        if (view.strides == nullptr || core::is_c_order({view.shape, ndim}, {view.strides, ndim})) {
+          read.address = static_cast<const std::byte*>(view.data) + view.byte_offset;
+        }
       }
       return true;
     case device_statistics::Queued::Capturing:

@@ -6,9 +6,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "call_recording.hpp"
+#include "ophook/copy_memo.hpp"
 #include "ophook/stats.hpp"
 #include "ophook/strided_copy.hpp"
 #include "program_pause.hpp"
@@ -175,8 +177,9 @@ void fill_from_kernel(const Expected& entry, const statistics_kernel::Result& re
 }
 
 /// Takes the kernel's result for `entry` (ready or waited for) into its array: in `dump` the
-/// bytes it copied (widened where the file's dtype is wider), from which the writer computes the
-/// statistics as for any array; otherwise the statistics.
+/// bytes it copied (widened where the file's dtype is wider; else the copy an earlier record made
+/// of the same bytes at the same device address, core::copy_or_share), from which the writer
+/// computes the statistics as for any array; otherwise the statistics.
 void fill_from_kernel(const Expected& entry) {
   auto& array = entry.record->arrays[entry.index];
   const auto& r = entry.readback;
@@ -185,6 +188,8 @@ void fill_from_kernel(const Expected& entry) {
     if (!array.data) return;
     if (r.widen != nullptr) {
       r.widen(array.data.get(), bytes, r.count);
+    } else if (r.address != nullptr) {
+      core::copy_or_share(array, r.address, bytes, r.nbytes, {std::move(array.data), std::exchange(array.data_capacity, 0)});
     } else {
       std::memcpy(array.data.get(), bytes, r.nbytes);
     }

@@ -25,6 +25,8 @@ struct Readback {
   std::size_t count = 0;           // its elements
   std::size_t saved_nbytes = 0;    // bytes held in the device's ring: their size in the file's dtype
   ElementWidener widen = nullptr;  // a snapshot of bf16/fp8/complex32: widened into the buffer
+  const void* address = nullptr;   // its bytes copied by the kernel, a tensor in C order: where it
+                                   // lies on its device, under which an earlier copy may be shared
   bool awaits() const { return pending || slot.valid(); }
 };
 

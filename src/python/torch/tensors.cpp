@@ -136,7 +136,7 @@ void copy_elements(const std::byte* src, std::span<const std::int64_t> shape, st
                    const TorchDtype& dtype, std::size_t count, CopyBudget& budget, core::ArrayCapture& out,
                    bool c_order = false) {
   if (c_order && dtype.widen == nullptr) {
-    core::copy_or_share(out, src, count * dtype.item_size, std::move(budget.spare));
+    core::copy_or_share(out, src, src, count * dtype.item_size, std::move(budget.spare));
     return;
   }
   std::byte* dst = out.reserve_data(count * dtype.saved_item_size, std::move(budget.spare));
