@@ -67,8 +67,10 @@ class ContentMemo {
   /// tensor's, staged in host memory) under `key` hash block by block as they did then (the first
   /// block that differs ends the check: memory reused for new content costs one block). Otherwise
   /// nullptr, with the misses at that address in `misses` for should_hash().
+  /// `key` is anything Key compares equal with (a std::string_view for a std::string key: no copy).
+  template <class KeyLike>
   std::shared_ptr<const Entry> find_same(const void* address, const std::byte* data, std::size_t nbytes,
-                                         const Key& key, std::uint32_t& misses) {
+                                         const KeyLike& key, std::uint32_t& misses) {
     misses = 0;
     std::shared_ptr<const Entry> known;
     {

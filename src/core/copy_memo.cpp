@@ -39,7 +39,7 @@ void copy_or_share(ArrayCapture& out, const void* address, const std::byte* byte
   }
   auto& memo = CopyMemo::get();
   std::uint32_t misses = 0;
-  const auto known = memo.find_same(address, bytes, nbytes, {}, misses);
+  const auto known = memo.find_same(address, bytes, nbytes, AnyDtype{}, misses);
   if (known) {
     if (auto copy = known->payload.lock()) {
       CaptureBufferPool::give(std::move(spare.data), spare.capacity);

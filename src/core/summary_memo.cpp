@@ -17,14 +17,13 @@ std::atomic<std::uint64_t> computed{0}, remembered{0};
 ArrayStats remembered_stats(std::string_view descr, const std::byte* data, std::size_t nbytes) {
   if (data == nullptr || nbytes < kContentBlockBytes) return compute_stats(descr, data, nbytes);  // not worth it
   auto& memo = StatsMemo::get();
-  const std::string key(descr);
   std::uint32_t misses = 0;
-  if (const auto known = memo.find_same(data, data, nbytes, key, misses)) {
+  if (const auto known = memo.find_same(data, data, nbytes, descr, misses)) {
     remembered.fetch_add(1, std::memory_order_relaxed);
     return known->payload;
   }
   auto fresh = std::make_shared<StatsMemo::Entry>();
-  fresh->key = key;
+  fresh->key = descr;
   fresh->nbytes = nbytes;
   fresh->misses_in_a_row.store(misses, std::memory_order_relaxed);
   if (StatsMemo::should_hash(misses)) fresh->block_hashes.resize(content_block_count(nbytes));
