@@ -3,6 +3,7 @@
 // address (`dump` mode, and the NaN hunt's ring).
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "ophook/capture_buffer_pool.hpp"
 #include "ophook/export.hpp"
@@ -14,6 +15,12 @@ namespace ophook::core {
 /// would crowd out the large ones.
 inline constexpr std::size_t kSharedCopyMinBytes = CaptureBufferPool::kMinBytes;
 
+/// The device statistics kernel's fingerprint of a tensor's bytes (ophook/statistics_kernel.hpp:
+/// two sums over its words).
+struct StagedFingerprint {
+  std::uint64_t position = 0, by_value = 0;
+};
+
 /// Captures the `nbytes` at `bytes` — the bytes, as the file keeps them (in C order), of the array
 /// at `address`: the same pointer for a host array; for a device tensor, its bytes the statistics
 /// kernel staged in host memory — into `out`: the copy an earlier record made of the array at
@@ -21,8 +28,27 @@ inline constexpr std::size_t kSharedCopyMinBytes = CaptureBufferPool::kMinBytes;
 /// copy (into `spare` when it has a buffer), remembered under `address` for the next record. A
 /// weight read by the forward, the backward and the optimizer, an activation as one op's output and
 /// the next op's input: copied once.
+/// `fingerprint`: the device statistics kernel's fingerprint of `bytes`, kept with the copy for
+/// held_copy().
 OPHOOK_API void copy_or_share(ArrayCapture& out, const void* address, const std::byte* bytes, std::size_t nbytes,
-                              SpareBuffer spare);
+                              SpareBuffer spare, const StagedFingerprint* fingerprint = nullptr);
+
+/// A device tensor's copy that records still hold (copy_or_share made it from bytes the device
+/// staged), and the device's fingerprint of those bytes: the device compares the tensor's bytes
+/// with it before they cross the bus again (docs/devices.md, "dump").
+struct HeldCopy {
+  std::shared_ptr<const SharedCopy> copy;  // null: none
+  StagedFingerprint fingerprint;
+};
+
+/// The copy remembered for the `nbytes` at device address `address`, when it came with a
+/// fingerprint and a record still holds it; the caller keeps it alive until it knows.
+OPHOOK_API HeldCopy held_copy(const void* address, std::size_t nbytes);
+
+/// Gives `out` the `nbytes` of `copy`, a held_copy() at `address` the device found the tensor's
+/// bytes still equal to, `spare` going back.
+OPHOOK_API void share_held_copy(ArrayCapture& out, const void* address, std::shared_ptr<const SharedCopy> copy,
+                                std::size_t nbytes, SpareBuffer spare);
 
 /// Forgets every copy remembered so far: a forked child does at once (its parent's records are not
 /// its own), and a test starts from none.

@@ -89,6 +89,16 @@ class ContentMemo {
     return nullptr;
   }
 
+  /// What was made last from the array at `address`, whatever its bytes are now (the caller has
+  /// another way to tell): for a device tensor whose device compares them.
+  std::shared_ptr<const Entry> last_at(const void* address) {
+    std::lock_guard lock(mutex_);
+    const auto found = by_address_.find(address);
+    if (found == by_address_.end()) return nullptr;
+    used_.splice(used_.begin(), used_, found->second);
+    return found->second->second;
+  }
+
   /// Whether to hash the blocks of what is made at an address after `misses` misses there. Hashing
   /// costs a summary nearly a third more in the cache and up to three quarters more from memory
   /// (stats.cpp's BlockHasher): where the content changes every time (an operand the program writes

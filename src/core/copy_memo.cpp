@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "content_memo.hpp"
@@ -17,7 +18,13 @@ namespace {
 struct AnyDtype {
   bool operator==(const AnyDtype&) const = default;
 };
-using CopyMemo = ContentMemo<AnyDtype, std::weak_ptr<const SharedCopy>>;
+/// The copy, while records hold it, and the device's fingerprint of its bytes where a device
+/// staged them.
+struct RememberedCopy {
+  std::weak_ptr<const SharedCopy> copy;
+  std::optional<StagedFingerprint> fingerprint;
+};
+using CopyMemo = ContentMemo<AnyDtype, RememberedCopy>;
 std::atomic<std::uint64_t> copied{0}, shared{0};
 
 // A forked child (a DataLoader worker) starts with none of its parent's copies: those belong to
@@ -28,10 +35,19 @@ std::atomic<std::uint64_t> copied{0}, shared{0};
   return pthread_atfork(nullptr, nullptr, [] { forget_copies(); }) == 0;
 }();
 
+/// Gives `out` the `nbytes` of `copy` (the bytes it captures, known equal), `spare` going back.
+void share_copy(ArrayCapture& out, std::shared_ptr<const SharedCopy> copy, std::size_t nbytes, SpareBuffer spare) {
+  CaptureBufferPool::give(std::move(spare.data), spare.capacity);
+  shared.fetch_add(1, std::memory_order_relaxed);
+  out.captured = true;
+  out.shared = std::move(copy);
+  out.nbytes = nbytes;
+}
+
 }  // namespace
 
 void copy_or_share(ArrayCapture& out, const void* address, const std::byte* bytes, std::size_t nbytes,
-                   SpareBuffer spare) {
+                   SpareBuffer spare, const StagedFingerprint* fingerprint) {
   out.captured = true;
   if (nbytes < kSharedCopyMinBytes) {
     std::memcpy(out.reserve_data(nbytes, std::move(spare)), bytes, nbytes);
@@ -41,13 +57,7 @@ void copy_or_share(ArrayCapture& out, const void* address, const std::byte* byte
   std::uint32_t misses = 0;
   const auto known = memo.find_same(address, bytes, nbytes, AnyDtype{}, misses);
   if (known) {
-    if (auto copy = known->payload.lock()) {
-      CaptureBufferPool::give(std::move(spare.data), spare.capacity);
-      shared.fetch_add(1, std::memory_order_relaxed);
-      out.shared = std::move(copy);
-      out.nbytes = nbytes;
-      return;
-    }
+    if (auto copy = known->payload.copy.lock()) return share_copy(out, std::move(copy), nbytes, std::move(spare));
   }
   std::byte* dst = out.reserve_data(nbytes, std::move(spare));
   std::memcpy(dst, bytes, nbytes);
@@ -63,10 +73,27 @@ void copy_or_share(ArrayCapture& out, const void* address, const std::byte* byte
   }
   if (!entry->block_hashes.empty()) {
     auto copy = std::make_shared<const SharedCopy>(std::move(out.data), std::exchange(out.data_capacity, 0));
-    entry->payload = copy;
+    entry->payload.copy = copy;
+    if (fingerprint != nullptr) entry->payload.fingerprint = *fingerprint;
     out.shared = std::move(copy);
   }
   memo.keep(address, std::move(entry));
+}
+
+HeldCopy held_copy(const void* address, std::size_t nbytes) {
+  const auto known = CopyMemo::get().last_at(address);
+  if (!known || known->nbytes != nbytes || !known->payload.fingerprint) return {};
+  return {known->payload.copy.lock(), *known->payload.fingerprint};
+}
+
+void share_held_copy(ArrayCapture& out, const void* address, std::shared_ptr<const SharedCopy> copy,
+                     std::size_t nbytes, SpareBuffer spare) {
+  // The device's comparison is a hit at the address, as find_same's is: content that settles keeps
+  // its block hashes (and so its held copy) however often it changes in between.
+  if (const auto known = CopyMemo::get().last_at(address); known && known->payload.copy.lock() == copy) {
+    known->misses_in_a_row.store(0, std::memory_order_relaxed);
+  }
+  share_copy(out, std::move(copy), nbytes, std::move(spare));
 }
 
 void forget_copies() { CopyMemo::get().forget_all(); }

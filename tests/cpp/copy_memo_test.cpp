@@ -84,6 +84,37 @@ TEST_F(CopyMemo, AForkedChildCopiesWhatItsParentShares) {
   EXPECT_EQ(again.bytes(), first.bytes());
 }
 
+TEST_F(CopyMemo, ADevicesCopyIsHeldWithTheFingerprintItsBytesWereStagedWith) {
+  // `dump` on a device: staged bytes are copied with the kernel's fingerprint of them; the next
+  // record of the tensor at that address gets the copy and the fingerprint to compare on the
+  // device, and shares the copy when the device found the bytes unchanged.
+  const auto live = float_bytes(4 * (kContentBlockBytes / 4), 8);
+  const StagedFingerprint fingerprint{123, 456};
+  ArrayCapture first;
+  copy_or_share(first, live.data(), live.data(), live.size(), {}, &fingerprint);
+  auto held = held_copy(live.data(), live.size());
+  ASSERT_TRUE(held.copy);
+  EXPECT_EQ(held.copy->data.get(), first.bytes());
+  EXPECT_EQ(held.fingerprint.position, 123u);
+  EXPECT_EQ(held.fingerprint.by_value, 456u);
+  EXPECT_FALSE(held_copy(live.data(), live.size() - 4).copy);  // not the same tensor's bytes
+  const auto plain = float_bytes(4 * (kContentBlockBytes / 4), 9);
+  (void)capture(plain, plain.size());
+  EXPECT_FALSE(held_copy(plain.data(), plain.size()).copy);  // a host array's: no fingerprint
+
+  const auto before = copy_memo_counts();
+  ArrayCapture unchanged;
+  share_held_copy(unchanged, live.data(), held.copy, live.size(), {});
+  EXPECT_TRUE(unchanged.captured);
+  EXPECT_EQ(unchanged.bytes(), first.bytes());
+  EXPECT_EQ(unchanged.nbytes, live.size());
+  EXPECT_EQ(copy_memo_counts().shared, before.shared + 1);
+
+  // Once no record holds the copy, there is none to compare with: the bytes cross again.
+  first.reset(), unchanged.reset(), held.copy.reset();
+  EXPECT_FALSE(held_copy(live.data(), live.size()).copy);
+}
+
 TEST_F(CopyMemo, SmallArraysAreCopiedEveryTime) {
   const auto live = float_bytes(kSharedCopyMinBytes / 4 - 1, 4);
   auto [first, shared_first] = capture(live, live.size());

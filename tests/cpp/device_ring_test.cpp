@@ -29,8 +29,8 @@ class HostMemoryBackend final : public Backend {
     std::memcpy(to, reinterpret_cast<const std::byte*>(from), n);  // NOLINT(performance-no-int-to-ptr)
     return true;
   }
-  bool launch(statistics_kernel::LaunchParams& /*params*/, std::uint32_t /*blocks*/, void* /*stream*/,
-              std::string& /*why*/) override {
+  bool launch(Kernel /*kernel*/, statistics_kernel::LaunchParams& /*params*/, std::uint32_t /*blocks*/,
+              void* /*stream*/, std::string& /*why*/) override {
     return false;
   }
   Event record(void* /*stream*/) override { return nullptr; }

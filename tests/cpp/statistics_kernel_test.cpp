@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -277,6 +278,42 @@ TEST(StatisticsKernel, PartialsOfInterleavedThreadsMergeIntoTheWhole) {
     EXPECT_NEAR(merged.mean, whole.mean, 1e-12 * scale);
     EXPECT_NEAR(merged.m2 / static_cast<double>(merged.finite), whole.m2 / static_cast<double>(whole.finite),
                 1e-12 * scale * scale);
+  }
+}
+
+TEST(StatisticsKernel, ACopyIfChangedIsMadeOnlyOfBytesWhoseFingerprintChanged) {
+  std::mt19937_64 rng(17);
+  // Float32 from an address aligned to 16, 4 and 1 (a uint8 run one byte in), sizes with and
+  // without a tail past the last 16-byte vector; the copy's share taken by 5 interleaved threads.
+  const std::pair<ElementKind, std::size_t> runs[] = {{kFloat32, 4096}, {kFloat32, 1001}, {kUInt8, 4099}};
+  for (const auto& [kind, count] : runs) {
+    std::vector<std::byte> storage = random_elements(kind, count + 16, rng);
+    const std::size_t skip = kind == kUInt8 ? 1 : (count == 1001 ? 4 : 0);
+    const std::vector<std::byte> bytes(storage.begin() + static_cast<std::ptrdiff_t>(skip),
+                                       storage.begin() + static_cast<std::ptrdiff_t>(skip + count * item_size(kind)));
+    TensorJob job = contiguous_job(kind, bytes);
+    job.data = reinterpret_cast<std::uintptr_t>(storage.data() + skip);
+    set_grouping(job, true);
+    const Result held = summarise_job(job);  // the fingerprint of the copy the host holds
+    alignas(16) static std::byte staged[1 << 16];
+    std::memset(staged, 0, sizeof staged);
+    job.copy_to = reinterpret_cast<std::uintptr_t>(staged);
+    job.flags |= kCopyIfChanged;
+    job.held_position = held.position, job.held_by_value = held.by_value;
+    const std::string where = std::to_string(count) + " elements, " + std::to_string(skip) + " bytes in";
+
+    // Unchanged: summarised (nothing copied while it is), found unchanged, so nothing is copied.
+    const Result same = summarise_job(job);
+    EXPECT_TRUE(unchanged(job, same)) << where;
+    EXPECT_TRUE(std::all_of(staged, staged + bytes.size(), [](std::byte b) { return b == std::byte{0}; })) << where;
+
+    // One element changed: found changed, and the copy launch's threads copy every byte.
+    storage[skip + bytes.size() / 2] ^= std::byte{0x40};
+    const Result changed = summarise_job(job);
+    EXPECT_FALSE(unchanged(job, changed)) << where;
+    EXPECT_TRUE(std::all_of(staged, staged + bytes.size(), [](std::byte b) { return b == std::byte{0}; })) << where;
+    for (std::uint64_t t = 0; t < 5; ++t) copy_part(job, t, 5);
+    EXPECT_EQ(std::memcmp(staged, storage.data() + skip, bytes.size()), 0) << where;
   }
 }
 

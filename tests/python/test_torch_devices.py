@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import LIBRARY, SHIM_DIR, VENV_PYTHON, arrays, clean_env, load, run_script, summary, trace
+from conftest import (LIBRARY, SHIM_DIR, VENV_PYTHON, arrays, clean_env, load, ops, run_script, same_bits, summary,
+                      trace)
 
 LEVELS = "numpy,torch_function,torch_dispatch"
 
@@ -400,6 +401,51 @@ def test_results_given_up_on_do_not_hold_later_launches(tmp_path):
     run_script(tmp_path / "empty", with_empty, levels="torch_function", mode="trace", nan="warn", tensor_copy="fake-device")
     assert len(trace(tmp_path / "empty/out")) == len(trace(tmp_path / "out")) + 100
     assert summary(tmp_path / "empty/out")["notes"]["device_statistics"]["tensors_read"] == note["tensors_read"]
+
+
+UNCHANGED_WEIGHT = """
+import torch
+torch.manual_seed(0)
+w = torch.randn(256, 128)  # 128 KiB: large enough for shared copies
+v = torch.randn(128)
+for i in range(24):
+    y = torch.mv(w, v)
+    if i % 6 == 5:
+        w.mul_(1.5)  # new bytes at the same address
+print(float(y.sum()))
+"""
+
+
+def test_dump_sends_a_tensors_bytes_again_only_when_they_changed(tmp_path):
+    """`dump` on the device: a tensor whose earlier copy the host still holds is compared on the
+    device, by the fingerprint of its bytes, and copied to the host only when they changed since.
+    A weight read 24 times and multiplied in place every sixth: every file holds the weight as it
+    was at that call (recomputed here), the copies not sent are counted, and each one's record
+    shares the copy it was found equal to."""
+    proc = run_script(tmp_path, UNCHANGED_WEIGHT, levels="torch_function", mode="dump", tensor_copy="fake-device")
+    out = tmp_path / "out"
+    records = trace(out)
+    torch.manual_seed(0)
+    w = torch.randn(256, 128)
+    expected_reads, expected_after = [], []
+    for i in range(24):
+        expected_reads.append(w.numpy().copy())
+        if i % 6 == 5:
+            w.mul_(1.5)
+            expected_after.append(w.numpy().copy())
+    mv, mul = ops(records, "torch.mv"), ops(records, "torch.Tensor.mul_")
+    assert len(mv) == 24 and len(mul) == 4
+    assert all(same_bits(load(out, arrays(r)[0]), want) for r, want in zip(mv, expected_reads))
+    assert all(same_bits(load(out, arrays(r, "outputs")[0]), want) for r, want in zip(mul, expected_after))
+    note = summary(out)["notes"]["device_statistics"]
+    assert note["copies_unchanged"] >= 10, note  # most reads after the first few of each value
+    assert note["bytes_unchanged"] == note["copies_unchanged"] * 128 * 1024
+    assert summary(out)["copies_shared"]["shared"] >= note["copies_unchanged"]
+    # every tensor's result crossed, and the bytes of every one not found unchanged
+    staged = sum(load(out, a).nbytes for r in records for a in arrays(r) + arrays(r, "outputs"))
+    assert note["bytes_to_host"] == 72 * note["tensors_read"] + staged - note["bytes_unchanged"]
+    (tmp_path / "plain").mkdir()
+    assert proc.stdout == run_script(tmp_path / "plain", UNCHANGED_WEIGHT, preload=False).stdout
 
 
 NAN_PROGRAM = """

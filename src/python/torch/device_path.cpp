@@ -156,7 +156,19 @@ bool queue_on_device(ValueCapture& capture, PyObject* tensor, const TorchDtype& 
   const bool files = config.mode == core::Mode::Dump && capture.recorder().op(capture.record().op_id).dumped;
   const bool ring = core::uses_ring(config) && !capture.recorder().ring_trigger_pending();
   const To to = !files ? To::Nowhere : ring ? To::Ring : To::Host;
-  const device_statistics::CopyRequest copy{to, config.ring_bytes, dtype.widen, capture.check_only()};
+  device_statistics::CopyRequest copy{to, config.ring_bytes, dtype.widen, capture.check_only()};
+  // In C order, its staged bytes are what lies at its address: an earlier record's copy of the
+  // same bytes there is shared (as a CPU array's, which is copied the same way), and where the
+  // host still holds that copy, the device sends the bytes only if they changed since.
+  const auto ndim = static_cast<std::size_t>(view.ndim);
+  const void* address = nullptr;
+  core::HeldCopy held;
+  if (to == To::Host && dtype.widen == nullptr &&
+      (view.strides == nullptr || core::is_c_order({view.shape, ndim}, {view.strides, ndim}))) {
+    address = static_cast<const std::byte*>(view.data) + view.byte_offset;
+    if (read.nbytes >= core::kSharedCopyMinBytes) held = core::held_copy(address, read.nbytes);
+    if (held.copy) copy.held = &held.fingerprint;
+  }
   switch (device_statistics::queue(view, dtype.kernel_kind, fake, copy, read.slot)) {
     case device_statistics::Queued::Yes:
       capture.note_queued_on_device();
@@ -166,12 +178,8 @@ bool queue_on_device(ValueCapture& capture, PyObject* tensor, const TorchDtype& 
         out.no_data_reason_id = capture.recorder().intern(kNoRoomInDeviceRing);
       } else if (to != To::Nowhere) {
         reserve_for_copy(capture, dtype, out, read);
-        // In C order, its staged bytes are what lies at its address: an earlier record's copy of
-        // the same bytes there is shared (as a CPU array's, which is copied the same way).
-        const auto ndim = static_cast<std::size_t>(view.ndim);
-        if (view.strides == nullptr || core::is_c_order({view.shape, ndim}, {view.strides, ndim})) {
-          read.address = static_cast<const std::byte*>(view.data) + view.byte_offset;
-        }
+        read.address = address;
+        read.held_copy = std::move(held.copy);
       }
       return true;
     case device_statistics::Queued::Capturing:

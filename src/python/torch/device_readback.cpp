@@ -178,18 +178,23 @@ void fill_from_kernel(const Expected& entry, const statistics_kernel::Result& re
 
 /// Takes the kernel's result for `entry` (ready or waited for) into its array: in `dump` the
 /// bytes it copied (widened where the file's dtype is wider; else the copy an earlier record made
-/// of the same bytes at the same device address, core::copy_or_share), from which the writer
+/// of the same bytes at the same device address, core::copy_or_share — or, where the device found
+/// them unchanged and sent nothing, the copy it compared them with), from which the writer
 /// computes the statistics as for any array; otherwise the statistics.
 void fill_from_kernel(const Expected& entry) {
   auto& array = entry.record->arrays[entry.index];
   const auto& r = entry.readback;
   bool copied = r.count == 0;
-  const auto result = device_statistics::take(r.slot, [&](const std::byte* bytes) {
+  const auto result = device_statistics::take(r.slot, [&](const std::byte* bytes, const statistics_kernel::Result& result) {
     if (!array.data) return;
-    if (r.widen != nullptr) {
+    if (bytes == nullptr) {
+      core::share_held_copy(array, r.address, r.held_copy, r.nbytes, {std::move(array.data), std::exchange(array.data_capacity, 0)});
+    } else if (r.widen != nullptr) {
       r.widen(array.data.get(), bytes, r.count);
     } else if (r.address != nullptr) {
-      core::copy_or_share(array, r.address, bytes, r.nbytes, {std::move(array.data), std::exchange(array.data_capacity, 0)});
+      const core::StagedFingerprint fingerprint{result.position, result.by_value};
+      core::copy_or_share(array, r.address, bytes, r.nbytes, {std::move(array.data), std::exchange(array.data_capacity, 0)},
+                          &fingerprint);
     } else {
       std::memcpy(array.data.get(), bytes, r.nbytes);
     }
@@ -399,7 +404,9 @@ void note_kernel_costs() {
                          {"synchronizations", costs.synchronizations},
                          {"wait_ms", static_cast<double>(costs.wait_ns) / 1e6},
                          {"launch_failures", costs.launch_failures},
-                         {"launches_held_most", costs.launches_held_most}};
+                         {"launches_held_most", costs.launches_held_most},
+                         {"copies_unchanged", costs.copies_unchanged},
+                         {"bytes_unchanged", costs.bytes_unchanged}};
   if (costs.ring_bytes > 0) note["ring_bytes_on_device"] = costs.ring_bytes;
   if (!costs.unavailable.empty()) note["unavailable"] = costs.unavailable;
   recorder->add_note("device_statistics", std::move(note));

@@ -1,6 +1,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 
 #include "ophook/record.hpp"
@@ -27,6 +28,8 @@ struct Readback {
   ElementWidener widen = nullptr;  // a snapshot of bf16/fp8/complex32: widened into the buffer
   const void* address = nullptr;   // its bytes copied by the kernel, a tensor in C order: where it
                                    // lies on its device, under which an earlier copy may be shared
+  std::shared_ptr<const core::SharedCopy> held_copy;  // the copy the device compared its bytes with
+                                                      // (CopyRequest::held): its bytes if unchanged
   bool awaits() const { return pending || slot.valid(); }
 };
 

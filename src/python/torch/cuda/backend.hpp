@@ -33,9 +33,15 @@ class Backend {
   /// being captured. Any thread, without the GIL (DeviceRing serialises the calls). False when the
   /// copy failed.
   virtual bool copy_to_host(std::byte* to, std::uint64_t from, std::size_t n) noexcept = 0;
-  /// Launches `blocks` blocks over `params` (its addresses are filled in here) on `stream`.
-  /// False with `why` when the launch failed.
-  virtual bool launch(statistics_kernel::LaunchParams& params, std::uint32_t blocks, void* stream, std::string& why) = 0;
+  /// The kernel's two entry points (statistics_kernel.cu).
+  enum class Kernel : std::uint8_t {
+    Statistics,   // ophook_statistics: every job's Result (and copies, but of kCopyIfChanged jobs)
+    CopyChanged,  // ophook_copy_changed: after it on the same stream, its kCopyIfChanged jobs' copies
+  };
+  /// Launches `blocks` blocks of `kernel` over `params` (its addresses are filled in here) on
+  /// `stream`. False with `why` when the launch failed.
+  virtual bool launch(Kernel kernel, statistics_kernel::LaunchParams& params, std::uint32_t blocks, void* stream,
+                      std::string& why) = 0;
   /// An event recorded on `stream` after the launches so far; null when none could be recorded
   /// (the caller then waits at once).
   virtual Event record(void* stream) = 0;

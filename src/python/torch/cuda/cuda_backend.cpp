@@ -54,7 +54,8 @@ class CudaBackend final : public Backend {
     void* host = nullptr;
     return (module != nullptr ||
             check(api_->module_load_data(&module, image->image.data()), "cuModuleLoadData (" + image->target + ")", why)) &&
-           check(api_->module_get_function(&function_, module, kStatisticsKernelName), "cuModuleGetFunction", why) &&
+           check(api_->module_get_function(&statistics_, module, kStatisticsKernelName), "cuModuleGetFunction", why) &&
+           check(api_->module_get_function(&copy_changed_, module, kCopyChangedKernelName), "cuModuleGetFunction", why) &&
            check(api_->mem_alloc(&partials_, sizeof(k::Partial) * kArenaPartials), "cuMemAlloc", why) &&
            check(api_->mem_alloc(&arrivals_, sizeof(std::uint32_t) * kSlots), "cuMemAlloc", why) &&
            check(api_->memset_d32(arrivals_, 0, kSlots), "cuMemsetD32", why) &&
@@ -98,11 +99,11 @@ class CudaBackend final : public Backend {
            api_->stream_synchronize(copy_stream_) == kSuccess;
   }
 
-  bool launch(k::LaunchParams& params, std::uint32_t blocks, void* stream, std::string& why) override {
+  bool launch(Kernel kernel, k::LaunchParams& params, std::uint32_t blocks, void* stream, std::string& why) override {
     params.partials = partials_, params.arrivals = arrivals_, params.results = results_on_device_;
     void* arguments[] = {&params};
     ContextScope scope(*api_, context_);
-    return check(api_->launch_kernel(function_, blocks, 1, 1, k::kThreads, 1, 1, 0, static_cast<CUstream>(stream),
+    return check(api_->launch_kernel(kernel == Kernel::Statistics ? statistics_ : copy_changed_, blocks, 1, 1, k::kThreads, 1, 1, 0, static_cast<CUstream>(stream),
                                      arguments, nullptr),
                  "cuLaunchKernel", why);
   }
@@ -144,7 +145,7 @@ class CudaBackend final : public Backend {
 
   const Driver* api_ = nullptr;
   CUcontext context_ = nullptr;
-  CUfunction function_ = nullptr;
+  CUfunction statistics_ = nullptr, copy_changed_ = nullptr;
   CUdeviceptr partials_ = 0, arrivals_ = 0, results_on_device_ = 0;
   k::Result* results_ = nullptr;
   const std::byte* staging_ = nullptr;

@@ -18,7 +18,7 @@ namespace k = statistics_kernel;
 /// a busy GPU, and a result read before its launch is done reads a poisoned slot.
 class FakeBackend final : public Backend {
  public:
-  FakeBackend() : results_(kSlots) {}
+  FakeBackend() : results_(kSlots), on_device_(kSlots) {}
 
   const k::Result* results() const override { return results_.data(); }
 
@@ -38,13 +38,19 @@ class FakeBackend final : public Backend {
     return true;
   }
 
-  bool launch(k::LaunchParams& params, std::uint32_t /*blocks*/, void* /*stream*/, std::string& /*why*/) override {
+  bool launch(Kernel kernel, k::LaunchParams& params, std::uint32_t /*blocks*/, void* /*stream*/,
+              std::string& /*why*/) override {
     for (std::uint32_t j = 0; j < params.jobs; ++j) {
-      const auto slot = params.job[j].slot;
-      computed_.emplace_back(slot, k::summarise_job(params.job[j]));
-      std::memset(&results_[slot], 0xFF, sizeof(k::Result));  // not there until the event says so
+      const auto& job = params.job[j];
+      if (kernel == Kernel::CopyChanged) {
+        if (!k::unchanged(job, on_device_[job.slot])) k::copy_part(job, 0, 1);
+        continue;
+      }
+      on_device_[job.slot] = k::summarise_job(job);
+      computed_.emplace_back(job.slot, on_device_[job.slot]);
+      std::memset(&results_[job.slot], 0xFF, sizeof(k::Result));  // not there until the event says so
     }
-    ++launches_;
+    if (kernel == Kernel::Statistics) ++launches_;  // a copy launch finishes with the launch before it
     return true;
   }
 
@@ -86,6 +92,8 @@ class FakeBackend final : public Backend {
 
   static constexpr std::uint64_t kLag = 3;  // launches a result trails behind
   std::vector<k::Result> results_;
+  std::vector<k::Result> on_device_;  // each slot's latest result as the device sees it: at once,
+                                      // for the copy launch after its statistics launch
   // Left unwritten until used, as device memory is: no page of it is touched before a copy.
   std::unique_ptr<std::byte[]> staging_;
   std::unique_ptr<std::byte[]> ring_;  // the ring's "device memory"

@@ -11,5 +11,6 @@ extern const char* const kStatisticsKernelHeaders[kStatisticsKernelHeaderCount];
 inline constexpr const char* kStatisticsKernelHeaderNames[kStatisticsKernelHeaderCount] = {
     "ophook/statistics_kernel.hpp", "ophook/statistics_elements.hpp"};
 inline constexpr const char* kStatisticsKernelName = "ophook_statistics";
+inline constexpr const char* kCopyChangedKernelName = "ophook_copy_changed";
 
 }  // namespace ophook::py::cuda

@@ -26,6 +26,11 @@ constexpr std::uint64_t kNotStaged = ~std::uint64_t{0};
 // tensors get one block, large ones up to kMaxBlocksPerJob.
 constexpr std::uint64_t kGroupsPerBlock = std::uint64_t{k::kThreads} * 4;
 
+/// Blocks for a job of `units` (groups, or 16-byte vectors to copy).
+std::uint32_t blocks_for(std::uint64_t units) {
+  return static_cast<std::uint32_t>(std::clamp<std::uint64_t>((units + kGroupsPerBlock - 1) / kGroupsPerBlock, 1, k::kMaxBlocksPerJob));
+}
+
 enum class SlotState : std::uint8_t { Free, Used, Abandoned };
 
 struct SlotEntry {
@@ -33,6 +38,7 @@ struct SlotEntry {
   std::uint64_t launch = 0;     // the launch that computes it
   std::uint64_t staged = kNotStaged;  // offset of its bytes in the staging memory (`dump`)
   std::uint64_t staged_bytes = 0;
+  k::TensorJob copy_if_changed;  // flags has kCopyIfChanged when its bytes are copied only if changed
 };
 
 /// The staging memory's ranges in use, oldest first: a ring, since records complete in about
@@ -138,10 +144,15 @@ class DeviceEngine {
       }
       if (staged == kNotStaged) return false;
       job.copy_to = device_address + staged;
+      if (copy.held != nullptr && (job.flags & k::kContiguous)) {
+        job.flags |= k::kCopyIfChanged;
+        job.held_position = copy.held->position, job.held_by_value = copy.held->by_value;
+      }
     }
     job.slot = free_.back();
     free_.pop_back();
-    slots_[job.slot] = {SlotState::Used, next_launch_, staged, staged == kNotStaged ? 0 : bytes};
+    slots_[job.slot] = {SlotState::Used, next_launch_, staged, staged == kNotStaged ? 0 : bytes,
+                        (job.flags & k::kCopyIfChanged) ? job : k::TensorJob{}};
     return true;
   }
 
@@ -150,6 +161,12 @@ class DeviceEngine {
     job.first_block = blocks_;
     params_.job[params_.jobs++] = job;
     blocks_ += job.blocks;
+    if (job.flags & k::kCopyIfChanged) {
+      job.first_block = copy_blocks_;
+      job.blocks = blocks_for(job.count * k::item_size(job.kind) / 16);
+      copies_.job[copies_.jobs++] = job;
+      copy_blocks_ += job.blocks;
+    }
   }
 
   DeviceRing* ring(bool check_part) { return rings_[check_part ? 1 : 0]; }
@@ -161,7 +178,8 @@ class DeviceEngine {
     reserve_arena(entry);
     for (std::uint32_t j = 0; j < params_.jobs; ++j) params_.job[j].partials = entry.arena_begin + params_.job[j].first_block;
     std::string why;
-    entry.failed = !backend_->launch(params_, blocks_, stream_, why);
+    entry.failed = !backend_->launch(Backend::Kernel::Statistics, params_, blocks_, stream_, why) ||
+                   (copies_.jobs > 0 && !backend_->launch(Backend::Kernel::CopyChanged, copies_, copy_blocks_, stream_, why));
     if (!entry.failed) entry.event = backend_->record(stream_);
     if (entry.failed || entry.event == nullptr) {
       entry.failed = entry.done = true;
@@ -170,7 +188,7 @@ class DeviceEngine {
                             why.empty() ? "no event could be recorded" : why);
       }
     } else {
-      ++engine_costs.kernels_launched;
+      engine_costs.kernels_launched += copies_.jobs > 0 ? 2 : 1;
       engine_costs.tensors_read += params_.jobs;
       for (std::uint32_t j = 0; j < params_.jobs; ++j) {
         engine_costs.bytes_read += params_.job[j].count * k::item_size(params_.job[j].kind);
@@ -178,8 +196,8 @@ class DeviceEngine {
     }
     launches_.push_back(entry);
     ++next_launch_;
-    params_.jobs = 0;
-    blocks_ = 0;
+    params_.jobs = copies_.jobs = 0;
+    blocks_ = copy_blocks_ = 0;
     if (!abandoned_.empty()) sweep_abandoned();
     engine_costs.launches_held_most = std::max<std::uint64_t>(engine_costs.launches_held_most, launches_.size());
   }
@@ -197,16 +215,23 @@ class DeviceEngine {
     if (!entry.done) wait_for(entry);
   }
 
-  std::optional<k::Result> take(std::uint32_t index, const std::function<void(const std::byte*)>& consume_bytes) {
+  std::optional<k::Result> take(std::uint32_t index, const std::function<void(const std::byte*, const statistics_kernel::Result&)>& consume_bytes) {
     Launch& entry = launch_of(index);
     std::optional<k::Result> result;
     if (!entry.failed) {
       result = backend_->results()[index];
       engine_costs.bytes_to_host += sizeof(k::Result);
-      if (slots_[index].staged != kNotStaged && consume_bytes) {
-        std::uint64_t device_address = 0;
-        consume_bytes(backend_->staging(device_address) + slots_[index].staged);
-        engine_costs.bytes_to_host += slots_[index].staged_bytes;
+      const auto& slot = slots_[index];
+      if (slot.staged != kNotStaged && consume_bytes) {
+        if ((slot.copy_if_changed.flags & k::kCopyIfChanged) && k::unchanged(slot.copy_if_changed, *result)) {
+          consume_bytes(nullptr, *result);
+          ++engine_costs.copies_unchanged;
+          engine_costs.bytes_unchanged += slot.staged_bytes;
+        } else {
+          std::uint64_t device_address = 0;
+          consume_bytes(backend_->staging(device_address) + slot.staged, *result);
+          engine_costs.bytes_to_host += slot.staged_bytes;
+        }
       }
     }
     release(index);
@@ -325,6 +350,8 @@ class DeviceEngine {
   std::uint64_t first_launch_ = 0, next_launch_ = 0;  // ids of launches_.front() and of the one assembled
   k::LaunchParams params_;
   std::uint32_t blocks_ = 0;
+  k::LaunchParams copies_;  // the kCopyIfChanged jobs of params_, for the launch right after it
+  std::uint32_t copy_blocks_ = 0;
   void* stream_ = nullptr;
   std::uint32_t cursor_ = 0;
   StagingRing staging_;
@@ -383,8 +410,7 @@ bool describe(const DLTensor& view, std::uint32_t kind, k::TensorJob& job) {
     job.count *= static_cast<std::uint64_t>(view.shape[d]);
   }
   k::set_grouping(job, contiguous);
-  job.blocks = static_cast<std::uint32_t>(
-      std::clamp<std::uint64_t>((job.groups + kGroupsPerBlock - 1) / kGroupsPerBlock, 1, k::kMaxBlocksPerJob));
+  job.blocks = blocks_for(job.groups);
   return true;
 }
 
@@ -433,7 +459,7 @@ bool may_poll() {
 
 bool ready(Slot slot) { return engines[slot.device]->ready(slot.index); }
 void wait(Slot slot) { engines[slot.device]->wait(slot.index); }
-std::optional<statistics_kernel::Result> take(Slot slot, const std::function<void(const std::byte*)>& consume_bytes) {
+std::optional<statistics_kernel::Result> take(Slot slot, const std::function<void(const std::byte*, const statistics_kernel::Result&)>& consume_bytes) {
   return engines[slot.device]->take(slot.index, consume_bytes);
 }
 void abandon(Slot slot) { engines[slot.device]->abandon(slot.index); }

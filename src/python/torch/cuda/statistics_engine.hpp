@@ -7,6 +7,7 @@
 
 #include <dlpack/dlpack.h>
 
+#include "ophook/copy_memo.hpp"
 #include "ophook/record.hpp"
 #include "ophook/statistics_kernel.hpp"
 #include "torch/float_formats.hpp"
@@ -45,6 +46,9 @@ struct CopyRequest {
   ElementWidener widen = nullptr;  // Ring: how its bytes become the file's when fetched
   bool check_only = false;         // Ring: a call no level records, judged soon and then kept only
                                    // if it is the culprit: its bytes go to the ring's smaller part
+  // Host, a tensor in C order: the fingerprint of the copy of its bytes the host holds, if it does
+  // (core::held_copy). The bytes are then copied by a second launch, and only if they changed.
+  const core::StagedFingerprint* held = nullptr;
 };
 
 /// The part of the ring on a device that holds the bytes of calls no level records (OPHOOK_NAN's
@@ -80,9 +84,10 @@ void wait(Slot slot);
 bool may_poll();
 
 /// The result of `slot`, which must be ready or waited for; nullopt when its launch failed. A
-/// copied tensor's bytes go to `consume_bytes` first (valid during the call only). The slot is
-/// free afterwards.
-std::optional<statistics_kernel::Result> take(Slot slot, const std::function<void(const std::byte*)>& consume_bytes = {});
+/// copied tensor's bytes go to `consume_bytes` first, with the result (valid during the call
+/// only); null there when they were not copied for being those of the copy the host holds
+/// (CopyRequest::held). The slot is free afterwards.
+std::optional<statistics_kernel::Result> take(Slot slot, const std::function<void(const std::byte*, const statistics_kernel::Result&)>& consume_bytes = {});
 
 /// Frees `slot` without its result (a record that goes back unwritten), once its launch is done.
 void abandon(Slot slot);
@@ -93,6 +98,7 @@ struct Costs {
   std::uint64_t synchronizations = 0, wait_ns = 0, launch_failures = 0;
   std::uint64_t ring_bytes = 0;  // device memory held for OPHOOK_RING_BYTES' ring
   std::uint64_t launches_held_most = 0;  // launches whose results were not all taken, at most at once
+  std::uint64_t copies_unchanged = 0, bytes_unchanged = 0;  // `dump`: tensors not sent to the host again
   std::string devices;      // "cuda:0 sm_90", "fake"
   std::string unavailable;  // why a device has no engine
 };

@@ -3,6 +3,8 @@
 // threads stride over the job's fingerprint groups (ophook/statistics_kernel.hpp holds the
 // arithmetic, shared with the host); the block's merged Partial goes to the partials arena, and
 // the last block of a job to arrive merges them all and writes the job's Result into host memory.
+// In `dump`, a tensor whose bytes the host may already hold is copied by a second launch right
+// after, ophook_copy_changed, only where its fingerprint says they changed.
 // ophook compiles this file with NVRTC at run time; CI compiles it with nvcc.
 #include "ophook/statistics_kernel.hpp"
 
@@ -29,14 +31,9 @@ __device__ Partial load_other(const Partial* p) {
   return out.partial;
 }
 
-}  // namespace
-
-extern "C" __global__ void __launch_bounds__(kThreads) ophook_statistics(const LaunchParams params) {
-  __shared__ Partial shared[kThreads];
-  __shared__ TensorJob job;
-  __shared__ bool last;
-  // The block's job, into shared memory. Only constant indices into the parameter: a computed one
-  // makes the compiler copy the whole parameter into every thread's local memory.
+/// The block's job, into shared memory `job`. Only constant indices into the parameter: a computed
+/// one makes the compiler copy the whole parameter into every thread's local memory.
+__device__ void load_job(const LaunchParams& params, TensorJob& job) {
   u32 j = 0;
 #pragma unroll
   for (u32 i = 1; i < kJobsPerLaunch; ++i) {
@@ -49,6 +46,15 @@ extern "C" __global__ void __launch_bounds__(kThreads) ophook_statistics(const L
     }
   }
   __syncthreads();
+}
+
+}  // namespace
+
+extern "C" __global__ void __launch_bounds__(kThreads) ophook_statistics(const LaunchParams params) {
+  __shared__ Partial shared[kThreads];
+  __shared__ TensorJob job;
+  __shared__ bool last;
+  load_job(params, job);
   const u32 local = blockIdx.x - job.first_block;
 
   shared[threadIdx.x] = summarise(job, static_cast<u64>(local) * kThreads + threadIdx.x,
@@ -75,4 +81,18 @@ extern "C" __global__ void __launch_bounds__(kThreads) ophook_statistics(const L
     arrivals[job.slot] = 0;  // ready for the slot's next job
     __threadfence_system();
   }
+}
+
+// After ophook_statistics on the same stream, over its kCopyIfChanged jobs: each block reads its
+// job's Result (written by that launch) and copies its share of the bytes only when they are not
+// those of the copy the host holds.
+extern "C" __global__ void __launch_bounds__(kThreads) ophook_copy_changed(const LaunchParams params) {
+  __shared__ TensorJob job;
+  __shared__ bool changed;
+  load_job(params, job);
+  if (threadIdx.x == 0) changed = !unchanged(job, reinterpret_cast<const Result*>(params.results)[job.slot]);
+  __syncthreads();
+  if (!changed) return;
+  const u32 local = blockIdx.x - job.first_block;
+  copy_part(job, static_cast<u64>(local) * kThreads + threadIdx.x, static_cast<u64>(job.blocks) * kThreads);
 }
