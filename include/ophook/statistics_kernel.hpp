@@ -27,6 +27,8 @@ struct TensorJob {
   u32 blocks = 0;
   u32 slot = 0;     // where its result goes (and its arrival counter)
   u32 partials = 0; // its blocks' partials: entries [partials, partials + blocks) of the launch's arena
+  u32 held_slot = 0;  // kHeldInSlot: the slot of the earlier read of the same bytes it is compared with
+  u32 reserved = 0;   // copy_to at the same offset on the host and the device
   u64 copy_to = 0;  // where its bytes go in C order (host memory the device writes, or the
                     // device's part of the ring), 0: not copied
   u64 held_position = 0, held_by_value = 0;  // kCopyIfChanged: the fingerprint of the copy the
@@ -40,6 +42,9 @@ constexpr u32 kSmallIndex = 8;   // fewer than 2^32 elements: 32-bit index arith
 // and only when its fingerprint differs from held_*: bytes the host already has a copy of do not
 // cross the bus again.
 constexpr u32 kCopyIfChanged = 16;
+// kCopyIfChanged against the fingerprint in the result of slot held_slot, not held_*: an earlier
+// read of the tensor, launched before it on the same stream, whose bytes the host will have.
+constexpr u32 kHeldInSlot = 32;
 
 /// What a thread, a block and finally the whole tensor know. Moments as count, mean and the sum of
 /// squared deviations, merged as the writer merges its chunks (Chan et al.).
@@ -375,12 +380,19 @@ OPHOOK_KERNEL_FN void set_grouping(TensorJob& job, bool contiguous) {
 /// The whole job on one thread: the fake device's kernel, and the tests' reference.
 OPHOOK_KERNEL_FN Result summarise_job(const TensorJob& job) { return summarise(job, 0, 1); }
 
-/// Whether the bytes `result` summarises are those of the copy the host holds (a kCopyIfChanged
-/// job): the same fingerprint. The device skips the copy on it, and the host gives the record its
-/// held copy on it. Equal fingerprints of unequal bytes would give the record the held copy's
-/// bytes: two 64-bit sums equal by chance, which `ophook compare` already takes for equal bytes.
-OPHOOK_KERNEL_FN bool unchanged(const TensorJob& job, const Result& result) {
-  return result.position == job.held_position && result.by_value == job.held_by_value;
+/// Whether the bytes the result of a kCopyIfChanged `job` summarises (`results`: every slot's)
+/// are those the host holds or will hold a copy of: the same fingerprint as the held copy's, or
+/// as the earlier read's in results[held_slot] (kHeldInSlot). The device skips the copy on it, and
+/// the host gives the record that copy on it. Equal fingerprints of unequal bytes would give the
+/// record the other bytes: two 64-bit sums equal by chance, which `ophook compare` already takes
+/// for equal bytes.
+OPHOOK_KERNEL_FN bool unchanged(const TensorJob& job, const Result* results) {
+  const Result& now = results[job.slot];
+  if (job.flags & kHeldInSlot) {
+    const Result& then = results[job.held_slot];
+    return now.position == then.position && now.by_value == then.by_value;
+  }
+  return now.position == job.held_position && now.by_value == job.held_by_value;
 }
 
 /// Copies units first, first + stride, … of a kCopyIfChanged job's bytes (C order) to `copy_to`:

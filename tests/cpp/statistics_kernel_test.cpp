@@ -299,18 +299,26 @@ TEST(StatisticsKernel, ACopyIfChangedIsMadeOnlyOfBytesWhoseFingerprintChanged) {
     std::memset(staged, 0, sizeof staged);
     job.copy_to = reinterpret_cast<std::uintptr_t>(staged);
     job.flags |= kCopyIfChanged;
+    job.slot = 0;
     job.held_position = held.position, job.held_by_value = held.by_value;
     const std::string where = std::to_string(count) + " elements, " + std::to_string(skip) + " bytes in";
 
-    // Unchanged: summarised (nothing copied while it is), found unchanged, so nothing is copied.
-    const Result same = summarise_job(job);
-    EXPECT_TRUE(unchanged(job, same)) << where;
+    // Unchanged: summarised (nothing copied while it is), found unchanged, so nothing is copied;
+    // so too against an earlier read's result in another slot (kHeldInSlot).
+    Result results[2] = {summarise_job(job), held};  // the job's slot 0, an earlier read's slot 1
+    EXPECT_TRUE(unchanged(job, results)) << where;
     EXPECT_TRUE(std::all_of(staged, staged + bytes.size(), [](std::byte b) { return b == std::byte{0}; })) << where;
+    TensorJob following = job;
+    following.flags |= kHeldInSlot;
+    following.held_slot = 1;
+    following.held_position = following.held_by_value = 0;  // not what it is compared with
+    EXPECT_TRUE(unchanged(following, results)) << where;
 
     // One element changed: found changed, and the copy launch's threads copy every byte.
     storage[skip + bytes.size() / 2] ^= std::byte{0x40};
-    const Result changed = summarise_job(job);
-    EXPECT_FALSE(unchanged(job, changed)) << where;
+    results[0] = summarise_job(job);
+    EXPECT_FALSE(unchanged(job, results)) << where;
+    EXPECT_FALSE(unchanged(following, results)) << where;
     EXPECT_TRUE(std::all_of(staged, staged + bytes.size(), [](std::byte b) { return b == std::byte{0}; })) << where;
     for (std::uint64_t t = 0; t < 5; ++t) copy_part(job, t, 5);
     EXPECT_EQ(std::memcmp(staged, storage.data() + skip, bytes.size()), 0) << where;

@@ -408,41 +408,49 @@ import torch
 torch.manual_seed(0)
 w = torch.randn(256, 128)  # 128 KiB: large enough for shared copies
 v = torch.randn(128)
-for i in range(24):
+for i in range(3000):
     y = torch.mv(w, v)
-    if i % 6 == 5:
+    if i % 600 == 599:
         w.mul_(1.5)  # new bytes at the same address
-print(float(y.sum()))
+h = torch.tanh(w)
+g = torch.exp(h)  # tanh's output read again while still in flight
+print(float(y.sum()), float(g.sum()))
 """
 
 
 def test_dump_sends_a_tensors_bytes_again_only_when_they_changed(tmp_path):
-    """`dump` on the device: a tensor whose earlier copy the host still holds is compared on the
-    device, by the fingerprint of its bytes, and copied to the host only when they changed since.
-    A weight read 24 times and multiplied in place every sixth: every file holds the weight as it
-    was at that call (recomputed here), the copies not sent are counted, and each one's record
-    shares the copy it was found equal to."""
+    """`dump` on the device: a tensor read again at the same address is compared on the device,
+    by the fingerprint of its bytes, with its latest read still in flight or else the copy the host
+    holds, and copied to the host only when its bytes changed since. A weight read 3,000 times and
+    multiplied in place every 600th, then an activation read right after it is made: every file
+    holds the tensor as it was at that call (recomputed here), the copies not sent are counted, and
+    every tensor is read by the kernel to the end (the earlier reads kept for later ones to compare
+    with are let go: the 8,192 result slots are used several times over)."""
     proc = run_script(tmp_path, UNCHANGED_WEIGHT, levels="torch_function", mode="dump", tensor_copy="fake-device")
     out = tmp_path / "out"
     records = trace(out)
     torch.manual_seed(0)
     w = torch.randn(256, 128)
     expected_reads, expected_after = [], []
-    for i in range(24):
+    for i in range(3000):
         expected_reads.append(w.numpy().copy())
-        if i % 6 == 5:
+        if i % 600 == 599:
             w.mul_(1.5)
             expected_after.append(w.numpy().copy())
+    h = torch.tanh(w)
     mv, mul = ops(records, "torch.mv"), ops(records, "torch.Tensor.mul_")
-    assert len(mv) == 24 and len(mul) == 4
+    assert len(mv) == 3000 and len(mul) == 5
     assert all(same_bits(load(out, arrays(r)[0]), want) for r, want in zip(mv, expected_reads))
     assert all(same_bits(load(out, arrays(r, "outputs")[0]), want) for r, want in zip(mul, expected_after))
+    assert same_bits(load(out, arrays(ops(records, "torch.exp")[0])[0]), h.numpy())
     note = summary(out)["notes"]["device_statistics"]
-    assert note["copies_unchanged"] >= 10, note  # most reads after the first few of each value
+    recorded = [a for r in records for a in arrays(r) + arrays(r, "outputs")]
+    assert note["tensors_read"] == len(recorded) > 9000, note
+    assert note["copies_unchanged"] >= 2900, note  # about every read of the weight but the first of each value
     assert note["bytes_unchanged"] == note["copies_unchanged"] * 128 * 1024
     assert summary(out)["copies_shared"]["shared"] >= note["copies_unchanged"]
     # every tensor's result crossed, and the bytes of every one not found unchanged
-    staged = sum(load(out, a).nbytes for r in records for a in arrays(r) + arrays(r, "outputs"))
+    staged = sum(load(out, a).nbytes for a in recorded)
     assert note["bytes_to_host"] == 72 * note["tensors_read"] + staged - note["bytes_unchanged"]
     (tmp_path / "plain").mkdir()
     assert proc.stdout == run_script(tmp_path / "plain", UNCHANGED_WEIGHT, preload=False).stdout

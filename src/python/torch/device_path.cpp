@@ -166,7 +166,8 @@ bool queue_on_device(ValueCapture& capture, PyObject* tensor, const TorchDtype& 
   if (to == To::Host && dtype.widen == nullptr &&
       (view.strides == nullptr || core::is_c_order({view.shape, ndim}, {view.strides, ndim}))) {
     address = static_cast<const std::byte*>(view.data) + view.byte_offset;
-    if (read.nbytes >= core::kSharedCopyMinBytes) held = core::held_copy(address, read.nbytes);
+    copy.compare = read.nbytes >= core::kSharedCopyMinBytes;
+    if (copy.compare) held = core::held_copy(address, read.nbytes);
     if (held.copy) copy.held = &held.fingerprint;
   }
   switch (device_statistics::queue(view, dtype.kernel_kind, fake, copy, read.slot)) {

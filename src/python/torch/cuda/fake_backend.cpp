@@ -43,7 +43,7 @@ class FakeBackend final : public Backend {
     for (std::uint32_t j = 0; j < params.jobs; ++j) {
       const auto& job = params.job[j];
       if (kernel == Kernel::CopyChanged) {
-        if (!k::unchanged(job, on_device_[job.slot])) k::copy_part(job, 0, 1);
+        if (!k::unchanged(job, on_device_.data())) k::copy_part(job, 0, 1);
         continue;
       }
       on_device_[job.slot] = k::summarise_job(job);

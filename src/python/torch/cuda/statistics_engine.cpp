@@ -7,6 +7,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "ophook/log.hpp"
@@ -31,7 +32,9 @@ std::uint32_t blocks_for(std::uint64_t units) {
   return static_cast<std::uint32_t>(std::clamp<std::uint64_t>((units + kGroupsPerBlock - 1) / kGroupsPerBlock, 1, k::kMaxBlocksPerJob));
 }
 
-enum class SlotState : std::uint8_t { Free, Used, Abandoned };
+// Released: its result taken or given up, kept (result and staged bytes) for the later reads
+// compared with it (followers) until the last of them is released.
+enum class SlotState : std::uint8_t { Free, Used, Abandoned, Released };
 
 struct SlotEntry {
   SlotState state = SlotState::Free;
@@ -39,6 +42,10 @@ struct SlotEntry {
   std::uint64_t staged = kNotStaged;  // offset of its bytes in the staging memory (`dump`)
   std::uint64_t staged_bytes = 0;
   k::TensorJob copy_if_changed;  // flags has kCopyIfChanged when its bytes are copied only if changed
+  std::uint64_t address = 0;  // of its tensor's bytes on the device
+  void* stream = nullptr;
+  std::uint32_t followers = 0;  // later reads compared with it (kHeldInSlot) not yet released
+  bool launch_failed = false;   // its result and bytes never came
 };
 
 /// The staging memory's ranges in use, oldest first: a ring, since records complete in about
@@ -118,7 +125,7 @@ class DeviceEngine {
   /// has no room for (larger than half its part, or than what its call leaves there) is not
   /// copied at all (`slot.ring_refused`): the ring could not keep it, and sending it to the host
   /// instead would cost the program the bus for bytes no trigger may ever want.
-  bool take_slot(k::TensorJob& job, const CopyRequest& copy, Slot& slot) {
+  bool take_slot(k::TensorJob& job, const CopyRequest& copy, void* stream, Slot& slot) {
     if (free_.empty()) sweep_abandoned();
     if (free_.empty()) return false;
     const std::uint64_t bytes = copy.to == CopyRequest::To::Nowhere ? 0 : job.count * k::item_size(job.kind);
@@ -144,16 +151,47 @@ class DeviceEngine {
       }
       if (staged == kNotStaged) return false;
       job.copy_to = device_address + staged;
-      if (copy.held != nullptr && (job.flags & k::kContiguous)) {
-        job.flags |= k::kCopyIfChanged;
-        job.held_position = copy.held->position, job.held_by_value = copy.held->by_value;
-      }
     }
     job.slot = free_.back();
     free_.pop_back();
+    if (staged != kNotStaged && copy.compare && (job.flags & k::kContiguous)) compare_with_earlier(job, copy, stream, bytes);
     slots_[job.slot] = {SlotState::Used, next_launch_, staged, staged == kNotStaged ? 0 : bytes,
-                        (job.flags & k::kCopyIfChanged) ? job : k::TensorJob{}};
+                        (job.flags & k::kCopyIfChanged) ? job : k::TensorJob{}, job.data, stream};
     return true;
+  }
+
+  /// Makes `job` (`bytes` staged, in C order) a kCopyIfChanged one where the host has or will
+  /// have its bytes: compared with the latest read at its address still in flight (kHeldInSlot,
+  /// may_follow; that read is kept until this one is released), else with the copy the host holds
+  /// (copy.held). A read not compared with an earlier read is the one later reads there follow.
+  void compare_with_earlier(k::TensorJob& job, const CopyRequest& copy, void* stream, std::uint64_t bytes) {
+    if (copy.held != nullptr) {
+      job.flags |= k::kCopyIfChanged;
+      job.held_position = copy.held->position, job.held_by_value = copy.held->by_value;
+    }
+    const auto [at, fresh] = latest_at_.try_emplace(job.data, job.slot);
+    if (!fresh && may_follow(at->second, job, stream, bytes)) {
+      job.flags |= k::kCopyIfChanged | k::kHeldInSlot;
+      job.held_slot = at->second;
+      ++slots_[at->second].followers;
+      return;
+    }
+    at->second = job.slot;
+  }
+
+  /// Whether `job` (`bytes` on `stream`) may be compared with `earlier`, the latest read followed
+  /// at its address: not yet taken (a taken read's copy is the host's to hold), on the same stream
+  /// (its result is there before the job's copy launch reads it), of as many bytes, and with bytes
+  /// the host will have whatever the device finds: copied (no kCopyIfChanged), or compared with
+  /// the very copy the host holds for the job too (the same fingerprint). One level only: a read
+  /// compared with an earlier one is followed by none, so nothing is kept past the reads in flight.
+  bool may_follow(std::uint32_t earlier, const k::TensorJob& job, void* stream, std::uint64_t bytes) const {
+    const auto& slot = slots_[earlier];
+    if (slot.state != SlotState::Used || slot.stream != stream || slot.staged_bytes != bytes) return false;
+    const auto& then = slot.copy_if_changed;
+    if (!(then.flags & k::kCopyIfChanged)) return true;
+    return (job.flags & k::kCopyIfChanged) && then.held_position == job.held_position &&
+           then.held_by_value == job.held_by_value;
   }
 
   void add(k::TensorJob job, void* stream) {
@@ -183,6 +221,7 @@ class DeviceEngine {
     if (!entry.failed) entry.event = backend_->record(stream_);
     if (entry.failed || entry.event == nullptr) {
       entry.failed = entry.done = true;
+      for (std::uint32_t j = 0; j < params_.jobs; ++j) slots_[params_.job[j].slot].launch_failed = true;
       if (engine_costs.launch_failures++ == 0) {
         core::logger().warn("the statistics kernel could not run ({}): those tensors are recorded without values",
                             why.empty() ? "no event could be recorded" : why);
@@ -222,15 +261,21 @@ class DeviceEngine {
       result = backend_->results()[index];
       engine_costs.bytes_to_host += sizeof(k::Result);
       const auto& slot = slots_[index];
-      if (slot.staged != kNotStaged && consume_bytes) {
-        if ((slot.copy_if_changed.flags & k::kCopyIfChanged) && k::unchanged(slot.copy_if_changed, *result)) {
+      const std::uint32_t holder = slot.staged != kNotStaged && consume_bytes ? bytes_holder(index) : index;
+      if (holder == kLost) {
+        result.reset();  // compared with an earlier read whose launch failed: its bytes never came
+      } else if (slot.staged != kNotStaged && consume_bytes) {
+        if (holder == kHeldByHost) {
           consume_bytes(nullptr, *result);
-          ++engine_costs.copies_unchanged;
-          engine_costs.bytes_unchanged += slot.staged_bytes;
         } else {
           std::uint64_t device_address = 0;
-          consume_bytes(backend_->staging(device_address) + slot.staged, *result);
+          consume_bytes(backend_->staging(device_address) + slots_[holder].staged, *result);
+        }
+        if (holder == index) {
           engine_costs.bytes_to_host += slot.staged_bytes;
+        } else {
+          ++engine_costs.copies_unchanged;
+          engine_costs.bytes_unchanged += slot.staged_bytes;
         }
       }
     }
@@ -299,17 +344,49 @@ class DeviceEngine {
     finish(entry);
   }
 
+  static constexpr std::uint32_t kHeldByHost = ~0u, kLost = ~1u;
+
+  /// The slot whose staged bytes are those of slot `index` (whose launch is done): its own where
+  /// the device copied them; kHeldByHost where they are those of the copy the host holds for it;
+  /// the earlier read's where it found them unchanged since that one (kHeldInSlot), or kHeldByHost
+  /// where that one was found equal to the same held copy; kLost where that one's launch failed
+  /// (the result compared with was not its own).
+  std::uint32_t bytes_holder(std::uint32_t index) const {
+    const auto* results = backend_->results();
+    const auto& job = slots_[index].copy_if_changed;
+    if (!(job.flags & k::kCopyIfChanged) || !k::unchanged(job, results)) return index;
+    if (!(job.flags & k::kHeldInSlot)) return kHeldByHost;
+    const std::uint32_t earlier = job.held_slot;
+    if (slots_[earlier].launch_failed) return kLost;
+    const auto& then = slots_[earlier].copy_if_changed;
+    return (then.flags & k::kCopyIfChanged) && k::unchanged(then, results) ? kHeldByHost : earlier;
+  }
+
   void release(std::uint32_t index) {
     Launch& entry = launch_of(index);
     --entry.open_slots;
-    if (slots_[index].staged != kNotStaged) staging_.release(slots_[index].staged);
-    slots_[index].staged = kNotStaged;
-    slots_[index].state = SlotState::Free;
-    free_.push_back(index);
+    slots_[index].state = SlotState::Released;
+    if (const auto at = latest_at_.find(slots_[index].address); at != latest_at_.end() && at->second == index) {
+      latest_at_.erase(at);
+    }
+    free_when_unfollowed(index);
     while (!launches_.empty() && launches_.front().done && launches_.front().open_slots == 0) {
       launches_.pop_front();
       ++first_launch_;
     }
+  }
+
+  /// Frees a released slot (its staged bytes too) once no later read compared with it is left;
+  /// then the earlier read it was compared with may go.
+  void free_when_unfollowed(std::uint32_t index) {
+    auto& slot = slots_[index];
+    if (slot.state != SlotState::Released || slot.followers > 0) return;
+    if (slot.staged != kNotStaged) staging_.release(slot.staged);
+    const bool followed = (slot.copy_if_changed.flags & k::kHeldInSlot) != 0;
+    const std::uint32_t earlier = slot.copy_if_changed.held_slot;
+    slot = SlotEntry{};
+    free_.push_back(index);
+    if (followed && --slots_[earlier].followers == 0) free_when_unfollowed(earlier);
   }
 
   /// Frees the abandoned slots whose launches are done (asked, not waited for). Done at each
@@ -350,6 +427,9 @@ class DeviceEngine {
   std::uint64_t first_launch_ = 0, next_launch_ = 0;  // ids of launches_.front() and of the one assembled
   k::LaunchParams params_;
   std::uint32_t blocks_ = 0;
+  // The latest read staged at each device address that later reads there may be compared with
+  // (compare_with_earlier), until it is taken.
+  std::unordered_map<std::uint64_t, std::uint32_t> latest_at_;
   k::LaunchParams copies_;  // the kCopyIfChanged jobs of params_, for the launch right after it
   std::uint32_t copy_blocks_ = 0;
   void* stream_ = nullptr;
@@ -430,7 +510,7 @@ Queued queue(const DLTensor& view, std::uint32_t kind, bool fake, const CopyRequ
   if (!describe(view, kind, job)) return Queued::Elsewhere;
   engine->make_room(stream);
   Slot taken;
-  if (!engine->take_slot(job, copy, taken)) return Queued::Elsewhere;
+  if (!engine->take_slot(job, copy, stream, taken)) return Queued::Elsewhere;
   engine->add(job, stream);
   slot = {device, job.slot, taken.ring_ticket, copy.check_only, taken.ring_refused};
   return Queued::Yes;

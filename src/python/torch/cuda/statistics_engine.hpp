@@ -46,8 +46,10 @@ struct CopyRequest {
   ElementWidener widen = nullptr;  // Ring: how its bytes become the file's when fetched
   bool check_only = false;         // Ring: a call no level records, judged soon and then kept only
                                    // if it is the culprit: its bytes go to the ring's smaller part
-  // Host, a tensor in C order: the fingerprint of the copy of its bytes the host holds, if it does
-  // (core::held_copy). The bytes are then copied by a second launch, and only if they changed.
+  // Host, a tensor in C order whose bytes the host may have (core::copy_or_share remembers it):
+  // they are copied by a second launch, and only if they changed since the latest read of them
+  // still in flight, else since the copy the host holds (`held`: its fingerprint, core::held_copy).
+  bool compare = false;
   const core::StagedFingerprint* held = nullptr;
 };
 

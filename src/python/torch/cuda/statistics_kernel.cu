@@ -90,7 +90,7 @@ extern "C" __global__ void __launch_bounds__(kThreads) ophook_copy_changed(const
   __shared__ TensorJob job;
   __shared__ bool changed;
   load_job(params, job);
-  if (threadIdx.x == 0) changed = !unchanged(job, reinterpret_cast<const Result*>(params.results)[job.slot]);
+  if (threadIdx.x == 0) changed = !unchanged(job, reinterpret_cast<const Result*>(params.results));
   __syncthreads();
   if (!changed) return;
   const u32 local = blockIdx.x - job.first_block;
