@@ -158,16 +158,17 @@ bool queue_on_device(ValueCapture& capture, PyObject* tensor, const TorchDtype& 
   const To to = !files ? To::Nowhere : ring ? To::Ring : To::Host;
   device_statistics::CopyRequest copy{to, config.ring_bytes, dtype.widen, capture.check_only()};
   // In C order, its staged bytes are what lies at its address: an earlier record's copy of the
-  // same bytes there is shared (as a CPU array's, which is copied the same way), and where the
-  // host still holds that copy, the device sends the bytes only if they changed since.
+  // same bytes there is shared (as a CPU array's, which is copied the same way), and the device
+  // sends the bytes only if they changed since the latest read there still in flight, or since
+  // the copy the host holds. Bytes widened for the file (bf16, fp8) have no copy kept by address:
+  // they are compared with a read in flight only.
   const auto ndim = static_cast<std::size_t>(view.ndim);
   const void* address = nullptr;
   core::HeldCopy held;
-  if (to == To::Host && dtype.widen == nullptr &&
-      (view.strides == nullptr || core::is_c_order({view.shape, ndim}, {view.strides, ndim}))) {
-    address = static_cast<const std::byte*>(view.data) + view.byte_offset;
+  if (to == To::Host && (view.strides == nullptr || core::is_c_order({view.shape, ndim}, {view.strides, ndim}))) {
     copy.compare = read.nbytes >= core::kSharedCopyMinBytes;
-    if (copy.compare) held = core::held_copy(address, read.nbytes);
+    if (dtype.widen == nullptr) address = static_cast<const std::byte*>(view.data) + view.byte_offset;
+    if (copy.compare && address != nullptr) held = core::held_copy(address, read.nbytes);
     if (held.copy) copy.held = &held.fingerprint;
   }
   switch (device_statistics::queue(view, dtype.kernel_kind, fake, copy, read.slot)) {
