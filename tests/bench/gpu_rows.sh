@@ -4,7 +4,7 @@
 # (the library built for the device's Python, and the check programs, gpt2.py among them):
 #   device tool: command `bash tests/bench/gpu_rows.sh`, carry [".device"], timeout_s about 300.
 # Rows: both torch levels in `trace` beside `stats`, OPHOOK_NAN's warn (with its ring, and in
-# `trace` mode) and raise (the small GPT-2), a GPT-2 the GPU sets the pace of (12 layers, width 768, batch 16x512) unhooked and
+# `trace` mode) and raise, `dump` with what crossed the bus and what did not (the small GPT-2), a GPT-2 the GPU sets the pace of (12 layers, width 768, batch 16x512) unhooked and
 # under trace, stats and OPHOOK_NAN=warn, and the kernel's cost per op (device_statistics.py).
 # Each hooked row prints its
 # `recorded N calls` and the summary's notes.device_statistics; losses and parameters must equal
@@ -35,6 +35,7 @@ row small_stats_both env LD_PRELOAD="$LIB" OPHOOK_MODE=stats OPHOOK_LEVELS=$BOTH
 row small_nan env LD_PRELOAD="$LIB" OPHOOK_NAN=warn
 row small_trace_nan env LD_PRELOAD="$LIB" OPHOOK_MODE=trace OPHOOK_NAN=warn  # the check alone: counts, no ring
 row small_nan_raise env LD_PRELOAD="$LIB" OPHOOK_NAN=raise  # its one wait per call, no NaN to find
+row small_dump env LD_PRELOAD="$LIB" OPHOOK_MODE=dump  # bytes_to_host against bytes_unchanged
 echo "== GPT-2 12L/768, batch 16x512 (STEPS=3): the GPU sets the pace"
 export NL=12 NE=768 BATCH=16 SEQ=512 STEPS=3
 TOOL=none row large_none
