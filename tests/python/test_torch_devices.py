@@ -252,14 +252,16 @@ def test_kernel_digest_is_the_fingerprint_of_the_bytes(runs):
 def test_kernel_compiles_with_nvrtc_for_every_gpu_generation(tmp_path):
     """The kernel source ophook embeds compiles with NVRTC (scripts/setup.sh installs NVIDIA's
     wheel; a CUDA build of torch ships one) into a cubin for each GPU generation this CUDA
-    supports (Turing, Hopper, Blackwell here), as the first CUDA tensor of a run compiles it: a syntax or
+    supports (Turing, Hopper, Blackwell here), both entry points (the statistics and `dump`'s copy of
+    changed bytes), as the first CUDA tensor of a run compiles it: a syntax or
     resource error in statistics_kernel.cu or its header fails here, with no GPU. A GPU newer than
     NVRTC knows gets PTX for the newest it knows (the driver compiles it); an older one an error."""
     code = ("import sys; sys.path.insert(0, %r)\n"
             "import torch, ophook._ophook as o\n"
             "for cc in ((7, 5), (9, 0), (12, 0), (99, 0)):\n"
             "    target, image, cached = o.torch_compile_statistics_kernel(*cc)\n"
-            "    print(target, image[:4] == b'\\x7fELF', b'.entry ophook_statistics' in image, len(image))\n"
+            "    print(target, image[:4] == b'\\x7fELF', b'.entry ophook_statistics' in image, len(image),\n"
+            "          b'ophook_copy_changed' in image)\n"
             "try:\n"
             "    o.torch_compile_statistics_kernel(3, 0)\n"
             "except RuntimeError as error:\n"
@@ -270,6 +272,7 @@ def test_kernel_compiles_with_nvrtc_for_every_gpu_generation(tmp_path):
     lines = [line.split() for line in proc.stdout.splitlines()]
     cubins = [[t, "True", "False"] for t in ("sm_75", "sm_90", "sm_120")]
     assert [line[:3] for line in lines[:3]] == cubins and all(int(line[3]) > 10_000 for line in lines[:3])
+    assert all(line[4] == "True" for line in lines[:4])  # the copy launch's entry point in each image
     assert lines[3][0].startswith("compute_") and lines[3][1:3] == ["False", "True"]  # PTX text
     assert lines[4][:1] == ["refused"] and "sm_30" in proc.stdout
 
