@@ -1,0 +1,288 @@
+#include "torch/cuda/device_engine.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+#include "ophook/log.hpp"
+
+namespace ophook::py::device_statistics {
+namespace {
+
+// Threads per block times the groups each thread takes before a tensor gets another block: small
+// tensors get one block, large ones up to kMaxBlocksPerJob.
+constexpr std::uint64_t kGroupsPerBlock = std::uint64_t{k::kThreads} * 4;
+
+}  // namespace
+
+std::uint32_t blocks_for(std::uint64_t units) {
+  return static_cast<std::uint32_t>(
+      std::clamp<std::uint64_t>((units + kGroupsPerBlock - 1) / kGroupsPerBlock, 1, k::kMaxBlocksPerJob));
+}
+
+Costs engine_costs;
+
+void DeviceEngine::make_room(void* stream) {
+  if (params_.jobs > 0 && (stream != stream_ || params_.jobs == k::kJobsPerLaunch)) launch();
+}
+
+bool DeviceEngine::take_slot(k::TensorJob& job, const CopyRequest& copy, void* stream, Slot& slot) {
+  if (free_.empty()) sweep_abandoned();
+  if (free_.empty()) return false;
+  const std::uint64_t bytes = copy.to == CopyRequest::To::Nowhere ? 0 : job.count * k::item_size(job.kind);
+  if (copy.to == CopyRequest::To::Ring && bytes > 0) {
+    if (DeviceRing* ring = ring_for(copy.ring_bytes, copy.check_only)) {
+      const auto place = ring->take(bytes, job.count, copy.widen, next_launch_,
+                                    [this](std::uint64_t launch) { return let_finish(launch); });
+      if (place) {
+        job.copy_to = place->device_address, slot.ring_ticket = place->ticket;
+      } else {
+        slot.ring_refused = true;
+      }
+    }
+  }
+  std::uint64_t staged = kNotStaged;
+  if (bytes > 0 && slot.ring_ticket == 0 && !slot.ring_refused) {
+    std::uint64_t device_address = 0;
+    if (backend_->staging(device_address) == nullptr || bytes > kStagingBytes / 2) return false;
+    staged = staging_.take(bytes);
+    if (staged == kNotStaged) {
+      sweep_abandoned();  // abandoned copies may hold the staging memory
+      staged = staging_.take(bytes);
+    }
+    if (staged == kNotStaged) return false;
+    job.copy_to = device_address + staged;
+  }
+  job.slot = free_.back();
+  free_.pop_back();
+  if (staged != kNotStaged && copy.compare && (job.flags & k::kContiguous)) compare_with_earlier(job, copy, stream, bytes);
+  slots_[job.slot] = {SlotState::Used, next_launch_, staged, staged == kNotStaged ? 0 : bytes,
+                      (job.flags & k::kCopyIfChanged) ? job : k::TensorJob{}, job.data, stream};
+  return true;
+}
+
+void DeviceEngine::compare_with_earlier(k::TensorJob& job, const CopyRequest& copy, void* stream, std::uint64_t bytes) {
+  if (copy.held != nullptr) {
+    job.flags |= k::kCopyIfChanged;
+    job.held_position = copy.held->position, job.held_by_value = copy.held->by_value;
+  }
+  const auto [at, fresh] = latest_at_.try_emplace(job.data, job.slot);
+  if (!fresh && may_follow(at->second, job, stream, bytes)) {
+    job.flags |= k::kCopyIfChanged | k::kHeldInSlot;
+    job.held_slot = at->second;
+    ++slots_[at->second].followers;
+    return;
+  }
+  at->second = job.slot;
+}
+
+bool DeviceEngine::may_follow(std::uint32_t earlier, const k::TensorJob& job, void* stream, std::uint64_t bytes) const {
+  const auto& slot = slots_[earlier];
+  if (slot.state != SlotState::Used || slot.stream != stream || slot.staged_bytes != bytes) return false;
+  const auto& then = slot.copy_if_changed;
+  if (!(then.flags & k::kCopyIfChanged)) return true;
+  return (job.flags & k::kCopyIfChanged) && then.held_position == job.held_position &&
+         then.held_by_value == job.held_by_value;
+}
+
+void DeviceEngine::add(k::TensorJob job, void* stream) {
+  stream_ = stream;
+  job.first_block = blocks_;
+  params_.job[params_.jobs++] = job;
+  blocks_ += job.blocks;
+  if (job.flags & k::kCopyIfChanged) {
+    job.first_block = copy_blocks_;
+    job.blocks = blocks_for(job.count * k::item_size(job.kind) / 16);
+    copies_.job[copies_.jobs++] = job;
+    copy_blocks_ += job.blocks;
+  }
+}
+
+void DeviceEngine::launch() {
+  if (params_.jobs == 0) return;
+  Launch entry;
+  entry.open_slots = params_.jobs;
+  reserve_arena(entry);
+  for (std::uint32_t j = 0; j < params_.jobs; ++j) params_.job[j].partials = entry.arena_begin + params_.job[j].first_block;
+  std::string why;
+  entry.failed = !backend_->launch(Backend::Kernel::Statistics, params_, blocks_, stream_, why) ||
+                 (copies_.jobs > 0 && !backend_->launch(Backend::Kernel::CopyChanged, copies_, copy_blocks_, stream_, why));
+  if (!entry.failed) entry.event = backend_->record(stream_);
+  if (entry.failed || entry.event == nullptr) {
+    entry.failed = entry.done = true;
+    for (std::uint32_t j = 0; j < params_.jobs; ++j) slots_[params_.job[j].slot].launch_failed = true;
+    if (engine_costs.launch_failures++ == 0) {
+      core::logger().warn("the statistics kernel could not run ({}): those tensors are recorded without values",
+                          why.empty() ? "no event could be recorded" : why);
+    }
+  } else {
+    engine_costs.kernels_launched += copies_.jobs > 0 ? 2 : 1;
+    engine_costs.tensors_read += params_.jobs;
+    for (std::uint32_t j = 0; j < params_.jobs; ++j) {
+      engine_costs.bytes_read += params_.job[j].count * k::item_size(params_.job[j].kind);
+    }
+  }
+  launches_.push_back(entry);
+  ++next_launch_;
+  params_.jobs = copies_.jobs = 0;
+  blocks_ = copy_blocks_ = 0;
+  if (!abandoned_.empty()) sweep_abandoned();
+  engine_costs.launches_held_most = std::max<std::uint64_t>(engine_costs.launches_held_most, launches_.size());
+}
+
+bool DeviceEngine::ready(std::uint32_t index) {
+  if (slots_[index].launch == next_launch_) return false;  // not launched yet
+  Launch& entry = launch_of(index);
+  if (!entry.done && backend_->finished(entry.event)) finish(entry);
+  return entry.done;
+}
+
+void DeviceEngine::wait(std::uint32_t index) {
+  if (slots_[index].launch == next_launch_) launch();
+  Launch& entry = launch_of(index);
+  if (!entry.done) wait_for(entry);
+}
+
+std::optional<k::Result> DeviceEngine::take(std::uint32_t index,
+                                           const std::function<void(const std::byte*, const k::Result&)>& consume_bytes) {
+  Launch& entry = launch_of(index);
+  std::optional<k::Result> result;
+  if (!entry.failed) {
+    result = backend_->results()[index];
+    engine_costs.bytes_to_host += sizeof(k::Result);
+    const auto& slot = slots_[index];
+    const std::uint32_t holder = slot.staged != kNotStaged && consume_bytes ? bytes_holder(index) : index;
+    if (holder == kLost) {
+      result.reset();  // compared with an earlier read whose launch failed: its bytes never came
+    } else if (slot.staged != kNotStaged && consume_bytes) {
+      if (holder == kHeldByHost) {
+        consume_bytes(nullptr, *result);
+      } else {
+        std::uint64_t device_address = 0;
+        consume_bytes(backend_->staging(device_address) + slots_[holder].staged, *result);
+      }
+      if (holder == index) {
+        engine_costs.bytes_to_host += slot.staged_bytes;
+      } else {
+        ++engine_costs.copies_unchanged;
+        engine_costs.bytes_unchanged += slot.staged_bytes;
+      }
+    }
+  }
+  release(index);
+  return result;
+}
+
+void DeviceEngine::abandon(std::uint32_t index) {
+  if (slots_[index].state == SlotState::Abandoned) return;
+  slots_[index].state = SlotState::Abandoned;
+  abandoned_.push_back(index);
+}
+
+DeviceRing* DeviceEngine::ring_for(std::uint64_t bytes, bool check_part) {
+  if (!ring_tried_) {
+    ring_tried_ = true;
+    const std::uint64_t check_bytes = bytes / kCheckRingShare;
+    std::string why;
+    const std::uint64_t address = backend_->ring_memory(bytes + check_bytes, why);
+    if (address == 0) {
+      core::logger().warn("the OPHOOK_RING_BYTES ring keeps tensors' bytes on the host, not on their device: {}", why);
+    } else {
+      // Never freed: the writer may fetch from them until the end.
+      rings_[0] = new DeviceRing(*backend_, address, bytes);
+      rings_[1] = new DeviceRing(*backend_, address + bytes, check_bytes);
+      engine_costs.ring_bytes += bytes + check_bytes;
+    }
+  }
+  return ring(check_part);
+}
+
+bool DeviceEngine::let_finish(std::uint64_t launch) {
+  if (launch >= next_launch_) return false;
+  if (launch < first_launch_) return true;  // finished and forgotten
+  Launch& entry = launches_[launch - first_launch_];
+  if (entry.done) return true;
+  if (backend_->finished(entry.event)) {
+    finish(entry);
+  } else {
+    wait_for(entry);
+  }
+  return true;
+}
+
+void DeviceEngine::finish(Launch& entry) {
+  entry.done = true;
+  backend_->recycle(entry.event);
+  entry.event = nullptr;
+}
+
+void DeviceEngine::wait_for(Launch& entry) {
+  const auto start = std::chrono::steady_clock::now();
+  backend_->wait(entry.event);
+  ++engine_costs.synchronizations;
+  engine_costs.wait_ns += static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+  finish(entry);
+}
+
+std::uint32_t DeviceEngine::bytes_holder(std::uint32_t index) const {
+  const auto* results = backend_->results();
+  const auto& job = slots_[index].copy_if_changed;
+  if (!(job.flags & k::kCopyIfChanged) || !k::unchanged(job, results)) return index;
+  if (!(job.flags & k::kHeldInSlot)) return kHeldByHost;
+  const std::uint32_t earlier = job.held_slot;
+  if (slots_[earlier].launch_failed) return kLost;
+  const auto& then = slots_[earlier].copy_if_changed;
+  return (then.flags & k::kCopyIfChanged) && k::unchanged(then, results) ? kHeldByHost : earlier;
+}
+
+void DeviceEngine::release(std::uint32_t index) {
+  Launch& entry = launch_of(index);
+  --entry.open_slots;
+  slots_[index].state = SlotState::Released;
+  if (const auto at = latest_at_.find(slots_[index].address); at != latest_at_.end() && at->second == index) {
+    latest_at_.erase(at);
+  }
+  free_when_unfollowed(index);
+  while (!launches_.empty() && launches_.front().done && launches_.front().open_slots == 0) {
+    launches_.pop_front();
+    ++first_launch_;
+  }
+}
+
+void DeviceEngine::free_when_unfollowed(std::uint32_t index) {
+  auto& slot = slots_[index];
+  if (slot.state != SlotState::Released || slot.followers > 0) return;
+  if (slot.staged != kNotStaged) staging_.release(slot.staged);
+  const bool followed = (slot.copy_if_changed.flags & k::kHeldInSlot) != 0;
+  const std::uint32_t earlier = slot.copy_if_changed.held_slot;
+  slot = SlotEntry{};
+  free_.push_back(index);
+  if (followed && --slots_[earlier].followers == 0) free_when_unfollowed(earlier);
+}
+
+void DeviceEngine::sweep_abandoned() {
+  std::erase_if(abandoned_, [&](std::uint32_t i) {
+    if (slots_[i].launch == next_launch_ || !ready(i)) return false;
+    release(i);
+    return true;
+  });
+}
+
+void DeviceEngine::reserve_arena(Launch& entry) {
+  if (cursor_ + blocks_ > kArenaPartials) cursor_ = 0;
+  entry.arena_begin = cursor_;
+  entry.arena_end = cursor_ + blocks_;
+  cursor_ = entry.arena_end;
+  for (auto& running : launches_) {
+    const bool overlaps = running.arena_begin < entry.arena_end && entry.arena_begin < running.arena_end;
+    if (!overlaps || running.done) continue;
+    if (backend_->finished(running.event)) {
+      finish(running);
+    } else {
+      wait_for(running);
+    }
+  }
+}
+
+}  // namespace ophook::py::device_statistics

@@ -1,0 +1,170 @@
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "ophook/statistics_kernel.hpp"
+#include "torch/cuda/backend.hpp"
+#include "torch/cuda/device_ring.hpp"
+#include "torch/cuda/staging_ring.hpp"
+#include "torch/cuda/statistics_engine.hpp"
+
+/// One device's statistics engine (statistics_engine.hpp says what it does for its callers): its
+/// result slots, the launch being assembled and those in flight, the staging memory, its part of
+/// the ring, and which `dump` reads are compared with which. GIL held throughout.
+namespace ophook::py::device_statistics {
+
+namespace k = statistics_kernel;
+
+/// Blocks for a job of `units` (groups, or 16-byte vectors to copy).
+std::uint32_t blocks_for(std::uint64_t units);
+
+/// What the engines cost, for costs().
+extern Costs engine_costs;
+
+/// One device: its backend, its result slots, the launch being assembled and those in flight.
+class DeviceEngine {
+ public:
+  explicit DeviceEngine(std::unique_ptr<Backend> backend) : backend_(std::move(backend)), slots_(kSlots) {
+    free_.reserve(kSlots);
+    for (std::uint32_t i = kSlots; i-- > 0;) free_.push_back(i);
+  }
+
+  Backend& backend() { return *backend_; }
+
+  /// Sends the launch being assembled when a job on `stream` cannot join it: the next job's
+  /// launch is then the one being assembled.
+  void make_room(void* stream);
+
+  /// A free result slot for the launch being assembled, with the room `copy` asks for the bytes
+  /// (`job.copy_to`: in the device's ring, `slot.ring_ticket` then set; else in the staging
+  /// memory); false when all slots or the staging memory are in use. A tensor the device's ring
+  /// has no room for (larger than half its part, or than what its call leaves there) is not
+  /// copied at all (`slot.ring_refused`): the ring could not keep it, and sending it to the host
+  /// instead would cost the program the bus for bytes no trigger may ever want.
+  bool take_slot(k::TensorJob& job, const CopyRequest& copy, void* stream, Slot& slot);
+
+  /// Adds `job` (its slot taken) to the launch being assembled on `stream`.
+  void add(k::TensorJob job, void* stream);
+
+  /// The device's ring for the recorded calls, or (`check_part`) for the calls no level records.
+  DeviceRing* ring(bool check_part) { return rings_[check_part ? 1 : 0]; }
+
+  /// Launches what is assembled (and the copy launch after it), recording its event.
+  void launch();
+
+  /// device_statistics::ready, wait, take and abandon for the slot `index`.
+  bool ready(std::uint32_t index);
+  void wait(std::uint32_t index);
+  std::optional<k::Result> take(std::uint32_t index,
+                                const std::function<void(const std::byte*, const k::Result&)>& consume_bytes);
+  void abandon(std::uint32_t index);
+
+ private:
+  // Released: its result taken or given up, kept (result and staged bytes) for the later reads
+  // compared with it (followers) until the last of them is released.
+  enum class SlotState : std::uint8_t { Free, Used, Abandoned, Released };
+
+  /// A result slot: what its job asked for and what keeps it.
+  struct SlotEntry {
+    SlotState state = SlotState::Free;
+    std::uint64_t launch = 0;     // the launch that computes it
+    std::uint64_t staged = kNotStaged;  // offset of its bytes in the staging memory (`dump`)
+    std::uint64_t staged_bytes = 0;
+    k::TensorJob copy_if_changed;  // flags has kCopyIfChanged when its bytes are copied only if changed
+    std::uint64_t address = 0;  // of its tensor's bytes on the device
+    void* stream = nullptr;
+    std::uint32_t followers = 0;  // later reads compared with it (kHeldInSlot) not yet released
+    bool launch_failed = false;   // its result and bytes never came
+  };
+
+  /// A launch in flight (or failed), until all its slots are released.
+  struct Launch {
+    Backend::Event event = nullptr;
+    std::uint32_t arena_begin = 0, arena_end = 0;
+    std::uint32_t open_slots = 0;  // results not yet taken or abandoned
+    bool done = false;
+    bool failed = false;
+  };
+
+  /// Makes `job` (`bytes` staged, in C order) a kCopyIfChanged one where the host has or will
+  /// have its bytes: compared with the latest read at its address still in flight (kHeldInSlot,
+  /// may_follow; that read is kept until this one is released), else with the copy the host holds
+  /// (copy.held). A read not compared with an earlier read is the one later reads there follow.
+  void compare_with_earlier(k::TensorJob& job, const CopyRequest& copy, void* stream, std::uint64_t bytes);
+
+  /// Whether `job` (`bytes` on `stream`) may be compared with `earlier`, the latest read followed
+  /// at its address: not yet taken (a taken read's copy is the host's to hold), on the same stream
+  /// (its result is there before the job's copy launch reads it), of as many bytes, and with bytes
+  /// the host will have whatever the device finds: copied (no kCopyIfChanged), or compared with
+  /// the very copy the host holds for the job too (the same fingerprint). One level only: a read
+  /// compared with an earlier one is followed by none, so nothing is kept past the reads in flight.
+  bool may_follow(std::uint32_t earlier, const k::TensorJob& job, void* stream, std::uint64_t bytes) const;
+
+  /// The device's part of OPHOOK_RING_BYTES' ring (`bytes` for the calls the ring may write,
+  /// `bytes / kCheckRingShare` after them for the calls no level records: `check_part`),
+  /// allocated at its first use; null when its memory cannot be had (said once): the bytes then
+  /// go to the host as in `dump`.
+  DeviceRing* ring_for(std::uint64_t bytes, bool check_part);
+
+  /// Before the ring's bytes that `launch` wrote are overwritten: false when it is the launch
+  /// being assembled (its own jobs would write over each other); else true once it has finished.
+  bool let_finish(std::uint64_t launch);
+
+  Launch& launch_of(std::uint32_t index) { return launches_[slots_[index].launch - first_launch_]; }
+
+  /// A launch's event has passed: it is done; wait_for() waits for it, counted in the costs.
+  void finish(Launch& entry);
+  void wait_for(Launch& entry);
+
+  static constexpr std::uint32_t kHeldByHost = ~0u, kLost = ~1u;
+
+  /// The slot whose staged bytes are those of slot `index` (whose launch is done): its own where
+  /// the device copied them; kHeldByHost where they are those of the copy the host holds for it;
+  /// the earlier read's where it found them unchanged since that one (kHeldInSlot), or kHeldByHost
+  /// where that one was found equal to the same held copy; kLost where that one's launch failed
+  /// (the result compared with was not its own).
+  std::uint32_t bytes_holder(std::uint32_t index) const;
+
+  /// The slot's result is taken or given up: freed, unless later reads compared with it remain.
+  void release(std::uint32_t index);
+
+  /// Frees a released slot (its staged bytes too) once no later read compared with it is left;
+  /// then the earlier read it was compared with may go.
+  void free_when_unfollowed(std::uint32_t index);
+
+  /// Frees the abandoned slots whose launches are done (asked, not waited for). Done at each
+  /// launch: an abandoned slot keeps its launch, and every launch after it, in launches_, which
+  /// reserve_arena reads through at each launch (an abandoned slot left until the slots ran out
+  /// grew it by a launch per call: 32,000 after 20 steps of a small GPT-2).
+  void sweep_abandoned();
+
+  /// Partials for the launch's blocks, past those of launches still running (waited for when the
+  /// arena comes round to them).
+  void reserve_arena(Launch& entry);
+
+  std::unique_ptr<Backend> backend_;
+  std::vector<SlotEntry> slots_;
+  std::vector<std::uint32_t> free_;
+  std::vector<std::uint32_t> abandoned_;  // slots given up on, freed once their launches are done
+  std::deque<Launch> launches_;
+  std::uint64_t first_launch_ = 0, next_launch_ = 0;  // ids of launches_.front() and of the one assembled
+  k::LaunchParams params_;
+  std::uint32_t blocks_ = 0;
+  // The latest read staged at each device address that later reads there may be compared with
+  // (compare_with_earlier), until it is taken.
+  std::unordered_map<std::uint64_t, std::uint32_t> latest_at_;
+  k::LaunchParams copies_;  // the kCopyIfChanged jobs of params_, for the launch right after it
+  std::uint32_t copy_blocks_ = 0;
+  void* stream_ = nullptr;
+  std::uint32_t cursor_ = 0;
+  StagingRing staging_;
+  DeviceRing* rings_[2] = {nullptr, nullptr};  // for the recorded calls, for the calls no level records
+  bool ring_tried_ = false;
+};
+
+}  // namespace ophook::py::device_statistics
