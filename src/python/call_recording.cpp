@@ -251,6 +251,10 @@ PyObject* check_nonfinite(core::Recorder& recorder, core::RecordPtr& record, std
   }
   device_readback::resolve(*record);  // tensors on devices: their counts, one synchronisation
   const bool fresh = fresh_nonfinite(recorder, *record, first_output, inputs_nonfinite_before);
+  // Calls judged later come first: the first culprit is the first in seq order. Waited for only
+  // here, where this call would be a culprit: a call that reads nothing on a device (an int
+  // tensor, a shape) must not wait for the GPU.
+  if (fresh) device_readback::resolve_held();
   if (fresh && group_of(recorder.op(record->op_id).level) == LevelGroup::Numpy &&
       errstate_silences(recorder, *record, first_output)) {
     record->nonfinite_expected = true;  // the program said it expects this: counted, not reported

@@ -522,6 +522,42 @@ def test_kernel_nan_warn_names_the_culprit_of_the_direct_path(tmp_path, where, l
     assert kernel["notes"]["device_statistics"]["synchronizations"] <= 5  # the fake device's last launches
 
 
+
+# Float calls the kernel reads, between calls that read nothing on a device (int tensors, shapes),
+# then a NaN born in torch (judged later) right before an Inf born in NumPy (judged at once).
+WAIT_FREE_PROGRAM = """
+import numpy as np, torch
+torch.manual_seed(0)
+x = torch.rand(64, 64)
+for i in range(300):
+    x = torch.tanh(x * 1.01)
+    index = torch.arange(64)  # int64: no NaN to count, nothing read
+    x = x[index].view(64, 64)
+y = torch.log(x - 5)
+z = np.log(np.zeros(3))
+print(float(x.sum()), bool(torch.isnan(y).all()), z.tolist())
+"""
+
+
+def test_warn_on_the_device_waits_for_nothing_at_calls_that_read_nothing_there(tmp_path):
+    """OPHOOK_NAN=warn with the kernel: a call whose values are all on the host (an int tensor the
+    check does not read, a NumPy call) is judged at once without waiting for the device's results
+    of the calls before it, unless it is a culprit: then those earlier calls are judged first, and
+    the first culprit in seq order is still the one named."""
+    proc = run_script(tmp_path, WAIT_FREE_PROGRAM, levels="numpy,torch_function", nan="warn", mode="trace",
+                      tensor_copy="fake-device")
+    out = tmp_path / "out"
+    first = summary(out)["first_nonfinite"]
+    assert first["op"] == "torch.log" and "/prog.py:9:" in first["source"], first
+    warnings = [line for line in proc.stderr.splitlines() if "warning: first NaN/Inf" in line]
+    assert len(warnings) == 1 and "torch.log" in warnings[0], proc.stderr
+    note = summary(out)["notes"]["device_statistics"]
+    assert len(ops(trace(out), "torch.arange")) == 300
+    assert note["synchronizations"] <= 10, note  # the culprit's and the last launches', not one per arange (900)
+    (tmp_path / "plain").mkdir()
+    assert proc.stdout == run_script(tmp_path / "plain", WAIT_FREE_PROGRAM, preload=False).stdout
+
+
 # ---- the ring on the device -------------------------------------------------------------------------
 
 # 64 KiB tensors of every kind the files widen (bf16, fp8, complex), then NaN from finite inputs.

@@ -353,8 +353,6 @@ bool check_later(core::CallRecord& record, std::size_t first_output, std::option
 }
 
 void resolve(core::CallRecord& record) {
-  // Checks left for later come first: the first culprit is the first in seq order.
-  if (!held_checks.empty()) resolve_held();
   if (!awaited(record)) return;
   auto batch = take_expected([&](const core::CallRecord* r) { return r == &record; });
   read_back(batch);

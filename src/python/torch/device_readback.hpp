@@ -44,7 +44,8 @@ bool awaited(const core::CallRecord& record) noexcept;
 void launch_queued();
 
 /// Reads back what `record`'s arrays wait for now (one synchronisation per device): OPHOOK_NAN
-/// checks the call before the program goes on.
+/// checks the call before the program goes on. Held records stay held: a caller that finds the
+/// call a culprit judges them first (resolve_held), since an earlier call may be the first.
 void resolve(core::CallRecord& record);
 
 /// OPHOOK_NAN=warn: when every array `record` waits for waits for the statistics kernel, keeps
