@@ -57,7 +57,13 @@ class RecordQueue {
   void close();
 
   std::size_t bytes_held() const;
-  std::uint64_t producer_waits() const;
+
+  /// How often, and how long in all, producers waited for room: the program's time lost to a
+  /// writer that could not keep up (the disk, in `dump`).
+  struct ProducerWaits {
+    std::uint64_t count = 0, ns = 0;
+  };
+  ProducerWaits producer_waits() const;
 
  private:
   bool fits(std::size_t bytes) const;
@@ -80,7 +86,7 @@ class RecordQueue {
   std::condition_variable room_cv_;
   std::atomic<int> waiting_{0};  // producers or flushers blocked on room_cv_
   std::atomic<int> room_waiting_{0};  // of which producers
-  std::uint64_t waits_ = 0;
+  ProducerWaits waits_;
   bool urgent_ = false;
   bool closed_ = false;
 };

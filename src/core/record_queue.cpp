@@ -65,8 +65,9 @@ void RecordQueue::wait_for_room(std::size_t bytes) {
 }
 
 void RecordQueue::wait_until_fits(std::size_t bytes) {
+  const auto start = std::chrono::steady_clock::now();
   std::unique_lock lock(mu_);
-  ++waits_;
+  ++waits_.count;
   urgent_ = true;
   writer_cv_.notify_one();
   waiting_.fetch_add(1);
@@ -74,6 +75,8 @@ void RecordQueue::wait_until_fits(std::size_t bytes) {
   room_cv_.wait(lock, [&] { return fits(bytes) || closed_; });
   room_waiting_.fetch_sub(1);
   waiting_.fetch_sub(1);
+  waits_.ns += static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
 }
 
 bool RecordQueue::pop_all(std::deque<RecordPtr>& out, std::chrono::milliseconds poll) {
@@ -151,7 +154,7 @@ std::size_t RecordQueue::bytes_held() const {
   return held_.load();
 }
 
-std::uint64_t RecordQueue::producer_waits() const {
+RecordQueue::ProducerWaits RecordQueue::producer_waits() const {
   std::lock_guard lock(mu_);
   return waits_;
 }

@@ -17,6 +17,8 @@
 namespace ophook::core {
 namespace {
 
+constexpr std::uint64_t kWaitWorthSaying = 10'000'000;  // ns the program waited for the writer
+
 bool nonfinite(const ArrayOutcome& o) { return o.stats && (o.stats->nan || o.stats->inf); }
 
 std::string human_bytes(std::uint64_t n) {
@@ -137,7 +139,7 @@ bool RunSummary::count_write_error(const std::string& what, int error) {
   return false;
 }
 
-nlohmann::ordered_json RunSummary::summary_json(std::uint64_t dropped, std::uint64_t producer_waits) const {
+nlohmann::ordered_json RunSummary::summary_json(std::uint64_t dropped, RecordQueue::ProducerWaits producer_waits) const {
   using Json = nlohmann::ordered_json;
   const auto& config = recorder_.config();
   Json ops = Json::object();
@@ -192,7 +194,9 @@ nlohmann::ordered_json RunSummary::summary_json(std::uint64_t dropped, std::uint
   out["write_errors"] = {{"count", write_errors_},
                          {"first", write_errors_ ? Json(first_write_error_) : Json(nullptr)},
                          {"stopped", stopped_}};
-  out["queue"] = {{"cap_bytes", config.queue_bytes}, {"producer_waits", producer_waits}};
+  out["queue"] = {{"cap_bytes", config.queue_bytes},
+                  {"producer_waits", producer_waits.count},
+                  {"producer_wait_ms", static_cast<double>(producer_waits.ns) / 1e6}};
   out["first_nonfinite"] = first_nonfinite_;
   out["recorded"] = counts_json();
   out["ops"] = std::move(ops);
@@ -220,7 +224,7 @@ std::string RunSummary::statistics_text() const {
   return out;
 }
 
-void RunSummary::write_files(OutputDir& dir, std::uint64_t dropped, std::uint64_t producer_waits) {
+void RunSummary::write_files(OutputDir& dir, std::uint64_t dropped, RecordQueue::ProducerWaits producer_waits) {
   std::set<std::string> names;
   for (auto id : first_seen_) names.insert(recorder_.op(id).name);
   std::string apis, configs;
@@ -246,9 +250,13 @@ void RunSummary::write_files(OutputDir& dir, std::uint64_t dropped, std::uint64_
   // Bytes written; a link to an earlier file of the same content costs none.
   const auto links = files_linked_ ? fmt::format(" written, {} of them links to earlier files", files_linked_) : "";
   const auto ring = ring_.is_object() ? fmt::format(", the ring written on {} trigger(s)", ring_["triggers"].size()) : "";
-  logger().info("recorded {} calls of {} ops, {} files ({}{}) into {}{}{}", calls_, ops_.size(), files_,
+  // Why a dump run was slower than its copies explain, said where it matters.
+  const auto waited = producer_waits.ns >= kWaitWorthSaying
+                          ? fmt::format(", the program waited {:.2f} s for the writer", static_cast<double>(producer_waits.ns) / 1e9)
+                          : "";
+  logger().info("recorded {} calls of {} ops, {} files ({}{}) into {}{}{}{}", calls_, ops_.size(), files_,
                 human_bytes(bytes_written_), links, dir.path(), ring,
-                write_errors_ ? fmt::format(", {} write errors", write_errors_) : "");
+                write_errors_ ? fmt::format(", {} write errors", write_errors_) : "", waited);
 }
 
 }  // namespace ophook::core

@@ -10,6 +10,7 @@
 
 #include "array_outcome.hpp"
 #include "ophook/record.hpp"
+#include "ophook/record_queue.hpp"
 
 namespace ophook::core {
 
@@ -48,7 +49,7 @@ class RunSummary {
   /// An array not written because the termination signal's time limit for files had passed.
   void count_unwritten_at_termination() { ++unwritten_at_termination_; }
 
-  void write_files(OutputDir& dir, std::uint64_t dropped, std::uint64_t producer_waits);
+  void write_files(OutputDir& dir, std::uint64_t dropped, RecordQueue::ProducerWaits producer_waits);
 
  private:
   struct OpTotals {
@@ -66,7 +67,7 @@ class RunSummary {
   static constexpr std::size_t kSlowest = 10;
   static constexpr std::size_t kMaxConfigs = 1'000'000;
 
-  nlohmann::ordered_json summary_json(std::uint64_t dropped, std::uint64_t producer_waits) const;
+  nlohmann::ordered_json summary_json(std::uint64_t dropped, RecordQueue::ProducerWaits producer_waits) const;
   /// Calls per level and per phase, and the steps that had recorded calls.
   nlohmann::ordered_json counts_json() const;
   void observe_step(std::uint64_t step);

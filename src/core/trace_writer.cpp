@@ -111,7 +111,7 @@ void TraceWriter::abandon_after_fork() {
   lines_.abandon_after_fork();
 }
 
-void TraceWriter::finish(std::uint64_t dropped, std::uint64_t producer_waits) {
+void TraceWriter::finish(std::uint64_t dropped, RecordQueue::ProducerWaits producer_waits) {
   final_dropped_ = dropped, final_waits_ = producer_waits;  // published to the thread by close()
   queue_.close();
   if (thread_.joinable()) {

@@ -43,7 +43,7 @@ class TraceWriter {
 
   /// Lets the thread drain the queue, write the end-of-process files and exit; waits for it
   /// (Inline: does that work itself).
-  void finish(std::uint64_t dropped, std::uint64_t producer_waits);
+  void finish(std::uint64_t dropped, RecordQueue::ProducerWaits producer_waits);
 
   /// See Recorder::stop_files_at. Any thread.
   void stop_files_at(std::chrono::steady_clock::time_point deadline) noexcept { files_.stop_at(deadline); }
@@ -101,7 +101,8 @@ class TraceWriter {
   std::vector<char> prepared_;  // per record of the chunk: prepare() succeeded
   RecordJson record_json_;
   CallTextCache call_texts_;
-  std::uint64_t final_dropped_ = 0, final_waits_ = 0;  // set by finish() before the queue closes
+  std::uint64_t final_dropped_ = 0;  // set by finish() before the queue closes, as is
+  RecordQueue::ProducerWaits final_waits_;
   bool inline_ = false;
   std::thread thread_;
 };

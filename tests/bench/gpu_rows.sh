@@ -7,7 +7,8 @@
 # `trace` mode) and raise, `dump` with what crossed the bus and what did not (the small GPT-2), a GPT-2 the GPU sets the pace of (12 layers, width 768, batch 16x512) unhooked and
 # under trace, stats and OPHOOK_NAN=warn, and the kernel's cost per op (device_statistics.py).
 # Each hooked row prints its
-# `recorded N calls` and the summary's notes.device_statistics; losses and parameters must equal
+# `recorded N calls`, the summary's notes.device_statistics and how long the program waited for
+# the writer (queue.producer_wait_ms: in `dump`, the disk's share of the row); losses and parameters must equal
 # the unhooked run's (the params digest printed on each row).
 set -u
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
@@ -21,7 +22,7 @@ row() {  # NAME ENV... : one process of gpt2.py, its ms per step, params digest 
   timeout -k 5 150 env OPHOOK_OUTPUT="$W/$name" "$@" python3 "$D/gpt2.py" "${TOOL:-ophook}" > "$name.txt" 2> "$name.err"
   local rc=$? result costs
   result=$(grep '^RESULT' "$name.txt" | python3 -c 'import json,sys; d=json.loads(sys.stdin.read()[7:]); print("%8.2f ms/step  params %s" % (d["s_per_step"]*1e3, d["params"]))' 2>/dev/null)
-  costs=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["notes"].get("device_statistics"))' "$W/$name/summary.json" 2>/dev/null)
+  costs=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); q=d["queue"]; print(d["notes"].get("device_statistics"), " waited for the writer: %d times, %.0f ms" % (q["producer_waits"], q["producer_wait_ms"]))' "$W/$name/summary.json" 2>/dev/null)
   printf '%-16s rc=%s %s  %s\n' "$name" "$rc" "${result:-no result}" "$(grep -o 'recorded [0-9]* calls' "$name.err" | tail -1)"
   [[ -n $costs ]] && echo "                 $costs"
   rm -rf "${W:?}/$name"

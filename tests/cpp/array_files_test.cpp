@@ -117,7 +117,7 @@ TEST_F(ArrayFilesTest, LinksCostNoBudgetAndAreCountedApart) {
   for (std::uint64_t seq = 1; seq < 5; ++seq) EXPECT_EQ(outcomes_[seq][0].same_as, "f0.npy");
   EXPECT_EQ(inode(root_ / "files" / "f4.npy"), inode(root_ / "files" / "f0.npy"));
   EXPECT_NE(inode(root_ / "files" / "f5.npy"), inode(root_ / "files" / "f0.npy"));
-  summary.write_files(dir, 0, 0);
+  summary.write_files(dir, 0, {});
   const auto json = nlohmann::json::parse(test::slurp(root_ / "files" / "summary.json"));
   const auto file_bytes = static_cast<std::uint64_t>(fs::file_size(root_ / "files" / "f0.npy"));
   EXPECT_EQ(json.at("totals").at("files"), 6);
