@@ -79,9 +79,10 @@ def measure_calls(group, ctx):
     return rows
 
 
-def measure_loop(group, ctx, options, settings, limits):
+def measure_loop(group, ctx, options, settings, limits, baselines=None):
     """mlp_loop.py with `options`, unhooked and under each row's OPHOOK_ `settings`, in turn; a row
-    per key of `limits` (its ratio's bound, or None)."""
+    per key of `limits` (its ratio's bound, or None), against the unhooked loop or the variant
+    `baselines` names for it."""
     argv = [ctx.python, os.path.join(ctx.root, "tests", "bench", "mlp_loop.py"), *options]
 
     def loop_s(env):
@@ -95,10 +96,9 @@ def measure_loop(group, ctx, options, settings, limits):
         variants[key] = preload_env(ctx.build, OPHOOK_LOG_LEVEL="warn", OPHOOK_OUTPUT=os.path.join(ctx.scratch, key),
                                     **setting)
     walls = interleaved(ctx.rounds(3), {name: (lambda env=env: loop_s(env)) for name, env in variants.items()})
-    base = median(walls["plain"])
     rows = {}
     for key, limit in limits.items():
-        ours = median(walls[key])
+        ours, base = median(walls[key]), median(walls[(baselines or {}).get(key, "plain")])
         rows[key] = group.row(key, seconds(ours), seconds(base), times(ours / base),
                               None if limit is None else ours <= limit * base)
     return rows

@@ -1,4 +1,5 @@
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -12,13 +13,23 @@ namespace {
 
 namespace k = statistics_kernel;
 
+// For the benchmarks of the host's side of the device path: "1" makes the fake device do none of
+// a GPU's work (no arithmetic, no copies), so that what a run costs beyond `trace` is what a GPU
+// run costs the program's thread. Its results say every element is finite and zero, with a
+// fingerprint unlike any other (every compared read has changed): no NaN is ever found, and the
+// staged bytes, never copied, are not the tensors'.
+constexpr const char* kIdleVariable = "OPHOOK_TEST_FAKE_DEVICE_IDLE";
+
 /// Runs each launch's arithmetic at once on the host (CPU tensors, so it reads them where they are,
 /// before the program can change them), but makes its results visible only when its event
 /// finishes, three launches later (or when waited for): records wait in flight as they do behind
 /// a busy GPU, and a result read before its launch is done reads a poisoned slot.
 class FakeBackend final : public Backend {
  public:
-  FakeBackend() : results_(kSlots), on_device_(kSlots) {}
+  FakeBackend() : results_(kSlots), on_device_(kSlots) {
+    const char* idle = std::getenv(kIdleVariable);
+    idle_ = idle != nullptr && std::strcmp(idle, "1") == 0;
+  }
 
   const k::Result* results() const override { return results_.data(); }
 
@@ -43,10 +54,10 @@ class FakeBackend final : public Backend {
     for (std::uint32_t j = 0; j < params.jobs; ++j) {
       const auto& job = params.job[j];
       if (kernel == Kernel::CopyChanged) {
-        if (!k::unchanged(job, on_device_.data())) k::copy_part(job, 0, 1);
+        if (!idle_ && !k::unchanged(job, on_device_.data())) k::copy_part(job, 0, 1);
         continue;
       }
-      on_device_[job.slot] = k::summarise_job(job);
+      on_device_[job.slot] = idle_ ? idle_result(job) : k::summarise_job(job);
       computed_.emplace_back(job.slot, on_device_[job.slot]);
       std::memset(&results_[job.slot], 0xFF, sizeof(k::Result));  // not there until the event says so
     }
@@ -85,6 +96,14 @@ class FakeBackend final : public Backend {
     std::vector<std::pair<std::uint32_t, k::Result>> results;  // published when it finishes
   };
 
+  /// What the idle device says of `job`: all finite and zero, its fingerprint its own.
+  k::Result idle_result(const k::TensorJob& job) {
+    k::Result result{};
+    result.finite = job.count;
+    result.position = ++idle_reads_;
+    return result;
+  }
+
   void publish(FakeEvent& event) {
     for (const auto& [slot, result] : event.results) results_[slot] = result;
     event.results.clear();
@@ -99,6 +118,8 @@ class FakeBackend final : public Backend {
   std::unique_ptr<std::byte[]> ring_;  // the ring's "device memory"
   std::vector<std::pair<std::uint32_t, k::Result>> computed_;  // by the launch not yet recorded
   std::uint64_t launches_ = 0;
+  bool idle_ = false;  // kIdleVariable
+  std::uint64_t idle_reads_ = 0;
   std::deque<FakeEvent> events_;  // a deque keeps their addresses
   std::vector<FakeEvent*> free_;
 };
