@@ -41,13 +41,15 @@ def _unaliased(torch, name, func):
 
 
 def dispatch_name(func):
-    """(name, callable) of a torch_dispatch func: ("aten.mm.default", the C++ op behind it)."""
+    """(name, callable, is_view) of a torch_dispatch func: ("aten.mm.default", the C++ op behind it,
+    whether its outputs view its inputs)."""
     torch = sys.modules["torch"]
     if type(func) is torch._ops.OpOverload:
-        return str(func), func._op  # _op: the same call as func(...) without OpOverload.__call__'s frame
+        # _op: the same call as func(...) without OpOverload.__call__'s frame
+        return str(func), func._op, bool(getattr(func, "is_view", False))
     if isinstance(func, torch._ops.HigherOrderOperator):
-        return "higher_order." + func.name(), func
-    return str(func), func
+        return "higher_order." + func.name(), func, False
+    return str(func), func, False
 
 
 def make_module_namer():

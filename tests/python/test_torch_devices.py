@@ -558,6 +558,62 @@ def test_warn_on_the_device_waits_for_nothing_at_calls_that_read_nothing_there(t
     assert proc.stdout == run_script(tmp_path / "plain", WAIT_FREE_PROGRAM, preload=False).stdout
 
 
+
+# Backward passes full of views (t, view, detach, expand) beside ops that compute (mm, sum, tanh's).
+VIEWS_PROGRAM = """
+import torch
+torch.manual_seed(0)
+net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4))
+for step in range(3):
+    x = torch.randn(5, 8)
+    loss = net(x).view(-1).expand(2, 20).sum()
+    net.zero_grad()
+    loss.backward()
+print(float(loss))
+"""
+
+
+def test_the_backward_check_reads_no_views_tensors(tmp_path):
+    """OPHOOK_NAN's check of the backward ops no level records passes views by (t, view, detach,
+    expand…: a view's elements are its input's, so it never makes a NaN/Inf from finite inputs):
+    the kernel reads the recorded calls' floating tensors and those of every backward op that
+    computes — counted from a run that records the backward ops (torch_dispatch) — and no more."""
+    runs = {}
+    for levels in ("torch_function", "torch_function,torch_dispatch"):
+        (tmp_path / levels).mkdir()
+        run_script(tmp_path / levels, VIEWS_PROGRAM, levels=levels, nan="warn", mode="trace", tensor_copy="fake-device")
+        runs[levels] = tmp_path / levels / "out"
+    floating = lambda record: [a for a in arrays(record) + arrays(record, "outputs")
+                               if a["dtype"].startswith(("float", "bfloat", "complex"))]
+    backward = [r for r in trace(runs["torch_function,torch_dispatch"]) if r["phase"] == "backward"]
+    is_view = lambda name: getattr(getattr(torch.ops.aten, name.split(".")[1]), name.split(".")[2]).is_view
+    views = [r for r in backward if is_view(r["op"])]
+    assert {r["op"] for r in views} >= {"aten.t.default", "aten.view.default", "aten.expand.default"}
+    computed = [r for r in backward if r not in views]
+    recorded = trace(runs["torch_function"])
+    expected = sum(len(floating(r)) for r in recorded) + sum(len(floating(r)) for r in computed)
+    note = summary(runs["torch_function"])["notes"]["device_statistics"]
+    assert note["tensors_read"] == expected, (note, len(views))
+
+
+
+def test_the_idle_fake_device_does_none_of_a_gpus_work(tmp_path):
+    """OPHOOK_TEST_FAKE_DEVICE_IDLE=1 (tests/bench/figures_devices.py measures the host's side of
+    the device path with it): the fake device computes nothing and copies nothing — a NaN goes
+    unseen and every tensor's statistics are zero — while the host does all it does for a GPU:
+    every tensor queued and launched, every record completed."""
+    source = NAN_PROGRAM.replace("PLANTED", PLANTED["forward"])
+    proc = run_script(tmp_path, source, levels="torch_function", nan="warn", mode="stats", tensor_copy="fake-device",
+                      env={"OPHOOK_TEST_FAKE_DEVICE_IDLE": "1"})
+    out = tmp_path / "out"
+    records = trace(out)
+    read = [a for r in records for a in arrays(r) + arrays(r, "outputs") if a["dtype"] == "float32"]
+    assert read and all(a["stats"]["min"] == a["stats"]["max"] == 0 and a["stats"]["nan"] == 0 for a in read)
+    assert summary(out)["first_nonfinite"] is None and "NaN" not in proc.stderr
+    note = summary(out)["notes"]["device_statistics"]
+    assert note["tensors_read"] >= len(read) and note["kernels_launched"] >= len(records)
+
+
 # ---- the ring on the device -------------------------------------------------------------------------
 
 # 64 KiB tensors of every kind the files widen (bf16, fp8, complex), then NaN from finite inputs.

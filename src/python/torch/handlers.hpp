@@ -18,9 +18,9 @@ namespace ophook::py {
 namespace torch_handlers {
 
 /// Python callables used on a func object's first sight: function_namer(func) -> str;
-/// dispatch_namer(func) -> (str, callable to run the op with). Also finds how to tell a backward
-/// pass from `torch` (torch_native, else torch._C._current_graph_task_id, else
-/// torch._C._current_autograd_node); false without any.
+/// dispatch_namer(func) -> (str, callable to run the op with, whether its outputs view its
+/// inputs). Also finds how to tell a backward pass from `torch` (torch_native, else
+/// torch._C._current_graph_task_id, else torch._C._current_autograd_node); false without any.
 bool configure(PyObject* torch, PyObject* function_namer, PyObject* dispatch_namer);
 
 /// OPHOOK_COMPILE=ignore: code objects of the frames through which torch.compile'd callables run
