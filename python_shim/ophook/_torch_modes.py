@@ -137,15 +137,23 @@ class _Installation:
         from torch.utils._pytree import tree_leaves
 
         tensor_type, grad_enabled, backward_hook = torch.Tensor, torch.is_grad_enabled, _ophook.torch_backward_hook
+        # With ophook's function mode on, every requires_grad and register_hook would pass through
+        # torch's handle_torch_function and the mode: twice the tracker's cost, per module forward.
+        no_function_modes = torch._C.DisableTorchFunction
 
         def tracker(module, values, is_output):
             if not grad_enabled():
                 return
-            tensors = [t for t in tree_leaves(values) if isinstance(t, tensor_type) and t.requires_grad]
-            if tensors:
-                hook = backward_hook(module, is_output, len(tensors))
-                for tensor in tensors:
-                    tensor.register_hook(hook)
+            with no_function_modes():
+                if isinstance(values, tensor_type):
+                    values = (values,)
+                elif type(values) is not tuple or not all(isinstance(v, tensor_type) for v in values):
+                    values = tree_leaves(values)  # containers and pytree nodes (a ModelOutput) inside
+                tensors = [t for t in values if isinstance(t, tensor_type) and t.requires_grad]
+                if tensors:
+                    hook = backward_hook(module, is_output, len(tensors))
+                    for tensor in tensors:
+                        tensor.register_hook(hook)
 
         # Releases without _current_graph_task_id: a forward's hooks then count across passes, so a
         # second backward through the same graph (retain_graph) names no module of it.
