@@ -171,21 +171,25 @@ bool read_dense_view(PyObject* tensor, DenseTensorView& out) {
   if (!read_any_device_view(tensor, view)) return false;
   // DLPack allows null strides for C-contiguous data; torch always fills them, but a null would
   // leave nothing to copy with.
-  if (view.device.device_type != kDLCPU || view.strides == nullptr) return false;
-  // Most calls repeat the dtype of the tensor before: one compare instead of a hash lookup
-  // (the GIL is held, so the two statics are never written concurrently).
-  static std::uint32_t last_key = ~0u;
-  static const TorchDtype* last_dtype = nullptr;
-  if (const auto key = key_of(view.dtype); key != last_key) {
-    const auto known = dtypes_by_key.find(key);
-    if (known == dtypes_by_key.end()) return false;
-    last_key = key, last_dtype = known->second;
-  }
+  if (view.device.device_type != kDLCPU || view.strides == nullptr || !dtype_of(view.dtype, out.dtype)) return false;
   out.data = static_cast<const std::byte*>(view.data) + view.byte_offset;
   out.shape = view.shape;
   out.strides = view.strides;
   out.ndim = static_cast<std::size_t>(view.ndim);
-  out.dtype = last_dtype;
+  return true;
+}
+
+bool dtype_of(DLDataType type, const TorchDtype*& dtype) {
+  // Most calls repeat the dtype of the tensor before: one compare instead of a hash lookup
+  // (the GIL is held, so the two statics are never written concurrently).
+  static std::uint32_t last_key = ~0u;
+  static const TorchDtype* last_dtype = nullptr;
+  if (const auto key = key_of(type); key != last_key) {
+    const auto known = dtypes_by_key.find(key);
+    if (known == dtypes_by_key.end()) return false;
+    last_key = key, last_dtype = known->second;
+  }
+  dtype = last_dtype;
   return true;
 }
 

@@ -34,6 +34,10 @@ bool enable_dense_views(core::Recorder& recorder, PyObject* torch);
 /// the elements.
 bool read_dense_view(PyObject* tensor, DenseTensorView& out);
 
+/// The torch dtype of the DLPack type `type` (null when several torch dtypes share it: ask the
+/// tensor); false when no torch dtype has it.
+bool dtype_of(DLDataType type, const TorchDtype*& dtype);
+
 /// torch's DLTensor for `tensor` on any device (the device path's native reads): pointers into
 /// the tensor, valid while it lives and the GIL is held. False, with no Python error left set,
 /// when torch refuses it or has no exchange API; the conjugate and negative bits are not looked at.

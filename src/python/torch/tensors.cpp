@@ -304,6 +304,50 @@ void capture_through_attributes(ValueCapture& capture, PyObject* tensor) {
   if (read.awaits()) device_readback::expect(capture.record(), index, std::move(read));
 }
 
+/// "cuda:N", interned: a CUDA tensor's device as str(tensor.device) names it.
+std::uint32_t cuda_device_id(core::Recorder& recorder, std::int32_t ordinal) {
+  static std::vector<std::uint32_t> ids;  // by ordinal, 0: not interned yet (the GIL guards it)
+  const auto index = static_cast<std::size_t>(ordinal);
+  if (index >= ids.size()) ids.resize(index + 1, 0);
+  if (ids[index] == 0) ids[index] = recorder.intern("cuda:" + std::to_string(ordinal));
+  return ids[index];
+}
+
+/// A strided tensor on a CUDA device (on the fake device, a CPU one) described from torch's DLPack
+/// view — shape, strides, dtype and device without the Python attribute reads of
+/// capture_through_attributes, each of which passes through the program's function modes — and
+/// read by the device path. False when the attribute path must describe it: no view (sparse,
+/// meta, quantized…), another device, a dtype DLPack does not tell.
+bool capture_device_view(ValueCapture& capture, PyObject* tensor) {
+  auto& recorder = capture.recorder();
+  const auto tensor_copy = recorder.config().tensor_copy;
+  DLTensor view;
+  if (tensor_copy == core::TensorCopy::Torch || !read_any_device_view(tensor, view)) return false;
+  const bool fake = tensor_copy == core::TensorCopy::FakeDevice;
+  const TorchDtype* dtype = nullptr;
+  if (view.device.device_type != (fake ? kDLCPU : kDLCUDA) || !dtype_of(view.dtype, dtype)) return false;
+  if (dtype == nullptr) {
+    PyRef dtype_object = attr(tensor, names.dtype);
+    dtype = dtype_object ? torch_dtype(recorder, dtype_object.get()) : nullptr;
+    if (dtype == nullptr) return false;
+  }
+  core::ArrayCapture out;
+  const auto ndim = static_cast<std::size_t>(view.ndim);
+  out.shape.assign(view.shape, view.shape + ndim);
+  if (view.strides != nullptr) out.set_strides({view.strides, ndim});
+  out.dtype_id = dtype->dtype_id;
+  if (!fake) out.device_id = cuda_device_id(recorder, view.device.device_id);
+  device_readback::Readback read;
+  if (dtype->reason_id != 0) {
+    out.no_data_reason_id = dtype->reason_id;
+  } else if (capture.copies(false)) {
+    read = read_through_torch(capture, tensor, *dtype, out, has_lazy_bits(tensor, *dtype));
+  }
+  const auto index = capture.add_array(tensor, std::move(out));
+  if (read.awaits()) device_readback::expect(capture.record(), index, std::move(read));
+  return true;
+}
+
 /// A DTensor: this rank's local shard is captured in its place, with a note saying so.
 void capture_local_shard(ValueCapture& capture, PyObject* tensor);
 
@@ -324,6 +368,7 @@ void capture_tensor(ValueCapture& capture, PyObject* tensor) {
   // OPHOOK_TENSOR_COPY=torch sends CPU tensors through torch too.
   const bool direct = capture.recorder().config().tensor_copy == core::TensorCopy::Auto;
   if (verdict.readable && direct && capture_dense(capture, tensor)) return;
+  if (verdict.readable && capture_device_view(capture, tensor)) return;
   capture_through_attributes(capture, tensor);
 }
 
