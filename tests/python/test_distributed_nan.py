@@ -51,9 +51,15 @@ PLANTED_LINE = next(n for n, line in enumerate(PROGRAM.splitlines(), 1) if "# PL
 LOGS = {"torch.log", "aten.log.default"}  # the culprit at the function level, or its aten op
 
 
+# gloo's teardown on a loaded machine, now and then, in the program run without ophook: a rank
+# ends in std::terminate (seen twice in 2026-11, once in CI under ctest -j2).
+GLOO_TEARDOWN_ABORT = "terminate called without an active exception"
+
+
 def run_ranks(tmp_path, **options):
     """Runs PROGRAM on a free port with run()'s `options`; once more on another port, into a fresh
-    output directory, should something take the port first."""
+    output directory, should something take the port first — or, for the unhooked reference run
+    only, should gloo abort a rank at teardown (a hooked run that aborts fails the test)."""
     for attempt in (1, 2):
         shutil.rmtree(tmp_path / "out", ignore_errors=True)
         with socket.socket() as s:
@@ -61,7 +67,9 @@ def run_ranks(tmp_path, **options):
             port = s.getsockname()[1]
         proc = run_script(tmp_path, PROGRAM, port, timeout=120, check=False, env={"OMP_NUM_THREADS": "1"},
                           **options)
-        if proc.returncode == 0 or attempt == 2 or "address already in use" not in proc.stderr.lower():
+        worth_retrying = "address already in use" in proc.stderr.lower() or (
+            options.get("preload") is False and GLOO_TEARDOWN_ABORT in proc.stderr)
+        if proc.returncode == 0 or attempt == 2 or not worth_retrying:
             break
     assert proc.returncode == 0, proc.stderr
     return proc
