@@ -101,7 +101,8 @@ class TraceWriter {
   std::vector<char> prepared_;  // per record of the chunk: prepare() succeeded
   RecordJson record_json_;
   CallTextCache call_texts_;
-  std::uint64_t final_dropped_ = 0;  // set by finish() before the queue closes, as is
+  // Set by finish() before the queue closes.
+  std::uint64_t final_dropped_ = 0;
   RecordQueue::ProducerWaits final_waits_;
   bool inline_ = false;
   std::thread thread_;

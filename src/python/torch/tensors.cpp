@@ -157,6 +157,13 @@ bool has_lazy_bits(PyObject* tensor, const TorchDtype& dtype) {
   return call(tensor, names.is_neg).get() != Py_False;
 }
 
+/// The tensor's dtype attribute, where its DLPack type is shared by several torch dtypes; null
+/// when it cannot be had.
+const TorchDtype* dtype_asked(core::Recorder& recorder, PyObject* tensor) {
+  PyRef dtype_object = attr(tensor, names.dtype);
+  return dtype_object ? torch_dtype(recorder, dtype_object.get()) : nullptr;
+}
+
 /// The common case — a CPU tensor in strided layout — read through torch's DLPack exporter: no
 /// Python attribute, no allocation. False when the tensor needs the attribute path (other
 /// layouts and devices, lazy conjugate/negative bits, a shape that changed while the GIL was
@@ -164,12 +171,8 @@ bool has_lazy_bits(PyObject* tensor, const TorchDtype& dtype) {
 bool capture_dense(ValueCapture& capture, PyObject* tensor) {
   DenseTensorView view;
   if (!read_dense_view(tensor, view)) return false;
-  const TorchDtype* dtype = view.dtype;
-  if (dtype == nullptr) {
-    PyRef dtype_object = attr(tensor, names.dtype);
-    dtype = dtype_object ? torch_dtype(capture.recorder(), dtype_object.get()) : nullptr;
-    if (dtype == nullptr) return false;
-  }
+  const TorchDtype* dtype = view.dtype ? view.dtype : dtype_asked(capture.recorder(), tensor);
+  if (dtype == nullptr) return false;
   std::span<const std::int64_t> shape(view.shape, view.ndim);
   // Checked in place: a tensor whose values lie in one block (in any order of its dimensions,
   // broadcast or not) stored as its file dtype (no widening; a lazy conjugate or negative bit changes no NaN or Inf).
@@ -326,11 +329,8 @@ bool capture_device_view(ValueCapture& capture, PyObject* tensor) {
   const bool fake = tensor_copy == core::TensorCopy::FakeDevice;
   const TorchDtype* dtype = nullptr;
   if (view.device.device_type != (fake ? kDLCPU : kDLCUDA) || !dtype_of(view.dtype, dtype)) return false;
-  if (dtype == nullptr) {
-    PyRef dtype_object = attr(tensor, names.dtype);
-    dtype = dtype_object ? torch_dtype(recorder, dtype_object.get()) : nullptr;
-    if (dtype == nullptr) return false;
-  }
+  if (dtype == nullptr) dtype = dtype_asked(recorder, tensor);
+  if (dtype == nullptr) return false;
   core::ArrayCapture out;
   const auto ndim = static_cast<std::size_t>(view.ndim);
   out.shape.assign(view.shape, view.shape + ndim);
