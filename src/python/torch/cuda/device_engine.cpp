@@ -101,6 +101,7 @@ void DeviceEngine::add(k::TensorJob job, void* stream) {
 void DeviceEngine::launch() {
   if (params_.jobs == 0) return;
   Launch entry;
+  entry.stream = stream_;
   entry.open_slots = params_.jobs;
   reserve_arena(entry);
   for (std::uint32_t j = 0; j < params_.jobs; ++j) params_.job[j].partials = entry.arena_begin + params_.job[j].first_block;
@@ -276,7 +277,7 @@ void DeviceEngine::reserve_arena(Launch& entry) {
   cursor_ = entry.arena_end;
   for (auto& running : launches_) {
     const bool overlaps = running.arena_begin < entry.arena_end && entry.arena_begin < running.arena_end;
-    if (!overlaps || running.done) continue;
+    if (!overlaps || running.done || running.stream == entry.stream) continue;
     if (backend_->finished(running.event)) {
       finish(running);
     } else {
