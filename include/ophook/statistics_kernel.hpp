@@ -111,6 +111,20 @@ struct Accumulator {
     part.by_value += bits * bits;
   }
 
+  /// Words 4 * vector .. 4 * vector + 3 of the raw bytes: the four int32 words of 16 bytes `v`,
+  /// as word() would take them one by one. Their position weights are 8 * vector + 1 + 2k, so the
+  /// sum is (8 * vector + 1) * (w0 + w1 + w2 + w3) + 2 * (w1 + 2 w2 + 3 w3): one 64-bit product
+  /// per vector instead of one per word (the multiplies set a GPU's pace), the same sums modulo
+  /// 2^64; and each square a 32 x 32 -> 64-bit product.
+  OPHOOK_KERNEL_FN void words_of_vector(u64 vector, Bits v) {
+    const i64 w0 = static_cast<int>(static_cast<u32>(v.lo)), w1 = static_cast<int>(static_cast<u32>(v.lo >> 32));
+    const i64 w2 = static_cast<int>(static_cast<u32>(v.hi)), w3 = static_cast<int>(static_cast<u32>(v.hi >> 32));
+    const u64 sum = static_cast<u64>(w0 + w1 + w2 + w3), ranked = static_cast<u64>(w1 + 2 * w2 + 3 * w3);
+    part.position += (8 * vector + 1) * sum + 2 * ranked;
+    part.by_value += static_cast<u64>(w0 * w0) + static_cast<u64>(w1 * w1) + static_cast<u64>(w2 * w2) +
+                     static_cast<u64>(w3 * w3);
+  }
+
   OPHOOK_KERNEL_FN Partial finish() const {
     Partial out = part;
     if (part.finite > 0) {
@@ -194,11 +208,10 @@ OPHOOK_KERNEL_FN Bits load_group(const TensorJob& job, u64 g) {
   return b;
 }
 
-/// Takes group `g` of `job`, its bytes `b`, into `acc`: its elements' values and its fingerprint
-/// words (an int32 word sign-extended, or in byte mode each unsigned byte). `Whole`: a group of
-/// group_bytes(Kind), read as int32 words (kWholeGroups jobs), known at compile time.
+/// Takes the values of the elements of a group, its bytes `b`, into `acc`. `Whole`: a group of
+/// group_bytes(Kind) (kWholeGroups jobs), known at compile time.
 template <u32 Kind, bool Whole = false>
-OPHOOK_KERNEL_FN void accumulate_group(const TensorJob& job, u64 g, Bits b, Accumulator& acc) {
+OPHOOK_KERNEL_FN void accumulate_values(const TensorJob& job, Bits b, Accumulator& acc) {
   constexpr u32 size = item_size(Kind);
   if constexpr (size >= 4) {
     acc.value(element_value<Kind>(b.lo, b.hi));
@@ -207,6 +220,15 @@ OPHOOK_KERNEL_FN void accumulate_group(const TensorJob& job, u64 g, Bits b, Accu
     const u32 group = Whole ? 4 / size : job.group;
     for (u32 k = 0; k < group; ++k) acc.value(element_value<Kind>((b.lo >> (8 * size * k)) & mask, 0));
   }
+}
+
+/// Takes group `g` of `job`, its bytes `b`, into `acc`: its elements' values and its fingerprint
+/// words (an int32 word sign-extended, or in byte mode each unsigned byte). `Whole` as for
+/// accumulate_values: the group is read as int32 words.
+template <u32 Kind, bool Whole = false>
+OPHOOK_KERNEL_FN void accumulate_group(const TensorJob& job, u64 g, Bits b, Accumulator& acc) {
+  constexpr u32 size = item_size(Kind);
+  accumulate_values<Kind, Whole>(job, b, acc);
   if (!Whole && !(job.flags & kWords)) {  // group == 1: a byte count that is not a multiple of 4
     for (u32 i = 0; i < size; ++i) {
       const u64 byte = (i < 8 ? b.lo >> (8 * i) : b.hi >> (8 * (i - 8))) & 0xFFu;
@@ -234,11 +256,13 @@ OPHOOK_KERNEL_FN Bits group_of_vector(Bits v, u32 k) {
   return b;
 }
 
-/// Takes the groups of vector `v` (16 bytes, number `index` of the job's) into `acc`.
+/// Takes the groups of vector `v` (16 bytes, number `index` of the job's) into `acc`: whatever
+/// the kind, its words are the job's 4 * index .. 4 * index + 3.
 template <u32 Kind>
 OPHOOK_KERNEL_FN void accumulate_vector(const TensorJob& job, u64 index, Bits v, Accumulator& acc) {
   constexpr u32 bytes = group_bytes(Kind), per = 16 / bytes;
-  for (u32 k = 0; k < per; ++k) accumulate_group<Kind, true>(job, index * per + k, group_of_vector<bytes>(v, k), acc);
+  for (u32 k = 0; k < per; ++k) accumulate_values<Kind, true>(job, group_of_vector<bytes>(v, k), acc);
+  acc.words_of_vector(index, v);
 }
 
 /// The Partial of a kWholeGroups `job`'s groups that thread `first` of `stride` takes. Where the
