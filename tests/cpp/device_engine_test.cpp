@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,24 +64,38 @@ class DeviceEngineTest : public ::testing::Test {
     engine = std::make_unique<DeviceEngine>(std::move(owned));
   }
 
-  /// One call's launch on `stream`: kJobsPerLaunch float32 tensors of `elements` each, their
-  /// bytes copied as `copy` asks. Results never taken, so every launch stays in flight.
+  /// A float32 tensor of `elements` at `address`, `stride` apart, as statistics_engine's queue()
+  /// describes it.
+  static k::TensorJob tensor(std::uint64_t elements, std::uint64_t address = 4096, std::int64_t stride = 1) {
+    k::TensorJob job;
+    job.kind = k::kFloat32;
+    job.ndim = 1;
+    job.sizes[0] = static_cast<std::int64_t>(elements);
+    job.strides[0] = stride;
+    job.count = elements;
+    job.data = address;
+    k::set_grouping(job, stride == 1);
+    job.blocks = blocks_for(job.groups);
+    return job;
+  }
+
+  /// Queues `job` as statistics_engine's queue() does: answered by a read in the launch being
+  /// assembled where one reads the same elements, else given a slot of its own.
+  Slot queue(k::TensorJob job, void* stream, const CopyRequest& copy = {}) {
+    engine->make_room(stream);
+    Slot slot;
+    if (engine->share(job, copy, slot)) return slot;
+    EXPECT_TRUE(engine->take_slot(job, copy, stream, slot));
+    slot.index = job.slot;
+    engine->add(job, stream);
+    return slot;
+  }
+
+  /// One call's launch on `stream`: kJobsPerLaunch float32 tensors of `elements` each (at
+  /// different addresses), their bytes copied as `copy` asks. Results never taken, so every launch
+  /// stays in flight.
   void call(void* stream, std::uint64_t elements, const CopyRequest& copy = {}) {
-    for (std::uint32_t j = 0; j < k::kJobsPerLaunch; ++j) {
-      k::TensorJob job;
-      job.kind = k::kFloat32;
-      job.ndim = 1;
-      job.sizes[0] = static_cast<std::int64_t>(elements);
-      job.strides[0] = 1;
-      job.count = elements;
-      job.data = 4096;
-      k::set_grouping(job, true);
-      job.blocks = blocks_for(job.groups);
-      engine->make_room(stream);
-      Slot slot;
-      ASSERT_TRUE(engine->take_slot(job, copy, stream, slot));
-      engine->add(job, stream);
-    }
+    for (std::uint32_t j = 0; j < k::kJobsPerLaunch; ++j) queue(tensor(elements, 4096 + j * 4 * elements), stream, copy);
     engine->launch();
   }
 
@@ -113,6 +128,71 @@ TEST_F(DeviceEngineTest, TheRingsBytesAreOverwrittenOnlyOnceTheirLaunchHasFinish
   EXPECT_EQ(backend->waits, 0);
   call(&stream_a, elements, ring);  // over the first launch's bytes, on its stream
   EXPECT_EQ(backend->waits, 1);
+}
+
+TEST_F(DeviceEngineTest, ALaunchReadsTheSameElementsOnceAndAnswersEveryReadOfThem) {
+  const auto before = engine_costs;
+  const Slot first = queue(tensor(1024), &stream_a);
+  const Slot again = queue(tensor(1024), &stream_a);             // a view's output, say
+  k::TensorJob reshaped = tensor(1024);  // the same bytes in C order as a 32 x 32 view
+  reshaped.ndim = 2, reshaped.sizes[0] = reshaped.sizes[1] = 32, reshaped.strides[0] = 32;
+  const Slot viewed = queue(reshaped, &stream_a);
+  k::TensorJob transposed = reshaped;  // the same elements in another order: another digest
+  transposed.strides[0] = 1, transposed.strides[1] = 32;
+  k::set_grouping(transposed, false);
+  const Slot turned = queue(transposed, &stream_a);
+  const Slot strided = queue(tensor(512, 4096, 2), &stream_a);   // other elements at that address
+  const Slot shorter = queue(tensor(512), &stream_a);            // fewer of them
+  engine->launch();
+  EXPECT_EQ(again.index, first.index);
+  EXPECT_EQ(viewed.index, first.index);
+  EXPECT_NE(turned.index, first.index);
+  EXPECT_NE(strided.index, first.index);
+  EXPECT_NE(shorter.index, first.index);
+  EXPECT_EQ(engine_costs.tensors_read - before.tensors_read, 4U);
+  EXPECT_EQ(engine_costs.reads_shared - before.reads_shared, 2U);
+  const Slot next_launch = queue(tensor(1024), &stream_a);  // read again later: its own read
+  EXPECT_NE(next_launch.index, first.index);
+  engine->launch();
+
+  // Each read gets the result; the slot goes back only with the last of them.
+  engine->wait(first.index);
+  const std::function<void(const std::byte*, const k::Result&)> none;
+  EXPECT_TRUE(engine->take(first.index, none).has_value());
+  EXPECT_TRUE(engine->take(again.index, none).has_value());
+  EXPECT_TRUE(engine->take(viewed.index, none).has_value());
+  const Slot reused = queue(tensor(8), &stream_a);
+  EXPECT_EQ(reused.index, first.index);  // the freed slot is the next one given
+}
+
+TEST_F(DeviceEngineTest, AReadGivenUpLeavesTheSlotToTheOtherReadsOfIt) {
+  const Slot first = queue(tensor(1024), &stream_a);
+  const Slot again = queue(tensor(1024), &stream_a);
+  engine->launch();
+  engine->abandon(first.index);
+  engine->wait(again.index);
+  EXPECT_NE(queue(tensor(8, 1 << 20), &stream_a).index, first.index);  // still the other read's
+  engine->launch();  // which frees the abandoned slots whose launches are done
+  EXPECT_NE(queue(tensor(8, 2 << 20), &stream_a).index, first.index);
+  const std::function<void(const std::byte*, const k::Result&)> none;
+  EXPECT_TRUE(engine->take(again.index, none).has_value());
+  EXPECT_EQ(queue(tensor(8, 3 << 20), &stream_a).index, first.index);
+}
+
+TEST_F(DeviceEngineTest, ReadsForDumpsFilesAreNeverShared) {
+  CopyRequest host;
+  host.to = CopyRequest::To::Host;
+  engine->make_room(&stream_a);
+  Slot slot;
+  EXPECT_FALSE(engine->share(tensor(1024), host, slot));
+  CopyRequest check_ring, ring;
+  check_ring.to = ring.to = CopyRequest::To::Ring;
+  ring.ring_bytes = check_ring.ring_bytes = std::uint64_t{1} << 20;
+  check_ring.check_only = true;
+  const Slot recorded = queue(tensor(1024), &stream_a, ring);
+  const Slot checked = queue(tensor(1024), &stream_a, check_ring);  // into the ring's other part
+  EXPECT_NE(recorded.index, checked.index);
+  EXPECT_EQ(queue(tensor(1024), &stream_a, ring).ring_ticket, recorded.ring_ticket);
 }
 
 }  // namespace

@@ -349,6 +349,48 @@ def test_kernel_reads_calls_of_many_tensors(tmp_path):
         assert abs(a["mean"] - b["mean"]) <= 1e-12 * max(abs(a["min"]), abs(a["max"])), (a, b)
 
 
+VIEWS_OF_ONE_TENSOR = """
+import torch
+torch.manual_seed(0)
+x = torch.randn(64, 48)
+x[3, 5] = float("nan")
+y = x.view(48, 64)     # the same bytes in C order: read once with x
+z = y.reshape(-1)
+w = x.detach()
+t = x.t()              # the same elements in another order: read on its own
+print(float(torch.nansum(z + w.reshape(-1))), float(torch.nansum(t)))
+"""
+
+
+def test_a_launch_reads_the_same_elements_once(tmp_path):
+    """A view's output that holds its input's elements in the same order (view, reshape, detach)
+    is answered by the input's read in the same launch: the statistics and digest are the input's,
+    equal to the direct path's, and the kernel read each such tensor once
+    (notes.device_statistics.reads_shared); a transposed view is read on its own."""
+    out = {}
+    for copy in ("auto", "fake-device"):
+        (tmp_path / copy).mkdir()
+        proc = run_script(tmp_path / copy, VIEWS_OF_ONE_TENSOR, levels="torch_function", mode="stats", tensor_copy=copy)
+        out[copy] = (proc.stdout, trace(tmp_path / copy / "out"), summary(tmp_path / copy / "out"))
+    assert out["auto"][0] == out["fake-device"][0]
+    by_op = {r["op"]: r for r in out["fake-device"][1]}
+    stats = lambda r, side: [v["stats"] for v in arrays(r, side)][0]
+    x_stats = stats(by_op["torch.Tensor.view"], "args")
+    for op in ("torch.Tensor.view", "torch.Tensor.reshape", "torch.Tensor.detach"):
+        assert stats(by_op[op], "outputs") == stats(by_op[op], "args") == x_stats, op
+    assert x_stats["nan"] == 1
+    t_stats = stats(by_op["torch.Tensor.t"], "outputs")
+    assert t_stats["xxh64"] != x_stats["xxh64"] and (t_stats["min"], t_stats["max"]) == (x_stats["min"], x_stats["max"])
+    for direct, kernel in zip(tensor_values(out["auto"][1], ["torch"]), tensor_values(out["fake-device"][1], ["torch"])):
+        a, b = direct["stats"], kernel["stats"]
+        assert (a["min"], a["max"], a["nan"], a["inf"]) == (b["min"], b["max"], b["nan"], b["inf"]), (a, b)
+    note = out["fake-device"][2]["notes"]["device_statistics"]
+    # the outputs of view, reshape, detach and w.reshape, and the add's second view of x's bytes
+    assert note["reads_shared"] == 5, note
+    read = sum(1 for r in out["fake-device"][1] for side in ("args", "outputs") for v in arrays(r, side) if v["stats"])
+    assert note["tensors_read"] == read - note["reads_shared"]
+
+
 def test_kernel_costs_are_in_the_summary(tmp_path):
     """summary.json says what the kernel did: one launch per call and twelve tensors (two when the
     call may write into its inputs: those are read before it),
@@ -593,7 +635,8 @@ def test_the_backward_check_reads_no_views_tensors(tmp_path):
     recorded = trace(runs["torch_function"])
     expected = sum(len(floating(r)) for r in recorded) + sum(len(floating(r)) for r in computed)
     note = summary(runs["torch_function"])["notes"]["device_statistics"]
-    assert note["tensors_read"] == expected, (note, len(views))
+    # the recorded view's output is answered by its input's read (reads_shared), not read again
+    assert note["tensors_read"] + note["reads_shared"] == expected and note["reads_shared"] == 3, (note, len(views))
 
 
 

@@ -404,7 +404,8 @@ void note_kernel_costs() {
                          {"launch_failures", costs.launch_failures},
                          {"launches_held_most", costs.launches_held_most},
                          {"copies_unchanged", costs.copies_unchanged},
-                         {"bytes_unchanged", costs.bytes_unchanged}};
+                         {"bytes_unchanged", costs.bytes_unchanged},
+                         {"reads_shared", costs.reads_shared}};
   if (costs.ring_bytes > 0) note["ring_bytes_on_device"] = costs.ring_bytes;
   if (!costs.unavailable.empty()) note["unavailable"] = costs.unavailable;
   recorder->add_note("device_statistics", std::move(note));

@@ -56,9 +56,38 @@ bool DeviceEngine::take_slot(k::TensorJob& job, const CopyRequest& copy, void* s
   job.slot = free_.back();
   free_.pop_back();
   if (staged != kNotStaged && copy.compare && (job.flags & k::kContiguous)) compare_with_earlier(job, copy, stream, bytes);
-  slots_[job.slot] = {SlotState::Used, next_launch_, staged, staged == kNotStaged ? 0 : bytes,
-                      (job.flags & k::kCopyIfChanged) ? job : k::TensorJob{}, job.data, stream};
+  auto& taken = slots_[job.slot];
+  taken = {SlotState::Used, next_launch_, staged, staged == kNotStaged ? 0 : bytes,
+           (job.flags & k::kCopyIfChanged) ? job : k::TensorJob{}, job.data, stream};
+  taken.to = copy.to, taken.check_ring = copy.check_only;
+  taken.ring_ticket = slot.ring_ticket, taken.ring_refused = slot.ring_refused;
   return true;
+}
+
+bool DeviceEngine::share(const k::TensorJob& job, const CopyRequest& copy, Slot& slot) {
+  if (copy.to == CopyRequest::To::Host) return false;
+  for (std::uint32_t j = 0; j < params_.jobs; ++j) {
+    const auto& other = params_.job[j];
+    auto& entry = slots_[other.slot];
+    if (entry.state != SlotState::Used || other.data != job.data || other.kind != job.kind ||
+        other.count != job.count || entry.to != copy.to || entry.check_ring != copy.check_only) {
+      continue;
+    }
+    // In C order both: the same bytes in the same order, whatever the shape (a view's reshaping).
+    bool same = (other.flags & k::kContiguous) && (job.flags & k::kContiguous);
+    if (!same && other.ndim == job.ndim) {
+      same = true;
+      for (std::uint32_t d = 0; d < job.ndim && same; ++d) {
+        same = other.sizes[d] == job.sizes[d] && (other.sizes[d] == 1 || other.strides[d] == job.strides[d]);
+      }
+    }
+    if (!same) continue;
+    ++entry.readers;
+    ++engine_costs.reads_shared;
+    slot.index = other.slot, slot.ring_ticket = entry.ring_ticket, slot.ring_refused = entry.ring_refused;
+    return true;
+  }
+  return false;
 }
 
 void DeviceEngine::compare_with_earlier(k::TensorJob& job, const CopyRequest& copy, void* stream, std::uint64_t bytes) {
@@ -148,6 +177,11 @@ std::optional<k::Result> DeviceEngine::take(std::uint32_t index,
                                            const std::function<void(const std::byte*, const k::Result&)>& consume_bytes) {
   Launch& entry = launch_of(index);
   std::optional<k::Result> result;
+  if (slots_[index].readers > 1) {  // another read it answers is still to come
+    --slots_[index].readers;
+    if (!entry.failed) result = backend_->results()[index];
+    return result;
+  }
   if (!entry.failed) {
     result = backend_->results()[index];
     engine_costs.bytes_to_host += sizeof(k::Result);
@@ -175,6 +209,10 @@ std::optional<k::Result> DeviceEngine::take(std::uint32_t index,
 }
 
 void DeviceEngine::abandon(std::uint32_t index) {
+  if (slots_[index].readers > 1) {
+    --slots_[index].readers;
+    return;
+  }
   if (slots_[index].state == SlotState::Abandoned) return;
   slots_[index].state = SlotState::Abandoned;
   abandoned_.push_back(index);

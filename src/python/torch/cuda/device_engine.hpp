@@ -48,6 +48,14 @@ class DeviceEngine {
   /// instead would cost the program the bus for bytes no trigger may ever want.
   bool take_slot(k::TensorJob& job, const CopyRequest& copy, void* stream, Slot& slot);
 
+  /// The slot of a job of the launch being assembled that reads the very elements `job`
+  /// describes in the same order (the same address, kind and count, and both in C order or of
+  /// the same shape and strides), asked for the same copy: that read's result answers both, since
+  /// the jobs of one launch read at one moment. A view's output and its input (`view`, `reshape`,
+  /// `detach`, `contiguous` of a contiguous tensor) are then read once. Only for requests without
+  /// staged bytes (`dump`'s each go to their own record). False when there is none.
+  bool share(const k::TensorJob& job, const CopyRequest& copy, Slot& slot);
+
   /// Adds `job` (its slot taken) to the launch being assembled on `stream`.
   void add(k::TensorJob job, void* stream);
 
@@ -79,6 +87,11 @@ class DeviceEngine {
     std::uint64_t address = 0;  // of its tensor's bytes on the device
     void* stream = nullptr;
     std::uint32_t followers = 0;  // later reads compared with it (kHeldInSlot) not yet released
+    std::uint32_t readers = 1;    // reads it answers (share): released when the last is taken or given up
+    CopyRequest::To to = CopyRequest::To::Nowhere;  // with the ring's answer, for share()
+    bool check_ring = false;
+    std::uint64_t ring_ticket = 0;
+    bool ring_refused = false;
     bool launch_failed = false;   // its result and bytes never came
   };
 

@@ -87,6 +87,10 @@ Queued queue(const DLTensor& view, std::uint32_t kind, bool fake, const CopyRequ
   if (!describe(view, kind, job)) return Queued::Elsewhere;
   engine->make_room(stream);
   Slot taken;
+  if (engine->share(job, copy, taken)) {
+    slot = {device, taken.index, taken.ring_ticket, copy.check_only, taken.ring_refused};
+    return Queued::Yes;
+  }
   if (!engine->take_slot(job, copy, stream, taken)) return Queued::Elsewhere;
   engine->add(job, stream);
   slot = {device, job.slot, taken.ring_ticket, copy.check_only, taken.ring_refused};

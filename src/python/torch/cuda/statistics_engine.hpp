@@ -101,6 +101,7 @@ struct Costs {
   std::uint64_t ring_bytes = 0;  // device memory held for OPHOOK_RING_BYTES' ring
   std::uint64_t launches_held_most = 0;  // launches whose results were not all taken, at most at once
   std::uint64_t copies_unchanged = 0, bytes_unchanged = 0;  // `dump`: tensors not sent to the host again
+  std::uint64_t reads_shared = 0;  // tensors answered by another read of the same elements in their launch
   std::string devices;      // "cuda:0 sm_90", "fake"
   std::string unavailable;  // why a device has no engine
 };
