@@ -95,7 +95,9 @@ class DeviceEngineTest : public ::testing::Test {
   /// different addresses), their bytes copied as `copy` asks. Results never taken, so every launch
   /// stays in flight.
   void call(void* stream, std::uint64_t elements, const CopyRequest& copy = {}) {
-    for (std::uint32_t j = 0; j < k::kJobsPerLaunch; ++j) queue(tensor(elements, 4096 + j * 4 * elements), stream, copy);
+    for (std::uint32_t j = 0; j < k::kJobsPerLaunch; ++j) {
+      queue(tensor(elements, 4096 + std::uint64_t{j} * 4 * elements), stream, copy);
+    }
     engine->launch();
   }
 
