@@ -19,6 +19,7 @@ struct TensorJob {
   u64 groups = 0;   // count / group
   i64 sizes[kMaxDims] = {};
   i64 strides[kMaxDims] = {};  // in elements
+  i64 c_strides[kMaxDims] = {};  // kMemoryOrder: each dimension's step in C order
   u32 ndim = 0;
   u32 kind = kNone;
   u32 group = 1;    // elements per fingerprint word: 4 / item size for 1- and 2-byte words, else 1
@@ -45,6 +46,11 @@ constexpr u32 kCopyIfChanged = 16;
 // kCopyIfChanged against the fingerprint in the result of slot held_slot, not held_*: an earlier
 // read of the tensor, launched before it on the same stream, whose bytes the host will have.
 constexpr u32 kHeldInSlot = 32;
+// A strided tensor of one element per group whose dimensions sizes/strides list in the order
+// they lie in memory (order_by_memory), not C order: consecutive threads read neighbouring
+// elements (a transposed or channels-last tensor's rows), and c_strides give each element's C
+// index, which its fingerprint weight and its copy's place are taken from.
+constexpr u32 kMemoryOrder = 64;
 
 /// What a thread, a block and finally the whole tensor know. Moments as count, mean and the sum of
 /// squared deviations, merged as the writer merges its chunks (Chan et al.).
@@ -74,6 +80,7 @@ struct LaunchParams {
   u32 reserved = 0;
   TensorJob job[kJobsPerLaunch];
 };
+static_assert(sizeof(LaunchParams) <= 4096, "a kernel's parameter must fit CUDA's 4 KiB");
 
 /// A thread's running moments: sums of deviations from its first finite value (the shift), turned
 /// into a Partial at the end — no division per element, and no cancellation while the shift lies
@@ -218,6 +225,29 @@ OPHOOK_KERNEL_FN const u8* element_address(const TensorJob& job, u64 index, u32 
     for (u32 d = job.ndim; d-- > 0;) {
       const u64 extent = static_cast<u64>(job.sizes[d]);
       offset += static_cast<i64>(index % extent) * job.strides[d];
+      index /= extent;
+    }
+  }
+  return first_element(job) + offset * static_cast<i64>(size);
+}
+
+/// Address of the element at position `index` of a kMemoryOrder `job`'s walk, and its C index.
+OPHOOK_KERNEL_FN const u8* element_in_memory_order(const TensorJob& job, u64 index, u32 size, u64& c_index) {
+  i64 offset = 0;
+  c_index = 0;
+  if (job.flags & kSmallIndex) {
+    u32 rest = static_cast<u32>(index);
+    for (u32 d = job.ndim; d-- > 0;) {
+      const u32 extent = static_cast<u32>(job.sizes[d]), at = rest % extent;
+      offset += static_cast<i64>(at) * job.strides[d];
+      c_index += static_cast<u64>(at) * static_cast<u64>(job.c_strides[d]);
+      rest /= extent;
+    }
+  } else {
+    for (u32 d = job.ndim; d-- > 0;) {
+      const u64 extent = static_cast<u64>(job.sizes[d]), at = index % extent;
+      offset += static_cast<i64>(at) * job.strides[d];
+      c_index += at * static_cast<u64>(job.c_strides[d]);
       index /= extent;
     }
   }
@@ -411,6 +441,15 @@ OPHOOK_KERNEL_FN Partial summarise(const TensorJob& job, u64 first, u64 stride) 
   Accumulator acc;
   u8* copy = copy_destination(job);
   const u32 bytes = job.group * item_size(job.kind);
+  if (job.flags & kMemoryOrder) {  // one element per group: g walks memory, c is its C index
+    for (u64 g = first; g < job.groups; g += stride) {
+      u64 c = 0;
+      const Bits b = load_bits(element_in_memory_order(job, g, bytes, c), bytes);
+      if (copy != nullptr) store_bits(copy + c * bytes, b, bytes);
+      accumulate_any(job, c, b, acc);
+    }
+    return acc.finish();
+  }
   for (u64 g = first; g < job.groups; g += stride) {
     const Bits b = load_group(job, g);
     if (copy != nullptr) store_bits(copy + g * bytes, b, bytes);
@@ -435,6 +474,43 @@ OPHOOK_KERNEL_FN void set_grouping(TensorJob& job, bool contiguous) {
     job.flags |= kWholeGroups;
   }
   if (job.count < (u64{1} << 32)) job.flags |= kSmallIndex;
+}
+
+/// Lists a strided `job`'s dimensions in the order they lie in memory (largest stride first; a
+/// broadcast dimension, stride 0, outermost; ties in C order) with their C-order steps, and sets
+/// kMemoryOrder, where that order is not C order and each group is one element (a group of
+/// smaller elements is C-order neighbours, which memory order would split). After set_grouping.
+OPHOOK_KERNEL_FN void order_by_memory(TensorJob& job) {
+  if ((job.flags & kContiguous) || job.group != 1 || job.ndim < 2) return;
+  u32 order[kMaxDims];
+  i64 c_step[kMaxDims];
+  i64 step = 1;
+  for (u32 d = job.ndim; d-- > 0;) {
+    order[d] = d;
+    c_step[d] = step;
+    step *= job.sizes[d];
+  }
+  const auto outer = [&](u32 a, u32 b) {  // whether dimension a lies outside dimension b
+    const i64 sa = job.strides[a] == 0 ? ~(u64{1} << 63) : job.strides[a];
+    const i64 sb = job.strides[b] == 0 ? ~(u64{1} << 63) : job.strides[b];
+    return sa > sb;
+  };
+  bool moved = false;
+  for (u32 i = 1; i < job.ndim; ++i) {  // insertion sort: stable, at most 8 dimensions
+    const u32 d = order[i];
+    u32 j = i;
+    for (; j > 0 && outer(d, order[j - 1]); --j) order[j] = order[j - 1];
+    order[j] = d;
+    moved = moved || j != i;
+  }
+  if (!moved) return;
+  i64 sizes[kMaxDims], strides[kMaxDims];
+  for (u32 i = 0; i < job.ndim; ++i) sizes[i] = job.sizes[order[i]], strides[i] = job.strides[order[i]];
+  for (u32 i = 0; i < job.ndim; ++i) {
+    job.c_strides[i] = c_step[order[i]];
+    job.sizes[i] = sizes[i], job.strides[i] = strides[i];
+  }
+  job.flags |= kMemoryOrder;
 }
 
 /// The whole job on one thread: the fake device's kernel, and the tests' reference.

@@ -137,22 +137,35 @@ TEST_F(DeviceEngineTest, ALaunchReadsTheSameElementsOnceAndAnswersEveryReadOfThe
   const Slot first = queue(tensor(1024), &stream_a);
   const Slot again = queue(tensor(1024), &stream_a);             // a view's output, say
   k::TensorJob reshaped = tensor(1024);  // the same bytes in C order as a 32 x 32 view
-  reshaped.ndim = 2, reshaped.sizes[0] = reshaped.sizes[1] = 32, reshaped.strides[0] = 32;
+  reshaped.ndim = 2, reshaped.sizes[0] = reshaped.sizes[1] = 32;
+  reshaped.strides[0] = 32, reshaped.strides[1] = 1;
   const Slot viewed = queue(reshaped, &stream_a);
-  k::TensorJob transposed = reshaped;  // the same elements in another order: another digest
-  transposed.strides[0] = 1, transposed.strides[1] = 32;
+  // A 32 x 32 slice of a 32 x 64 matrix at that address (strided, in C order), and its transpose:
+  // the same elements in another order, walked as the slice lies (another digest).
+  k::TensorJob slice = reshaped, transposed = reshaped;
+  slice.strides[0] = 64;
+  k::set_grouping(slice, false);
+  transposed.strides[0] = 1, transposed.strides[1] = 64;
   k::set_grouping(transposed, false);
+  k::order_by_memory(slice);
+  k::order_by_memory(transposed);
+  ASSERT_TRUE(!(slice.flags & k::kMemoryOrder) && (transposed.flags & k::kMemoryOrder));
+  ASSERT_EQ(transposed.strides[0], slice.strides[0]);
+  const Slot sliced = queue(slice, &stream_a);
   const Slot turned = queue(transposed, &stream_a);
+  const Slot turned_again = queue(transposed, &stream_a);
   const Slot strided = queue(tensor(512, 4096, 2), &stream_a);   // other elements at that address
   const Slot shorter = queue(tensor(512), &stream_a);            // fewer of them
   engine->launch();
   EXPECT_EQ(again.index, first.index);
   EXPECT_EQ(viewed.index, first.index);
-  EXPECT_NE(turned.index, first.index);
+  EXPECT_NE(sliced.index, first.index);
+  EXPECT_NE(turned.index, sliced.index);
+  EXPECT_EQ(turned_again.index, turned.index);
   EXPECT_NE(strided.index, first.index);
   EXPECT_NE(shorter.index, first.index);
-  EXPECT_EQ(engine_costs.tensors_read - before.tensors_read, 4U);
-  EXPECT_EQ(engine_costs.reads_shared - before.reads_shared, 2U);
+  EXPECT_EQ(engine_costs.tensors_read - before.tensors_read, 5U);
+  EXPECT_EQ(engine_costs.reads_shared - before.reads_shared, 3U);
   const Slot next_launch = queue(tensor(1024), &stream_a);  // read again later: its own read
   EXPECT_NE(next_launch.index, first.index);
   engine->launch();

@@ -248,6 +248,71 @@ TEST(StatisticsKernel, ViewsGiveTheResultOfTheirContiguousCopyAndCopyTheirBytesI
   }
 }
 
+/// A view of `count` elements of `kind` at `data`: `sizes` and `strides` (elements) in C order.
+TensorJob strided_job(ElementKind kind, const std::byte* data, const std::vector<i64>& sizes, const std::vector<i64>& strides) {
+  TensorJob job;
+  job.kind = kind;
+  job.data = reinterpret_cast<std::uintptr_t>(data);
+  job.ndim = static_cast<u32>(sizes.size());
+  job.count = 1;
+  for (u32 d = 0; d < job.ndim; ++d) job.sizes[d] = sizes[d], job.strides[d] = strides[d], job.count *= sizes[d];
+  set_grouping(job, false);
+  return job;
+}
+
+TEST(StatisticsKernel, AViewWalkedInMemoryOrderGivesItsCOrderResultAndCopy) {
+  std::mt19937_64 rng(17);
+  for (const auto& c : cases()) {
+    const std::size_t size = item_size(c.kind);
+    constexpr i64 C = 3, H = 5, W = 7;  // a channels-last image: memory H, W, C; the view C, H, W
+    const auto memory = random_elements(c.kind, C * H * W, rng);
+    struct View {
+      std::vector<i64> sizes, strides;
+      bool reordered;
+    };
+    const std::vector<View> views = {
+        {{C, H, W}, {1, W * C, C}, true},   // channels last
+        {{W * C, H}, {1, W * C}, true},     // transposed
+        {{H * W, 4}, {C, 0}, true},         // every C-th element, each broadcast four times
+        {{4, H * W}, {0, C}, false},        // broadcast outermost: memory order already
+        {{H, W}, {W * C, C}, false},        // a strided slice in memory order
+    };
+    for (const auto& [sizes, strides, reordered] : views) {
+      TensorJob view = strided_job(c.kind, memory.data(), sizes, strides);
+      const std::string where = c.name + " strides " + std::to_string(strides[0]) + ", " + std::to_string(strides[1]);
+      if (view.group != 1) continue;  // 1- and 2-byte elements four bytes at a time stay in C order
+      // the same view in C order: the reference (its result and its copy)
+      std::vector<std::byte> c_order(view.count * size);
+      view.copy_to = reinterpret_cast<std::uintptr_t>(c_order.data());
+      const Result in_c_order = summarise_job(view);
+      TensorJob walked = view;
+      std::vector<std::byte> copied(c_order.size());
+      walked.copy_to = reinterpret_cast<std::uintptr_t>(copied.data());
+      order_by_memory(walked);
+      EXPECT_EQ((walked.flags & kMemoryOrder) != 0, reordered) << where;
+      const Result in_memory_order = summarise_job(walked);
+      EXPECT_EQ(copied, c_order) << where;
+      EXPECT_EQ(in_memory_order.finite, in_c_order.finite) << where;
+      EXPECT_EQ(in_memory_order.nan, in_c_order.nan) << where;
+      EXPECT_EQ(in_memory_order.nonfinite, in_c_order.nonfinite) << where;
+      EXPECT_EQ(in_memory_order.min, in_c_order.min) << where;
+      EXPECT_EQ(in_memory_order.max, in_c_order.max) << where;
+      EXPECT_EQ(in_memory_order.position, in_c_order.position) << where;
+      EXPECT_EQ(in_memory_order.by_value, in_c_order.by_value) << where;
+      const double scale = std::max({std::fabs(in_c_order.min), std::fabs(in_c_order.max), 1e-300});
+      if (in_c_order.finite > 0) {
+        EXPECT_NEAR(in_memory_order.mean, in_c_order.mean, 1e-12 * scale) << where;
+        EXPECT_NEAR(in_memory_order.m2, in_c_order.m2, 1e-9 * scale * scale * static_cast<double>(view.count)) << where;
+      }
+      // threads interleaved as on a GPU: the same as one thread
+      Partial merged = Accumulator().finish();
+      for (u64 t = 0; t < 7; ++t) merge(merged, summarise(walked, t, 7));
+      EXPECT_EQ(merged.position, in_c_order.position) << where;
+      EXPECT_EQ(merged.min, in_c_order.min) << where;
+    }
+  }
+}
+
 TEST(StatisticsKernel, PartialsOfInterleavedThreadsMergeIntoTheWhole) {
   std::mt19937_64 rng(13);
   // 16-byte vectors and then single groups for the last ones (5003), every group width; a start

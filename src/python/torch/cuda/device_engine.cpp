@@ -74,11 +74,15 @@ bool DeviceEngine::share(const k::TensorJob& job, const CopyRequest& copy, Slot&
       continue;
     }
     // In C order both: the same bytes in the same order, whatever the shape (a view's reshaping).
+    // Else the same walk: the same dimensions, and where walked in memory order (a transpose of
+    // a contiguous tensor lists its input's), the same C order too.
     bool same = (other.flags & k::kContiguous) && (job.flags & k::kContiguous);
-    if (!same && other.ndim == job.ndim) {
+    const bool walked = (job.flags & k::kMemoryOrder) != 0;
+    if (!same && other.ndim == job.ndim && walked == ((other.flags & k::kMemoryOrder) != 0)) {
       same = true;
       for (std::uint32_t d = 0; d < job.ndim && same; ++d) {
-        same = other.sizes[d] == job.sizes[d] && (other.sizes[d] == 1 || other.strides[d] == job.strides[d]);
+        same = other.sizes[d] == job.sizes[d] && (other.sizes[d] == 1 || other.strides[d] == job.strides[d]) &&
+               (!walked || other.c_strides[d] == job.c_strides[d]);
       }
     }
     if (!same) continue;

@@ -67,6 +67,7 @@ bool describe(const DLTensor& view, std::uint32_t kind, k::TensorJob& job) {
     job.count *= static_cast<std::uint64_t>(view.shape[d]);
   }
   k::set_grouping(job, contiguous);
+  k::order_by_memory(job);
   job.blocks = blocks_for(job.groups);
   return true;
 }
