@@ -93,7 +93,7 @@ struct Accumulator {
 #else
   using Tally = u64;  // the host takes whole tensors on one thread
 #endif
-  Partial part;  // the counts, the extremes and the moments are filled in by finish()
+  Partial part;  // the fingerprint sums and value()'s extremes; finish() adds the rest
   Tally finite = 0, nonfinite = 0, nan = 0;
   double shift = 0, sum = 0, squares = 0;
   float low, high;  // float_value()'s extremes, merged into part's at finish()

@@ -49,11 +49,12 @@ class DeviceEngine {
   bool take_slot(k::TensorJob& job, const CopyRequest& copy, void* stream, Slot& slot);
 
   /// The slot of a job of the launch being assembled that reads the very elements `job`
-  /// describes in the same order (the same address, kind and count, and both in C order or of
-  /// the same shape and strides), asked for the same copy: that read's result answers both, since
-  /// the jobs of one launch read at one moment. A view's output and its input (`view`, `reshape`,
-  /// `detach`, `contiguous` of a contiguous tensor) are then read once. Only for requests without
-  /// staged bytes (`dump`'s each go to their own record). False when there is none.
+  /// describes in the same order (the same address, kind and count, and both in C order or
+  /// walked alike: the same shape, strides and C-order steps), asked for the same copy: that
+  /// read's result answers both, since the jobs of one launch read at one moment. A view's
+  /// output and its input (`view`, `reshape`, `detach`, `contiguous` of a contiguous tensor) are
+  /// then read once. Only for requests without staged bytes (`dump`'s each go to their own
+  /// record). False when there is none.
   bool share(const k::TensorJob& job, const CopyRequest& copy, Slot& slot);
 
   /// Adds `job` (its slot taken) to the launch being assembled on `stream`.
