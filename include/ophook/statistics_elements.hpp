@@ -117,6 +117,17 @@ OPHOOK_KERNEL_FN double half_value(u16 h) {
   return sign != 0 ? -magnitude : magnitude;
 }
 
+/// IEEE binary16 → float, exactly (every half is a float): on a GPU its one conversion instruction.
+OPHOOK_KERNEL_FN float half_float(u16 h) {
+#if defined(__CUDA_ARCH__)
+  float value;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(value) : "h"(h));
+  return value;
+#else
+  return static_cast<float>(half_value(h));
+#endif
+}
+
 /// float8 e4m3fn (no Inf; S.1111.111 is NaN) and e5m2 (IEEE-like) → double, exactly, as the
 /// writer's wideners (torch/float_formats.cpp) give them to src/core/stats.cpp.
 OPHOOK_KERNEL_FN double e4m3fn_value(u8 b) {

@@ -55,6 +55,9 @@ struct Accumulator {
   Partial part;  // the fingerprint sums and value()'s extremes; finish() adds the rest
   Tally finite = 0, nonfinite = 0, nan = 0;
   double shift = 0, sum = 0, squares = 0;
+  // words_of_vector()'s sums until fold_vectors(): of S_k, of P_k, of the suffix sums; K
+  u64 vector_sums = 0, running_sums = 0, suffix_sums = 0;
+  Tally vectors = 0;
   float low, high;  // float_value()'s extremes, merged into part's at finish()
 
   OPHOOK_KERNEL_FN Accumulator() {
@@ -105,18 +108,41 @@ struct Accumulator {
     part.by_value += bits * bits;
   }
 
-  /// Words 4 * vector .. 4 * vector + 3 of the raw bytes: the four int32 words of 16 bytes `v`,
-  /// as word() would take them one by one. Their position weights are 8 * vector + 1 + 2k, so the
-  /// sum is (8 * vector + 1) * (w0 + w1 + w2 + w3) + 2 * (w1 + 2 w2 + 3 w3): one 64-bit product
-  /// per vector instead of one per word (the multiplies set a GPU's pace), the same sums modulo
-  /// 2^64; and each square a 32 x 32 -> 64-bit product.
-  OPHOOK_KERNEL_FN void words_of_vector(u64 vector, Bits v) {
+  /// The four int32 words of 16 bytes `v`, the next of the vectors first, first + stride, … a
+  /// thread takes: words 4 v .. 4 v + 3 of the raw bytes, position weights 8 v + 1, 3, 5 and 7.
+  /// The multiplies set a GPU's pace, so there are none but the squares': with S_k the k-th
+  /// vector's word sum and P_k = S_0 + … + S_k, sum v_k S_k = first sum S_k + stride (K sum S_k -
+  /// sum P_k) over the K vectors, and the odd weights sum to S + 2 (w1 + 2 w2 + 3 w3), the latter
+  /// the sum of the suffix sums w1 + w2 + w3, w2 + w3 and w3: additions only, the rest once in
+  /// fold_vectors(). Each square |w|^2, one 32 x 32 -> 64-bit multiply-add. All modulo 2^64, as
+  /// word() sums.
+  OPHOOK_KERNEL_FN void words_of_vector(Bits v) {
     const i64 w0 = static_cast<int>(static_cast<u32>(v.lo)), w1 = static_cast<int>(static_cast<u32>(v.lo >> 32));
     const i64 w2 = static_cast<int>(static_cast<u32>(v.hi)), w3 = static_cast<int>(static_cast<u32>(v.hi >> 32));
-    const u64 sum = static_cast<u64>(w0 + w1 + w2 + w3), ranked = static_cast<u64>(w1 + 2 * w2 + 3 * w3);
-    part.position += (8 * vector + 1) * sum + 2 * ranked;
-    part.by_value += static_cast<u64>(w0 * w0) + static_cast<u64>(w1 * w1) + static_cast<u64>(w2 * w2) +
-                     static_cast<u64>(w3 * w3);
+    const i64 r2 = w2 + w3, r1 = w1 + r2;
+    vector_sums += static_cast<u64>(w0 + r1);
+    running_sums += vector_sums;
+    suffix_sums += static_cast<u64>(r1 + r2 + w3);
+    part.by_value += square(w0) + square(w1) + square(w2) + square(w3);
+    ++vectors;
+  }
+
+  /// Adds the position sum of the vectors words_of_vector() took, first, first + stride, …
+  OPHOOK_KERNEL_FN void fold_vectors(u64 first, u64 stride) {
+    const u64 weighted = first * vector_sums + stride * (static_cast<u64>(vectors) * vector_sums - running_sums);
+    part.position += 8 * weighted + vector_sums + 2 * suffix_sums;
+    vector_sums = running_sums = suffix_sums = 0, vectors = 0;
+  }
+
+  /// w * w for an int32 word: its magnitude squared, which is below 2^62 (|INT_MIN| is 2^31).
+  OPHOOK_KERNEL_FN static u64 square(i64 w) {
+#if defined(__CUDA_ARCH__)
+    const u32 magnitude = static_cast<u32>(__sad(static_cast<int>(w), 0, 0u));  // one IABS: |INT_MIN| as 2^31
+#else
+    const u32 bits = static_cast<u32>(w);
+    const u32 magnitude = w < 0 ? 0u - bits : bits;
+#endif
+    return static_cast<u64>(magnitude) * magnitude;
   }
 
   OPHOOK_KERNEL_FN Partial finish() const {
@@ -126,6 +152,66 @@ struct Accumulator {
     out.max = static_cast<double>(high) > out.max ? static_cast<double>(high) : out.max;
     if (finite > 0) {
       const double n = static_cast<double>(finite);
+      out.mean = shift + sum / n;
+      const double m2 = squares - sum * sum / n;
+      out.m2 = m2 > 0 ? m2 : 0.0;
+    }
+    return out;
+  }
+};
+
+/// The smaller of two floats, the larger: a GPU's single min/max instruction. Either may be NaN
+/// only where FiniteMoments' sums are NaN too, so their NaN rule never decides a result.
+OPHOOK_KERNEL_FN float lesser(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return fminf(a, b);
+#else
+  return std::fmin(a, b);
+#endif
+}
+OPHOOK_KERNEL_FN float greater(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return fmaxf(a, b);
+#else
+  return std::fmax(a, b);
+#endif
+}
+
+/// A thread's moments of float values taken on the bet that all of them are finite, as nearly
+/// every tensor's are: per value one widening, two double adds, a multiply-add and the float
+/// min and max, with no test, branch or select (Accumulator::float_value tests, branches and
+/// selects for each value: three times the instructions, which set the GPU kernel's pace). An Inf
+/// or NaN makes the sums non-finite (all_finite() then says the bet is lost) and the share is read
+/// again by Accumulator, which counts them. Where the bet holds, both give the same Partial bit for
+/// bit: the same shift (the share's first value, which Accumulator takes as its first finite one)
+/// and the same sums in the same order.
+struct FiniteMoments {
+  Accumulator::Tally count = 0;
+  double shift, sum = 0, squares = 0;
+  float low, high;
+
+  OPHOOK_KERNEL_FN explicit FiniteMoments(float first) : shift(first), low(first), high(first) {}
+
+  OPHOOK_KERNEL_FN void float_value(float v) {
+    ++count;
+    const double d = static_cast<double>(v) - shift;
+    sum += d;
+    squares += d * d;
+    low = lesser(low, v);
+    high = greater(high, v);
+  }
+
+  /// Inf - Inf and NaN - NaN are NaN: a non-finite value leaves sum or squares non-finite, and
+  /// finite floats cannot make them overflow (at most 2^32 values below 2^129 each).
+  OPHOOK_KERNEL_FN bool all_finite() const { return is_finite(sum) && is_finite(squares); }
+
+  /// The Partial, with the fingerprint sums of `words` (Accumulator::finish()'s arithmetic).
+  OPHOOK_KERNEL_FN Partial finish(const Partial& words) const {
+    Partial out = words;
+    out.finite = count, out.nan = out.nonfinite = 0;
+    if (count > 0) {
+      out.min = static_cast<double>(low), out.max = static_cast<double>(high);
+      const double n = static_cast<double>(count);
       out.mean = shift + sum / n;
       const double m2 = squares - sum * sum / n;
       out.m2 = m2 > 0 ? m2 : 0.0;
@@ -155,16 +241,20 @@ OPHOOK_KERNEL_FN void merge(Partial& into, const Partial& other) {
   into.finite = total;
 }
 
-/// Takes the values of the elements of a group, its bytes `b`, into `acc`. `Whole`: a group of
-/// group_bytes(Kind) (kWholeGroups jobs), known at compile time.
-template <u32 Kind, bool Whole = false>
-OPHOOK_KERNEL_FN void accumulate_values(const TensorJob& job, Bits b, Accumulator& acc) {
+/// Takes the values of the elements of a group, its bytes `b`, into `acc` (an Accumulator, or for
+/// float values a FiniteMoments). `Whole`: a group of group_bytes(Kind) (kWholeGroups
+/// jobs), known at compile time.
+template <u32 Kind, bool Whole = false, typename Values>
+OPHOOK_KERNEL_FN void accumulate_values(const TensorJob& job, Bits b, Values& acc) {
   constexpr u32 size = item_size(Kind);
   if constexpr (Kind == kFloat32) {
     acc.float_value(bits_to_float(static_cast<u32>(b.lo)));
   } else if constexpr (Kind == kBFloat16) {
     const u32 group = Whole ? 2 : job.group;
     for (u32 k = 0; k < group; ++k) acc.float_value(bits_to_float(static_cast<u32>((b.lo >> (16 * k)) & 0xFFFFu) << 16));
+  } else if constexpr (Kind == kFloat16) {
+    const u32 group = Whole ? 2 : job.group;
+    for (u32 k = 0; k < group; ++k) acc.float_value(half_float(static_cast<u16>(b.lo >> (16 * k))));
   } else if constexpr (size >= 4) {
     acc.value(element_value<Kind>(b.lo, b.hi));
   } else {
@@ -174,13 +264,14 @@ OPHOOK_KERNEL_FN void accumulate_values(const TensorJob& job, Bits b, Accumulato
   }
 }
 
-/// Takes group `g` of `job`, its bytes `b`, into `acc`: its elements' values and its fingerprint
-/// words (an int32 word sign-extended, or in byte mode each unsigned byte). `Whole` as for
-/// accumulate_values: the group is read as int32 words.
-template <u32 Kind, bool Whole = false>
-OPHOOK_KERNEL_FN void accumulate_group(const TensorJob& job, u64 g, Bits b, Accumulator& acc) {
+/// Takes group `g` of `job`, its bytes `b`: its elements' values into `values`, and, with `Words`,
+/// its fingerprint words into `acc` (an int32 word sign-extended, or in byte mode each unsigned
+/// byte). `Whole` as for accumulate_values: the group is read as int32 words.
+template <u32 Kind, bool Whole = false, bool Words = true, typename Values = Accumulator>
+OPHOOK_KERNEL_FN void accumulate_group(const TensorJob& job, u64 g, Bits b, Values& values, Accumulator& acc) {
   constexpr u32 size = item_size(Kind);
-  accumulate_values<Kind, Whole>(job, b, acc);
+  accumulate_values<Kind, Whole>(job, b, values);
+  if constexpr (!Words) return;
   if (!Whole && !(job.flags & kWords)) {  // group == 1: a byte count that is not a multiple of 4
     for (u32 i = 0; i < size; ++i) {
       const u64 byte = (i < 8 ? b.lo >> (8 * i) : b.hi >> (8 * (i - 8))) & 0xFFu;
@@ -208,27 +299,26 @@ OPHOOK_KERNEL_FN Bits group_of_vector(Bits v, u32 k) {
   return b;
 }
 
-/// Takes the groups of vector `v` (16 bytes, number `index` of the job's) into `acc`: whatever
-/// the kind, its words are the job's 4 * index .. 4 * index + 3.
-template <u32 Kind>
-OPHOOK_KERNEL_FN void accumulate_vector(const TensorJob& job, u64 index, Bits v, Accumulator& acc) {
+/// Takes the groups of vector `v` (16 bytes, the next of a thread's) into `values`, and with `Words`
+/// its fingerprint words into `acc` (Accumulator::words_of_vector).
+template <u32 Kind, bool Words, typename Values>
+OPHOOK_KERNEL_FN void accumulate_vector(const TensorJob& job, Bits v, Values& values, Accumulator& acc) {
   constexpr u32 bytes = group_bytes(Kind), per = 16 / bytes;
-  for (u32 k = 0; k < per; ++k) accumulate_values<Kind, true>(job, group_of_vector<bytes>(v, k), acc);
-  acc.words_of_vector(index, v);
+  for (u32 k = 0; k < per; ++k) accumulate_values<Kind, true>(job, group_of_vector<bytes>(v, k), values);
+  if constexpr (Words) acc.words_of_vector(v);
 }
 
-/// The Partial of a kWholeGroups `job`'s groups that thread `first` of `stride` takes. Where the
-/// tensor and its copy's destination are 16-byte aligned, the groups are read 16 bytes at a time
-/// (vectors first, first + stride, …, four loads in flight: a GPU thread is bound by memory
-/// latency, not arithmetic), then the groups past the last whole vector one by one; otherwise
-/// groups first, first + stride, … one load each, four in flight. The accumulator lives and dies
-/// here, so that it stays in registers.
-template <u32 Kind>
-OPHOOK_KERNEL_LOOP_FN Partial summarise_whole_groups(const TensorJob& job, u64 first, u64 stride) {
+/// Walks the kWholeGroups `job`'s groups that thread `first` of `stride` takes: their values into
+/// `values`, with `Words` their fingerprint words into `acc`, and their bytes to `copy` unless
+/// null. Where the tensor and its copy's destination are 16-byte aligned, the groups are read 16
+/// bytes at a time (vectors first, first + stride, …, four loads in flight: a GPU thread is bound
+/// by memory latency, not arithmetic), then the groups past the last whole vector one by one;
+/// otherwise groups first, first + stride, … one load each, four in flight.
+template <u32 Kind, bool Words, typename Values>
+OPHOOK_KERNEL_FN void walk_whole_groups(const TensorJob& job, u64 first, u64 stride, Values& values, Accumulator& acc,
+                                        u8* copy) {
   constexpr u32 bytes = group_bytes(Kind), per = 16 / bytes;
   const u8* data = first_element(job);
-  u8* copy = copy_destination(job);
-  Accumulator acc;
   u64 g = first;
   if (((job.data | job.copy_to) & 15) == 0) {
     const u64 vectors = job.groups / per;
@@ -240,16 +330,17 @@ OPHOOK_KERNEL_LOOP_FN Partial summarise_whole_groups(const TensorJob& job, u64 f
         store_vector(copy + v * 16, v0), store_vector(copy + (v + stride) * 16, v1);
         store_vector(copy + (v + 2 * stride) * 16, v2), store_vector(copy + (v + 3 * stride) * 16, v3);
       }
-      accumulate_vector<Kind>(job, v, v0, acc);
-      accumulate_vector<Kind>(job, v + stride, v1, acc);
-      accumulate_vector<Kind>(job, v + 2 * stride, v2, acc);
-      accumulate_vector<Kind>(job, v + 3 * stride, v3, acc);
+      accumulate_vector<Kind, Words>(job, v0, values, acc);
+      accumulate_vector<Kind, Words>(job, v1, values, acc);
+      accumulate_vector<Kind, Words>(job, v2, values, acc);
+      accumulate_vector<Kind, Words>(job, v3, values, acc);
     }
     for (; v < vectors; v += stride) {
       const Bits b = load_vector(data + v * 16);
       if (copy != nullptr) store_vector(copy + v * 16, b);
-      accumulate_vector<Kind>(job, v, b, acc);
+      accumulate_vector<Kind, Words>(job, b, values, acc);
     }
+    if constexpr (Words) acc.fold_vectors(first, stride);
     g = vectors * per + first;  // the groups past the last whole vector
   } else {
     for (; g + 3 * stride < job.groups; g += 4 * stride) {
@@ -260,16 +351,55 @@ OPHOOK_KERNEL_LOOP_FN Partial summarise_whole_groups(const TensorJob& job, u64 f
         store_bits(copy + g * bytes, b0, bytes), store_bits(copy + (g + stride) * bytes, b1, bytes);
         store_bits(copy + (g + 2 * stride) * bytes, b2, bytes), store_bits(copy + (g + 3 * stride) * bytes, b3, bytes);
       }
-      accumulate_group<Kind, true>(job, g, b0, acc);
-      accumulate_group<Kind, true>(job, g + stride, b1, acc);
-      accumulate_group<Kind, true>(job, g + 2 * stride, b2, acc);
-      accumulate_group<Kind, true>(job, g + 3 * stride, b3, acc);
+      accumulate_group<Kind, true, Words>(job, g, b0, values, acc);
+      accumulate_group<Kind, true, Words>(job, g + stride, b1, values, acc);
+      accumulate_group<Kind, true, Words>(job, g + 2 * stride, b2, values, acc);
+      accumulate_group<Kind, true, Words>(job, g + 3 * stride, b3, values, acc);
     }
   }
   for (; g < job.groups; g += stride) {
     const Bits b = load_bits(data + g * bytes, bytes);
     if (copy != nullptr) store_bits(copy + g * bytes, b, bytes);
-    accumulate_group<Kind, true>(job, g, b, acc);
+    accumulate_group<Kind, true, Words>(job, g, b, values, acc);
+  }
+}
+
+/// The kinds whose values are floats (bfloat16 and float16 exactly so): taken by
+/// Accumulator::float_value, and where they lie together by FiniteMoments first.
+OPHOOK_KERNEL_FN constexpr bool takes_float_values(u32 kind) {
+  return kind == kFloat32 || kind == kBFloat16 || kind == kFloat16;
+}
+
+/// The first value walk_whole_groups gives thread `first` of a takes_float_values() job (0 when
+/// it takes none): FiniteMoments' shift.
+template <u32 Kind>
+OPHOOK_KERNEL_FN float first_float(const TensorJob& job, u64 first) {
+  constexpr u32 bytes = group_bytes(Kind), per = 16 / bytes;
+  u64 g = first;  // groups one by one
+  if (((job.data | job.copy_to) & 15) == 0) {  // vectors first, then the groups past them
+    const u64 vectors = job.groups / per;
+    g = first < vectors ? first * per : vectors * per + first;
+  }
+  if (g >= job.groups) return 0.0f;
+  const u32 bits = load<u32>(first_element(job) + g * bytes);
+  if constexpr (Kind == kFloat16) return half_float(static_cast<u16>(bits));
+  return bits_to_float(Kind == kBFloat16 ? (bits & 0xFFFFu) << 16 : bits);
+}
+
+/// The Partial of a kWholeGroups `job`'s groups that thread `first` of `stride` takes, copied to
+/// the job's copy destination on the way. Float values (takes_float_values) are taken by
+/// FiniteMoments, and read again by an Accumulator only where one of them is not finite. The accumulators live
+/// and die here, so that they stay in registers.
+template <u32 Kind>
+OPHOOK_KERNEL_LOOP_FN Partial summarise_whole_groups(const TensorJob& job, u64 first, u64 stride) {
+  Accumulator acc;
+  if constexpr (takes_float_values(Kind)) {
+    FiniteMoments moments(first_float<Kind>(job, first));
+    walk_whole_groups<Kind, true>(job, first, stride, moments, acc, copy_destination(job));
+    if (moments.all_finite()) return moments.finish(acc.part);
+    walk_whole_groups<Kind, false>(job, first, stride, acc, acc, nullptr);  // the values again, counted
+  } else {
+    walk_whole_groups<Kind, true>(job, first, stride, acc, acc, copy_destination(job));
   }
   return acc.finish();
 }
@@ -278,23 +408,23 @@ OPHOOK_KERNEL_LOOP_FN Partial summarise_whole_groups(const TensorJob& job, u64 f
 /// address arithmetic costs more than the choice.
 OPHOOK_KERNEL_FN void accumulate_any(const TensorJob& job, u64 g, Bits b, Accumulator& acc) {
   switch (job.kind) {
-    case kBool: return accumulate_group<kBool>(job, g, b, acc);
-    case kInt8: return accumulate_group<kInt8>(job, g, b, acc);
-    case kUInt8: return accumulate_group<kUInt8>(job, g, b, acc);
-    case kInt16: return accumulate_group<kInt16>(job, g, b, acc);
-    case kUInt16: return accumulate_group<kUInt16>(job, g, b, acc);
-    case kInt32: return accumulate_group<kInt32>(job, g, b, acc);
-    case kUInt32: return accumulate_group<kUInt32>(job, g, b, acc);
-    case kInt64: return accumulate_group<kInt64>(job, g, b, acc);
-    case kUInt64: return accumulate_group<kUInt64>(job, g, b, acc);
-    case kFloat16: return accumulate_group<kFloat16>(job, g, b, acc);
-    case kBFloat16: return accumulate_group<kBFloat16>(job, g, b, acc);
-    case kFloat32: return accumulate_group<kFloat32>(job, g, b, acc);
-    case kFloat64: return accumulate_group<kFloat64>(job, g, b, acc);
-    case kComplex64: return accumulate_group<kComplex64>(job, g, b, acc);
-    case kComplex128: return accumulate_group<kComplex128>(job, g, b, acc);
-    case kFloat8E4M3FN: return accumulate_group<kFloat8E4M3FN>(job, g, b, acc);
-    case kFloat8E5M2: return accumulate_group<kFloat8E5M2>(job, g, b, acc);
+    case kBool: return accumulate_group<kBool>(job, g, b, acc, acc);
+    case kInt8: return accumulate_group<kInt8>(job, g, b, acc, acc);
+    case kUInt8: return accumulate_group<kUInt8>(job, g, b, acc, acc);
+    case kInt16: return accumulate_group<kInt16>(job, g, b, acc, acc);
+    case kUInt16: return accumulate_group<kUInt16>(job, g, b, acc, acc);
+    case kInt32: return accumulate_group<kInt32>(job, g, b, acc, acc);
+    case kUInt32: return accumulate_group<kUInt32>(job, g, b, acc, acc);
+    case kInt64: return accumulate_group<kInt64>(job, g, b, acc, acc);
+    case kUInt64: return accumulate_group<kUInt64>(job, g, b, acc, acc);
+    case kFloat16: return accumulate_group<kFloat16>(job, g, b, acc, acc);
+    case kBFloat16: return accumulate_group<kBFloat16>(job, g, b, acc, acc);
+    case kFloat32: return accumulate_group<kFloat32>(job, g, b, acc, acc);
+    case kFloat64: return accumulate_group<kFloat64>(job, g, b, acc, acc);
+    case kComplex64: return accumulate_group<kComplex64>(job, g, b, acc, acc);
+    case kComplex128: return accumulate_group<kComplex128>(job, g, b, acc, acc);
+    case kFloat8E4M3FN: return accumulate_group<kFloat8E4M3FN>(job, g, b, acc, acc);
+    case kFloat8E5M2: return accumulate_group<kFloat8E5M2>(job, g, b, acc, acc);
     default: return;
   }
 }

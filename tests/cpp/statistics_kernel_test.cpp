@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -387,6 +388,101 @@ TEST(StatisticsKernel, ACopyIfChangedIsMadeOnlyOfBytesWhoseFingerprintChanged) {
     EXPECT_TRUE(std::all_of(staged, staged + bytes.size(), [](std::byte b) { return b == std::byte{0}; })) << where;
     for (std::uint64_t t = 0; t < 5; ++t) copy_part(job, t, 5);
     EXPECT_EQ(std::memcmp(staged, storage.data() + skip, bytes.size()), 0) << where;
+  }
+}
+
+/// The elements (C-order indices) thread `first` of `stride` takes of a kWholeGroups job of
+/// `groups` 4-byte groups of `per_group` elements each, in the order it takes them: 16-byte
+/// vectors first, first + stride, … then the groups past them where `aligned`, else the groups
+/// first, first + stride, …
+std::vector<std::size_t> share_of(std::size_t groups, std::size_t per_group, bool aligned, std::size_t first, std::size_t stride) {
+  std::vector<std::size_t> order;
+  const auto take = [&](std::size_t group) {
+    for (std::size_t k = 0; k < per_group; ++k) order.push_back(group * per_group + k);
+  };
+  std::size_t g = first;
+  if (aligned) {
+    const std::size_t vectors = groups / 4;
+    for (std::size_t v = first; v < vectors; v += stride) {
+      for (std::size_t k = 0; k < 4; ++k) take(4 * v + k);
+    }
+    g = vectors * 4 + first;
+  }
+  for (; g < groups; g += stride) take(g);
+  return order;
+}
+
+/// The bits of an element of float `kind` (float32, bfloat16: the top half of float32's; float16:
+/// NaN, ±Inf and the largest half for anything beyond it, which is all the test plants).
+std::uint32_t float_element_bits(ElementKind kind, float v) {
+  std::uint32_t bits = 0;
+  std::memcpy(&bits, &v, 4);
+  if (kind == kFloat32) return bits;
+  if (kind == kBFloat16) return bits >> 16;
+  const std::uint32_t sign = (bits >> 16) & 0x8000U;
+  if (std::isnan(v)) return 0x7E00U;
+  return sign | (std::isinf(v) ? 0x7C00U : 0x7BFFU);
+}
+
+TEST(StatisticsKernel, FloatSharesGiveTheCountingAccumulatorsPartialBitForBit) {
+  // Float values lying together are taken by FiniteMoments (no test per value) and read again by
+  // the Accumulator only where a value is not finite: either way, each thread's Partial must be the
+  // one the Accumulator gives for the same values in the same order.
+  std::mt19937_64 rng(17);
+  std::normal_distribution<float> normal(3.0F, 2.0F);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  struct Plant {
+    const char* name;
+    std::vector<std::pair<std::size_t, float>> values;  // index (modulo the count), value
+  };
+  const Plant plants[] = {{"finite", {}},
+                          {"huge", {{0, 3.0e38F}, {9, -3.0e38F}, {17, 3.0e38F}}},
+                          {"nan", {{6, nan}}},
+                          {"inf", {{0, inf}}},
+                          {"both infinities", {{2, inf}, {3, -inf}}},
+                          {"nan first", {{0, nan}, {1, inf}}}};
+  for (const ElementKind kind : {kFloat32, kBFloat16, kFloat16}) {
+    const std::size_t size = item_size(kind), per_group = 4 / size;
+    for (const std::size_t count : {std::size_t{2}, std::size_t{6}, std::size_t{64}, std::size_t{1002}, std::size_t{4096}}) {
+      for (const auto& plant : plants) {
+        std::vector<std::uint32_t> elements(count);
+        for (auto& e : elements) {
+          // float16: any finite half (not the all-ones exponent), subnormals included
+          e = kind == kFloat16 ? static_cast<std::uint32_t>(rng() & 0xFBFFU) : float_element_bits(kind, normal(rng));
+        }
+        for (const auto& [at, v] : plant.values) elements[at % count] = float_element_bits(kind, v);
+        std::vector<std::byte> storage((count + 4) * size);
+        for (const bool aligned : {true, false}) {
+          // 16-aligned storage (std::vector's allocation), or one group past it.
+          std::byte* data = storage.data() + (aligned ? 0 : 4);
+          for (std::size_t i = 0; i < count; ++i) std::memcpy(data + i * size, &elements[i], size);
+          TensorJob job = contiguous_job(kind, storage);
+          job.data = reinterpret_cast<std::uintptr_t>(data), job.count = count, job.sizes[0] = static_cast<i64>(count);
+          set_grouping(job, true);
+          ASSERT_TRUE(job.flags & kWholeGroups);
+          for (const std::size_t stride : {std::size_t{1}, std::size_t{3}, std::size_t{7}}) {
+            for (std::size_t first = 0; first < stride; ++first) {
+              Accumulator reference;
+              for (const std::size_t i : share_of(count / per_group, per_group, aligned, first, stride)) {
+                const std::uint32_t e = elements[i];
+                reference.float_value(kind == kFloat32    ? bits_to_float(e)
+                                      : kind == kBFloat16 ? bits_to_float(e << 16)
+                                                          : static_cast<float>(half_value(static_cast<std::uint16_t>(e))));
+                if (i % per_group == 0) {
+                  std::int32_t word = 0;
+                  std::memcpy(&word, data + i * size, 4);
+                  reference.word(i / per_group, word);
+                }
+              }
+              const std::string where = std::to_string(kind) + " x" + std::to_string(count) + " " + plant.name +
+                                        (aligned ? " aligned" : " unaligned") + " thread " + std::to_string(first) +
+                                        " of " + std::to_string(stride);
+              expect_identical(summarise(job, first, stride), reference.finish(), where);
+            }
+          }
+        }
+      }
+    }
   }
 }
 

@@ -50,7 +50,10 @@ __device__ void load_job(const LaunchParams& params, TensorJob& job) {
 
 }  // namespace
 
-extern "C" __global__ void __launch_bounds__(kThreads) ophook_statistics(const LaunchParams params) {
+// Three blocks per SM at least: the loops' 16-byte loads in flight (24 warps' worth) hide the
+// memory's latency; left to itself ptxas gave every kind the registers of the rarest (complex)
+// ones' loops, which left room for two.
+extern "C" __global__ void __launch_bounds__(kThreads, 3) ophook_statistics(const LaunchParams params) {
   __shared__ Partial shared[kThreads];
   __shared__ TensorJob job;
   __shared__ bool last;
