@@ -35,9 +35,11 @@ fi
 # jsonschema checks the published schemas (docs/schema/); jsonschema-rs validates every record the
 # tests read at a hundredth of its cost. tqdm draws `ophook replay`'s progress bar.
 # nvidia-cuda-nvrtc: NVIDIA's runtime compiler (no GPU needed), with which the tests compile the
-# device statistics kernel as a run on a GPU does.
+# device statistics kernel as a run on a GPU does; nvidia-cuda-cuobjdump and -nvdisasm show the
+# instructions nvcc made of it (tests/bench/kernel_instructions.py).
 pip_packages=(numpy==2.4.6 torch==2.13.0 pybind11 pytest pytest-timeout expecttest scikit-build-core
-  hypothesis einops==0.8.2 apache-tvm-ffi==0.1.15.post2 jsonschema jsonschema-rs tqdm nvidia-cuda-nvrtc==13.5.37)
+  hypothesis einops==0.8.2 apache-tvm-ffi==0.1.15.post2 jsonschema jsonschema-rs tqdm nvidia-cuda-nvrtc==13.5.37
+  nvidia-cuda-cuobjdump==13.5.37 nvidia-cuda-nvdisasm==13.5.37)
 if ! .venv/bin/python - "${pip_packages[@]}" <<'PY' 2>/dev/null
 import sys
 from importlib.metadata import version

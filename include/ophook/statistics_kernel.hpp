@@ -11,6 +11,16 @@
 
 namespace ophook::statistics_kernel {
 
+/// std::conditional, which NVRTC lacks: `Type` is A where `Condition`, else B.
+template <bool Condition, typename A, typename B>
+struct Select {
+  using Type = A;
+};
+template <typename A, typename B>
+struct Select<false, A, B> {
+  using Type = B;
+};
+
 /// What a thread, a block and finally the whole tensor know. Moments as count, mean and the sum of
 /// squared deviations, merged as the writer merges its chunks (Chan et al.).
 struct Partial {
@@ -160,8 +170,9 @@ struct Accumulator {
   }
 };
 
-/// The smaller of two floats, the larger: a GPU's single min/max instruction. Either may be NaN
-/// only where FiniteMoments' sums are NaN too, so their NaN rule never decides a result.
+/// The smaller of two values, the larger: for floats a GPU's single min/max instruction, for
+/// doubles a compare and select (a GPU has no double min/max, and fmin's NaN rule costs a call).
+/// Either may be NaN only where FiniteMoments' sums are NaN too, so NaN rules never decide a result.
 OPHOOK_KERNEL_FN float lesser(float a, float b) {
 #if defined(__CUDA_ARCH__)
   return fminf(a, b);
@@ -176,23 +187,26 @@ OPHOOK_KERNEL_FN float greater(float a, float b) {
   return std::fmax(a, b);
 #endif
 }
+OPHOOK_KERNEL_FN double lesser(double a, double b) { return b < a ? b : a; }
+OPHOOK_KERNEL_FN double greater(double a, double b) { return b > a ? b : a; }
 
-/// A thread's moments of float values taken on the bet that all of them are finite, as nearly
-/// every tensor's are: per value one widening, two double adds, a multiply-add and the float
-/// min and max, with no test, branch or select (Accumulator::float_value tests, branches and
-/// selects for each value: three times the instructions, which set the GPU kernel's pace). An Inf
-/// or NaN makes the sums non-finite (all_finite() then says the bet is lost) and the share is read
-/// again by Accumulator, which counts them. Where the bet holds, both give the same Partial bit for
-/// bit: the same shift (the share's first value, which Accumulator takes as its first finite one)
-/// and the same sums in the same order.
+/// A thread's moments taken on the bet that all its values are finite, as nearly every tensor's
+/// are: per value (float, or double for the kinds Accumulator::value takes) a widening, two double
+/// adds, a multiply-add, the min and the max, with no test, branch or select (Accumulator tests,
+/// branches and selects for each value: two to three times the instructions, which set the GPU
+/// kernel's pace). An Inf or NaN makes the sums non-finite (all_finite() then says the bet is
+/// lost) and the share is read again by Accumulator, which counts them. Where the bet holds, both
+/// give the same Partial bit for bit: the same shift (the share's first value, which Accumulator
+/// takes as its first finite one) and the same sums in the same order.
+template <typename Value>
 struct FiniteMoments {
   Accumulator::Tally count = 0;
   double shift, sum = 0, squares = 0;
-  float low, high;
+  Value low, high;
 
-  OPHOOK_KERNEL_FN explicit FiniteMoments(float first) : shift(first), low(first), high(first) {}
+  OPHOOK_KERNEL_FN explicit FiniteMoments(Value first) : shift(first), low(first), high(first) {}
 
-  OPHOOK_KERNEL_FN void float_value(float v) {
+  OPHOOK_KERNEL_FN void take(Value v) {
     ++count;
     const double d = static_cast<double>(v) - shift;
     sum += d;
@@ -200,9 +214,13 @@ struct FiniteMoments {
     low = lesser(low, v);
     high = greater(high, v);
   }
+  // Accumulator's names for the two value types (accumulate_values calls them).
+  OPHOOK_KERNEL_FN void float_value(float v) { take(v); }
+  OPHOOK_KERNEL_FN void value(double v) { take(v); }
 
-  /// Inf - Inf and NaN - NaN are NaN: a non-finite value leaves sum or squares non-finite, and
-  /// finite floats cannot make them overflow (at most 2^32 values below 2^129 each).
+  /// Inf - Inf and NaN - NaN are NaN: a non-finite value leaves sum or squares non-finite. So do
+  /// float64 values near the end of double's range, whose squares overflow: such a share is read
+  /// again too, and its Partial is the Accumulator's whatever the bet.
   OPHOOK_KERNEL_FN bool all_finite() const { return is_finite(sum) && is_finite(squares); }
 
   /// The Partial, with the fingerprint sums of `words` (Accumulator::finish()'s arithmetic).
@@ -364,44 +382,47 @@ OPHOOK_KERNEL_FN void walk_whole_groups(const TensorJob& job, u64 first, u64 str
   }
 }
 
-/// The kinds whose values are floats (bfloat16 and float16 exactly so): taken by
-/// Accumulator::float_value, and where they lie together by FiniteMoments first.
+/// The kinds whose values are floats (bfloat16 and float16 exactly so), taken by
+/// Accumulator::float_value; the others' are doubles, taken by Accumulator::value.
 OPHOOK_KERNEL_FN constexpr bool takes_float_values(u32 kind) {
   return kind == kFloat32 || kind == kBFloat16 || kind == kFloat16;
 }
 
-/// The first value walk_whole_groups gives thread `first` of a takes_float_values() job (0 when
-/// it takes none): FiniteMoments' shift.
-template <u32 Kind>
-OPHOOK_KERNEL_FN float first_float(const TensorJob& job, u64 first) {
+/// The first value walk_whole_groups gives thread `first` of `job` (0 when it takes none):
+/// FiniteMoments' shift.
+template <u32 Kind, typename Value>
+OPHOOK_KERNEL_FN Value first_value(const TensorJob& job, u64 first) {
   constexpr u32 bytes = group_bytes(Kind), per = 16 / bytes;
   u64 g = first;  // groups one by one
   if (((job.data | job.copy_to) & 15) == 0) {  // vectors first, then the groups past them
     const u64 vectors = job.groups / per;
     g = first < vectors ? first * per : vectors * per + first;
   }
-  if (g >= job.groups) return 0.0f;
-  const u32 bits = load<u32>(first_element(job) + g * bytes);
-  if constexpr (Kind == kFloat16) return half_float(static_cast<u16>(bits));
-  return bits_to_float(Kind == kBFloat16 ? (bits & 0xFFFFu) << 16 : bits);
+  if (g >= job.groups) return 0;
+  const Bits b = load_bits(first_element(job) + g * bytes, bytes);
+  if constexpr (Kind == kFloat32) return bits_to_float(static_cast<u32>(b.lo));
+  if constexpr (Kind == kBFloat16) return bits_to_float(static_cast<u32>(b.lo & 0xFFFFu) << 16);
+  if constexpr (Kind == kFloat16) return half_float(static_cast<u16>(b.lo));
+  return element_value<Kind>(b.lo, b.hi);  // the group's first element: its lowest bytes
 }
 
 /// The Partial of a kWholeGroups `job`'s groups that thread `first` of `stride` takes, copied to
-/// the job's copy destination on the way. Float values (takes_float_values) are taken by
-/// FiniteMoments, and read again by an Accumulator only where one of them is not finite. The accumulators live
-/// and die here, so that they stay in registers.
+/// the job's copy destination on the way: its values taken by FiniteMoments, and read again by an
+/// Accumulator only where one of them is not finite (never, for the kinds that hold no NaN/Inf).
+/// The accumulators live and die here, so that they stay in registers.
 template <u32 Kind>
 OPHOOK_KERNEL_LOOP_FN Partial summarise_whole_groups(const TensorJob& job, u64 first, u64 stride) {
+  using Value = typename Select<takes_float_values(Kind), float, double>::Type;
   Accumulator acc;
-  if constexpr (takes_float_values(Kind)) {
-    FiniteMoments moments(first_float<Kind>(job, first));
-    walk_whole_groups<Kind, true>(job, first, stride, moments, acc, copy_destination(job));
-    if (moments.all_finite()) return moments.finish(acc.part);
-    walk_whole_groups<Kind, false>(job, first, stride, acc, acc, nullptr);  // the values again, counted
-  } else {
-    walk_whole_groups<Kind, true>(job, first, stride, acc, acc, copy_destination(job));
+  FiniteMoments<Value> moments(first_value<Kind, Value>(job, first));
+  walk_whole_groups<Kind, true>(job, first, stride, moments, acc, copy_destination(job));
+  if constexpr (can_be_nonfinite(Kind)) {
+    if (!moments.all_finite()) {
+      walk_whole_groups<Kind, false>(job, first, stride, acc, acc, nullptr);  // the values again, counted
+      return acc.finish();
+    }
   }
-  return acc.finish();
+  return moments.finish(acc.part);
 }
 
 /// accumulate_group for the job's kind, chosen at run time: the general path's, where the

@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -391,90 +390,66 @@ TEST(StatisticsKernel, ACopyIfChangedIsMadeOnlyOfBytesWhoseFingerprintChanged) {
   }
 }
 
-/// The elements (C-order indices) thread `first` of `stride` takes of a kWholeGroups job of
-/// `groups` 4-byte groups of `per_group` elements each, in the order it takes them: 16-byte
-/// vectors first, first + stride, … then the groups past them where `aligned`, else the groups
-/// first, first + stride, …
-std::vector<std::size_t> share_of(std::size_t groups, std::size_t per_group, bool aligned, std::size_t first, std::size_t stride) {
+/// The groups thread `first` of `stride` takes of a kWholeGroups job of `groups` groups, `per_vector`
+/// to 16 bytes, in the order it takes them: the 16-byte vectors first, first + stride, … then the
+/// groups past them where `aligned`, else the groups first, first + stride, …
+std::vector<std::size_t> share_of(std::size_t groups, std::size_t per_vector, bool aligned, std::size_t first,
+                                  std::size_t stride) {
   std::vector<std::size_t> order;
-  const auto take = [&](std::size_t group) {
-    for (std::size_t k = 0; k < per_group; ++k) order.push_back(group * per_group + k);
-  };
   std::size_t g = first;
   if (aligned) {
-    const std::size_t vectors = groups / 4;
+    const std::size_t vectors = groups / per_vector;
     for (std::size_t v = first; v < vectors; v += stride) {
-      for (std::size_t k = 0; k < 4; ++k) take(4 * v + k);
+      for (std::size_t k = 0; k < per_vector; ++k) order.push_back(v * per_vector + k);
     }
-    g = vectors * 4 + first;
+    g = vectors * per_vector + first;
   }
-  for (; g < groups; g += stride) take(g);
+  for (; g < groups; g += stride) order.push_back(g);
   return order;
 }
 
-/// The bits of an element of float `kind` (float32, bfloat16: the top half of float32's; float16:
-/// NaN, ±Inf and the largest half for anything beyond it, which is all the test plants).
-std::uint32_t float_element_bits(ElementKind kind, float v) {
-  std::uint32_t bits = 0;
-  std::memcpy(&bits, &v, 4);
-  if (kind == kFloat32) return bits;
-  if (kind == kBFloat16) return bits >> 16;
-  const std::uint32_t sign = (bits >> 16) & 0x8000U;
-  if (std::isnan(v)) return 0x7E00U;
-  return sign | (std::isinf(v) ? 0x7C00U : 0x7BFFU);
+/// Whether the element of `kind` at `p` is NaN or Inf (the kernel's own answer for it alone).
+bool nonfinite_element(ElementKind kind, const std::byte* p) {
+  TensorJob one;
+  one.kind = kind, one.data = reinterpret_cast<std::uintptr_t>(p), one.count = 1, one.ndim = 1;
+  one.sizes[0] = 1, one.strides[0] = 1;
+  set_grouping(one, true);
+  return summarise_job(one).nonfinite > 0;
 }
 
-TEST(StatisticsKernel, FloatSharesGiveTheCountingAccumulatorsPartialBitForBit) {
-  // Float values lying together are taken by FiniteMoments (no test per value) and read again by
-  // the Accumulator only where a value is not finite: either way, each thread's Partial must be the
-  // one the Accumulator gives for the same values in the same order.
+TEST(StatisticsKernel, EveryThreadsShareGivesTheCountingAccumulatorsPartialBitForBit) {
+  // Values lying together are taken by FiniteMoments (no test per value) and read again by the
+  // Accumulator only where one is not finite: either way, each thread's Partial must be the one the
+  // Accumulator gives for the same groups in the same order (accumulate_any: the element-by-element
+  // path's arithmetic), fingerprint included.
   std::mt19937_64 rng(17);
-  std::normal_distribution<float> normal(3.0F, 2.0F);
-  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
-  struct Plant {
-    const char* name;
-    std::vector<std::pair<std::size_t, float>> values;  // index (modulo the count), value
-  };
-  const Plant plants[] = {{"finite", {}},
-                          {"huge", {{0, 3.0e38F}, {9, -3.0e38F}, {17, 3.0e38F}}},
-                          {"nan", {{6, nan}}},
-                          {"inf", {{0, inf}}},
-                          {"both infinities", {{2, inf}, {3, -inf}}},
-                          {"nan first", {{0, nan}, {1, inf}}}};
-  for (const ElementKind kind : {kFloat32, kBFloat16, kFloat16}) {
-    const std::size_t size = item_size(kind), per_group = 4 / size;
-    for (const std::size_t count : {std::size_t{2}, std::size_t{6}, std::size_t{64}, std::size_t{1002}, std::size_t{4096}}) {
-      for (const auto& plant : plants) {
-        std::vector<std::uint32_t> elements(count);
-        for (auto& e : elements) {
-          // float16: any finite half (not the all-ones exponent), subnormals included
-          e = kind == kFloat16 ? static_cast<std::uint32_t>(rng() & 0xFBFFU) : float_element_bits(kind, normal(rng));
-        }
-        for (const auto& [at, v] : plant.values) elements[at % count] = float_element_bits(kind, v);
-        std::vector<std::byte> storage((count + 4) * size);
+  for (const auto& c : cases()) {
+    const std::size_t size = item_size(c.kind), group = group_bytes(c.kind), per_group = group / size;
+    for (const std::size_t drawn : {std::size_t{4}, std::size_t{12}, std::size_t{64}, std::size_t{1004}, std::size_t{4098}}) {
+      const std::size_t count = drawn / per_group * per_group;  // whole groups only
+      const auto raw = random_elements(c.kind, count, rng);  // NaN and Inf at 3 and 5 where the kind has them
+      std::vector<std::byte> finite = raw;  // the same with every NaN/Inf made zero bytes (finite in every kind)
+      for (std::size_t i = 0; i < count; ++i) {
+        if (nonfinite_element(c.kind, &finite[i * size])) std::fill_n(&finite[i * size], size, std::byte{0});
+      }
+      const std::vector<std::byte>* const variants[] = {&raw, &finite};
+      for (const auto* elements : variants) {
         for (const bool aligned : {true, false}) {
           // 16-aligned storage (std::vector's allocation), or one group past it.
-          std::byte* data = storage.data() + (aligned ? 0 : 4);
-          for (std::size_t i = 0; i < count; ++i) std::memcpy(data + i * size, &elements[i], size);
-          TensorJob job = contiguous_job(kind, storage);
-          job.data = reinterpret_cast<std::uintptr_t>(data), job.count = count, job.sizes[0] = static_cast<i64>(count);
+          std::vector<std::byte> storage(elements->size() + 32);
+          std::byte* data = storage.data() + (aligned ? 0 : group);
+          std::copy(elements->begin(), elements->end(), data);
+          TensorJob job = contiguous_job(c.kind, *elements);
+          job.data = reinterpret_cast<std::uintptr_t>(data);
           set_grouping(job, true);
-          ASSERT_TRUE(job.flags & kWholeGroups);
+          ASSERT_TRUE(job.flags & kWholeGroups) << c.name;
           for (const std::size_t stride : {std::size_t{1}, std::size_t{3}, std::size_t{7}}) {
             for (std::size_t first = 0; first < stride; ++first) {
               Accumulator reference;
-              for (const std::size_t i : share_of(count / per_group, per_group, aligned, first, stride)) {
-                const std::uint32_t e = elements[i];
-                reference.float_value(kind == kFloat32    ? bits_to_float(e)
-                                      : kind == kBFloat16 ? bits_to_float(e << 16)
-                                                          : static_cast<float>(half_value(static_cast<std::uint16_t>(e))));
-                if (i % per_group == 0) {
-                  std::int32_t word = 0;
-                  std::memcpy(&word, data + i * size, 4);
-                  reference.word(i / per_group, word);
-                }
+              for (const std::size_t g : share_of(count / per_group, 16 / group, job.data % 16 == 0, first, stride)) {
+                accumulate_any(job, g, load_bits(reinterpret_cast<const u8*>(data) + g * group, static_cast<u32>(group)), reference);
               }
-              const std::string where = std::to_string(kind) + " x" + std::to_string(count) + " " + plant.name +
+              const std::string where = c.name + " x" + std::to_string(count) + (elements == &raw ? " drawn" : " finite") +
                                         (aligned ? " aligned" : " unaligned") + " thread " + std::to_string(first) +
                                         " of " + std::to_string(stride);
               expect_identical(summarise(job, first, stride), reference.finish(), where);
