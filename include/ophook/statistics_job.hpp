@@ -85,27 +85,34 @@ OPHOOK_KERNEL_FN const u8* element_address(const TensorJob& job, u64 index, u32 
   return first_element(job) + offset * static_cast<i64>(size);
 }
 
-/// Address of the element at position `index` of a kMemoryOrder `job`'s walk, and its C index.
-OPHOOK_KERNEL_FN const u8* element_in_memory_order(const TensorJob& job, u64 index, u32 size, u64& c_index) {
-  i64 offset = 0;
-  c_index = 0;
-  if (job.flags & kSmallIndex) {
-    u32 rest = static_cast<u32>(index);
-    for (u32 d = job.ndim; d-- > 0;) {
+/// Where row `row` of `job`'s walk starts: the offset (in elements) and the C index of its first
+/// element, a row being one position of every dimension but the walk's innermost (the last; in
+/// memory order for kMemoryOrder jobs, whose c_strides give each dimension's C-order step, else
+/// in C order). 32-bit division where the tensor allows it.
+OPHOOK_KERNEL_FN void row_start(const TensorJob& job, u64 row, i64& offset, u64& c_index) {
+  const u32 last = job.ndim - 1;
+  const bool memory_order = (job.flags & kMemoryOrder) != 0;
+  offset = 0;
+  c_index = memory_order ? 0 : row * static_cast<u64>(job.sizes[last]);
+  if (last == 1) {  // one outer dimension (a transpose, a strided matrix): the row is its position
+    offset = static_cast<i64>(row) * job.strides[0];
+    if (memory_order) c_index = row * static_cast<u64>(job.c_strides[0]);
+  } else if (job.flags & kSmallIndex) {
+    u32 rest = static_cast<u32>(row);
+    for (u32 d = last; d-- > 0;) {
       const u32 extent = static_cast<u32>(job.sizes[d]), at = rest % extent;
       offset += static_cast<i64>(at) * job.strides[d];
-      c_index += static_cast<u64>(at) * static_cast<u64>(job.c_strides[d]);
+      if (memory_order) c_index += static_cast<u64>(at) * static_cast<u64>(job.c_strides[d]);
       rest /= extent;
     }
   } else {
-    for (u32 d = job.ndim; d-- > 0;) {
-      const u64 extent = static_cast<u64>(job.sizes[d]), at = index % extent;
+    for (u32 d = last; d-- > 0;) {
+      const u64 extent = static_cast<u64>(job.sizes[d]), at = row % extent;
       offset += static_cast<i64>(at) * job.strides[d];
-      c_index += at * static_cast<u64>(job.c_strides[d]);
-      index /= extent;
+      if (memory_order) c_index += at * static_cast<u64>(job.c_strides[d]);
+      row /= extent;
     }
   }
-  return first_element(job) + offset * static_cast<i64>(size);
 }
 
 /// Bytes per group on the whole-group path: one element, or four bytes of smaller ones.

@@ -425,69 +425,117 @@ OPHOOK_KERNEL_LOOP_FN Partial summarise_whole_groups(const TensorJob& job, u64 f
   return moments.finish(acc.part);
 }
 
-/// accumulate_group for the job's kind, chosen at run time: the general path's, where the
-/// address arithmetic costs more than the choice.
-OPHOOK_KERNEL_FN void accumulate_any(const TensorJob& job, u64 g, Bits b, Accumulator& acc) {
-  switch (job.kind) {
-    case kBool: return accumulate_group<kBool>(job, g, b, acc, acc);
-    case kInt8: return accumulate_group<kInt8>(job, g, b, acc, acc);
-    case kUInt8: return accumulate_group<kUInt8>(job, g, b, acc, acc);
-    case kInt16: return accumulate_group<kInt16>(job, g, b, acc, acc);
-    case kUInt16: return accumulate_group<kUInt16>(job, g, b, acc, acc);
-    case kInt32: return accumulate_group<kInt32>(job, g, b, acc, acc);
-    case kUInt32: return accumulate_group<kUInt32>(job, g, b, acc, acc);
-    case kInt64: return accumulate_group<kInt64>(job, g, b, acc, acc);
-    case kUInt64: return accumulate_group<kUInt64>(job, g, b, acc, acc);
-    case kFloat16: return accumulate_group<kFloat16>(job, g, b, acc, acc);
-    case kBFloat16: return accumulate_group<kBFloat16>(job, g, b, acc, acc);
-    case kFloat32: return accumulate_group<kFloat32>(job, g, b, acc, acc);
-    case kFloat64: return accumulate_group<kFloat64>(job, g, b, acc, acc);
-    case kComplex64: return accumulate_group<kComplex64>(job, g, b, acc, acc);
-    case kComplex128: return accumulate_group<kComplex128>(job, g, b, acc, acc);
-    case kFloat8E4M3FN: return accumulate_group<kFloat8E4M3FN>(job, g, b, acc, acc);
-    case kFloat8E5M2: return accumulate_group<kFloat8E5M2>(job, g, b, acc, acc);
-    default: return;
+/// An element kind as a type, for for_kind's callables.
+template <u32 K>
+struct KindTag {
+  static constexpr u32 value = K;
+};
+
+/// `f(KindTag<kind>{})` for a kind the kernel reads, else `otherwise()`: a run-time kind made a
+/// compile-time one, once, outside the loops that are compiled per kind.
+template <typename F, typename Otherwise>
+OPHOOK_KERNEL_FN auto for_kind(u32 kind, F&& f, Otherwise&& otherwise) {
+  switch (kind) {
+    case kBool: return f(KindTag<kBool>{});
+    case kInt8: return f(KindTag<kInt8>{});
+    case kUInt8: return f(KindTag<kUInt8>{});
+    case kInt16: return f(KindTag<kInt16>{});
+    case kUInt16: return f(KindTag<kUInt16>{});
+    case kInt32: return f(KindTag<kInt32>{});
+    case kUInt32: return f(KindTag<kUInt32>{});
+    case kInt64: return f(KindTag<kInt64>{});
+    case kUInt64: return f(KindTag<kUInt64>{});
+    case kFloat16: return f(KindTag<kFloat16>{});
+    case kBFloat16: return f(KindTag<kBFloat16>{});
+    case kFloat32: return f(KindTag<kFloat32>{});
+    case kFloat64: return f(KindTag<kFloat64>{});
+    case kComplex64: return f(KindTag<kComplex64>{});
+    case kComplex128: return f(KindTag<kComplex128>{});
+    case kFloat8E4M3FN: return f(KindTag<kFloat8E4M3FN>{});
+    case kFloat8E5M2: return f(KindTag<kFloat8E5M2>{});
+    default: return otherwise();
   }
+}
+
+/// accumulate_group for the job's kind, chosen at run time: the path for small elements' groups
+/// in C order, where the address arithmetic costs more than the choice.
+OPHOOK_KERNEL_FN void accumulate_any(const TensorJob& job, u64 g, Bits b, Accumulator& acc) {
+  for_kind(
+      job.kind, [&](auto kind) { accumulate_group<decltype(kind)::value>(job, g, b, acc, acc); }, [] {});
+}
+
+/// Lanes of a team on a strided job's row (a GPU's warp), and the positions each lane takes of a
+/// team's chunk of it: four loads in flight at a time, as on the whole-group path, four times.
+constexpr u64 kTeamLanes = 32, kPerLane = 16;
+
+/// The Partial of a strided `job`'s share (one element per group) that thread `first` of `stride`
+/// takes. Its walk (memory order for kMemoryOrder jobs, else C order) is cut into rows (one
+/// position of every dimension but the innermost) and each row into chunks of kTeamLanes x
+/// kPerLane positions; teams of kTeamLanes threads (neighbours: `stride` a multiple of it, as on a
+/// GPU, and rows as long; else teams of one) take chunks team, team + teams, …, each lane every kTeamLanes-th
+/// position of its chunk: neighbouring lanes read neighbouring elements, and a row's start is
+/// divided out once per chunk instead of an element's place per element (a GPU's divisions, one
+/// per dimension, cost more than the element's statistics). One loop per element kind.
+template <u32 Kind>
+OPHOOK_KERNEL_LOOP_FN Partial summarise_rows(const TensorJob& job, u64 first, u64 stride) {
+  constexpr u32 size = item_size(Kind);
+  Accumulator acc;
+  if (job.count == 0) return acc.finish();
+  u8* copy = copy_destination(job);
+  const u8* data = first_element(job);
+  const u32 last = job.ndim - 1;
+  const u64 inner = static_cast<u64>(job.sizes[last]);
+  const u64 inner_c = (job.flags & kMemoryOrder) ? static_cast<u64>(job.c_strides[last]) : 1;
+  // Teams of one where rows are shorter than a team (channels-last's few channels): neighbouring
+  // threads then take neighbouring rows, which lie as near.
+  const u64 lanes = stride % kTeamLanes == 0 && inner >= kTeamLanes ? kTeamLanes : 1;
+  const u64 lane = first % lanes, team = first / lanes, teams = stride / lanes;
+  const u64 chunk = lanes * kPerLane, chunks = (inner + chunk - 1) / chunk;
+  const u64 items = job.count / inner * chunks;
+  // A lane's next position: its element lanes steps further along the row, its C index too.
+  const i64 byte_step = job.strides[last] * static_cast<i64>(size * lanes);
+  const u64 c_step = inner_c * lanes;
+  const auto take = [&](Bits b, u64 c) {
+    if (copy != nullptr) store_bits(copy + c * size, b, size);
+    accumulate_group<Kind>(job, c, b, acc, acc);
+  };
+  for (u64 item = team; item < items; item += teams) {
+    const u64 row = chunks == 1 ? item : item / chunks, start = chunks == 1 ? 0 : item % chunks * chunk;
+    const u64 end = start + chunk < inner ? start + chunk : inner;
+    u64 i = start + lane;
+    if (i >= end) continue;
+    i64 offset = 0;
+    u64 c = 0;
+    row_start(job, row, offset, c);
+    const u8* p = data + (offset + static_cast<i64>(i) * job.strides[last]) * static_cast<i64>(size);
+    c += i * inner_c;
+    for (; i + 3 * lanes < end; i += 4 * lanes) {  // four loads in flight
+      const Bits b0 = load_bits(p, size), b1 = load_bits(p + byte_step, size);
+      const Bits b2 = load_bits(p + 2 * byte_step, size), b3 = load_bits(p + 3 * byte_step, size);
+      take(b0, c), take(b1, c + c_step), take(b2, c + 2 * c_step), take(b3, c + 3 * c_step);
+      p += 4 * byte_step, c += 4 * c_step;
+    }
+    for (; i < end; i += lanes, p += byte_step, c += c_step) take(load_bits(p, size), c);
+  }
+  return acc.finish();
 }
 
 /// The Partial of groups first, first + stride, … of `job`: whole groups at once where they lie
 /// together and aligned, else element by element (views with strides, odd offsets, odd sizes).
 OPHOOK_KERNEL_FN Partial summarise(const TensorJob& job, u64 first, u64 stride) {
+  const auto none = [] { return Accumulator().finish(); };  // a kind the kernel does not read (never queued)
   if (job.flags & kWholeGroups) {
-    switch (job.kind) {
-      case kBool: return summarise_whole_groups<kBool>(job, first, stride);
-      case kInt8: return summarise_whole_groups<kInt8>(job, first, stride);
-      case kUInt8: return summarise_whole_groups<kUInt8>(job, first, stride);
-      case kInt16: return summarise_whole_groups<kInt16>(job, first, stride);
-      case kUInt16: return summarise_whole_groups<kUInt16>(job, first, stride);
-      case kInt32: return summarise_whole_groups<kInt32>(job, first, stride);
-      case kUInt32: return summarise_whole_groups<kUInt32>(job, first, stride);
-      case kInt64: return summarise_whole_groups<kInt64>(job, first, stride);
-      case kUInt64: return summarise_whole_groups<kUInt64>(job, first, stride);
-      case kFloat16: return summarise_whole_groups<kFloat16>(job, first, stride);
-      case kBFloat16: return summarise_whole_groups<kBFloat16>(job, first, stride);
-      case kFloat32: return summarise_whole_groups<kFloat32>(job, first, stride);
-      case kFloat64: return summarise_whole_groups<kFloat64>(job, first, stride);
-      case kComplex64: return summarise_whole_groups<kComplex64>(job, first, stride);
-      case kComplex128: return summarise_whole_groups<kComplex128>(job, first, stride);
-      case kFloat8E4M3FN: return summarise_whole_groups<kFloat8E4M3FN>(job, first, stride);
-      case kFloat8E5M2: return summarise_whole_groups<kFloat8E5M2>(job, first, stride);
-      default: break;
-    }
+    const auto whole = [&](auto kind) { return summarise_whole_groups<decltype(kind)::value>(job, first, stride); };
+    return for_kind(job.kind, whole, none);
+  }
+  if (job.group == 1 && job.ndim > 0) {
+    const auto rows = [&](auto kind) { return summarise_rows<decltype(kind)::value>(job, first, stride); };
+    return for_kind(job.kind, rows, none);
   }
   Accumulator acc;
   u8* copy = copy_destination(job);
   const u32 bytes = job.group * item_size(job.kind);
-  if (job.flags & kMemoryOrder) {  // one element per group: g walks memory, c is its C index
-    for (u64 g = first; g < job.groups; g += stride) {
-      u64 c = 0;
-      const Bits b = load_bits(element_in_memory_order(job, g, bytes, c), bytes);
-      if (copy != nullptr) store_bits(copy + c * bytes, b, bytes);
-      accumulate_any(job, c, b, acc);
-    }
-    return acc.finish();
-  }
-  for (u64 g = first; g < job.groups; g += stride) {
+  for (u64 g = first; g < job.groups; g += stride) {  // C-order neighbours of small elements, a 0-d tensor
     const Bits b = load_group(job, g);
     if (copy != nullptr) store_bits(copy + g * bytes, b, bytes);
     accumulate_any(job, g, b, acc);

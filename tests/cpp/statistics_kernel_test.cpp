@@ -271,7 +271,8 @@ TEST(StatisticsKernel, AViewWalkedInMemoryOrderGivesItsCOrderResultAndCopy) {
   for (const auto& c : cases()) {
     const std::size_t size = item_size(c.kind);
     constexpr i64 C = 3, H = 5, W = 7;  // a channels-last image: memory H, W, C; the view C, H, W
-    const auto memory = random_elements(c.kind, C * H * W, rng);
+    constexpr i64 R = 70, L = 300;      // and a larger block, rows of L: several chunks of a row each
+    const auto memory = random_elements(c.kind, R * L, rng);
     struct View {
       std::vector<i64> sizes, strides;
       bool reordered;
@@ -282,6 +283,8 @@ TEST(StatisticsKernel, AViewWalkedInMemoryOrderGivesItsCOrderResultAndCopy) {
         {{H * W, 4}, {C, 0}, true},         // every C-th element, each broadcast four times
         {{4, H * W}, {0, C}, false},        // broadcast outermost: memory order already
         {{H, W}, {W * C, C}, false},        // a strided slice in memory order
+        {{L, R}, {1, L}, true},             // a large transposed block
+        {{R, L / 2}, {L, 2}, false},        // every other element of each row, in C order
     };
     for (const auto& [sizes, strides, reordered] : views) {
       TensorJob view = strided_job(c.kind, memory.data(), sizes, strides);
@@ -304,11 +307,20 @@ TEST(StatisticsKernel, AViewWalkedInMemoryOrderGivesItsCOrderResultAndCopy) {
         EXPECT_NEAR(in_memory_order.mean, in_c_order.mean, 1e-12 * scale) << where;
         EXPECT_NEAR(in_memory_order.m2, in_c_order.m2, 1e-9 * scale * scale * static_cast<double>(view.count)) << where;
       }
-      // threads interleaved as on a GPU: the same as one thread
-      Partial merged = Accumulator().finish();
-      for (u64 t = 0; t < 7; ++t) merge(merged, summarise(walked, t, 7));
-      EXPECT_EQ(merged.position, in_c_order.position) << where;
-      EXPECT_EQ(merged.min, in_c_order.min) << where;
+      // threads interleaved as on a GPU (7: teams of one; 64 and 256: teams of 32 lanes, a
+      // GPU's warps): the same elements as one thread, each copied to its C-order place
+      for (const u64 threads : {u64{7}, u64{64}, u64{256}}) {
+        std::vector<std::byte> copied_by_threads(c_order.size());
+        walked.copy_to = reinterpret_cast<std::uintptr_t>(copied_by_threads.data());
+        Partial merged = Accumulator().finish();
+        for (u64 t = 0; t < threads; ++t) merge(merged, summarise(walked, t, threads));
+        const std::string by = where + " by " + std::to_string(threads) + " threads";
+        expect_same_elements(merged, in_c_order, by);
+        EXPECT_EQ(copied_by_threads, c_order) << by;
+        if (in_c_order.finite > 0) {
+          EXPECT_NEAR(merged.mean, in_c_order.mean, 1e-12 * scale) << by;
+        }
+      }
     }
   }
 }
