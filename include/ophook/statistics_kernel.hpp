@@ -28,11 +28,15 @@ constexpr u32 kMaxBlocksPerJob = 1024;  // a larger tensor's blocks stride over 
 constexpr u32 kJobsPerLaunch = 12;     // the launch parameter stays under CUDA's 4 KiB
 
 /// The kernel's one parameter: a call's tensors (up to kJobsPerLaunch), and the device addresses
-/// of the partials arena, the arrival counters and the results (host memory the device writes).
+/// of the partials arena, the arrival counters, the results and their stamps (host memory the
+/// device writes). A job's last block writes its result, then `stamp` (the launch's, never 0) into
+/// its slot's stamp: the host knows the result is there by reading it, without asking the driver.
 struct LaunchParams {
   u64 partials = 0;
   u64 arrivals = 0;
   u64 results = 0;
+  u64 stamps = 0;
+  u64 stamp = 0;
   u32 jobs = 0;
   u32 reserved = 0;
   TensorJob job[kJobsPerLaunch];

@@ -124,6 +124,7 @@ PyObject* record_call(core::Recorder& recorder, ThreadState& state, std::uint32_
   record->depth = static_cast<std::uint16_t>(depth);
   record->tid = current_tid(state);
   ValueCapture capture(*record, recorder, check_only, check_only && recorder.op(op_id).writes_arguments);
+  device_statistics::program_may_have_run();
   capture_inputs(capture);
   // Inputs read in place are judged now when the call may write into them, else only after it
   // and only for a NaN/Inf in its outputs.
@@ -140,6 +141,7 @@ PyObject* record_call(core::Recorder& recorder, ThreadState& state, std::uint32_
   record->t_ns = state.clock.now_ns();
   PyObject* result = invoke();
   record->dur_ns = state.clock.now_ns() - record->t_ns;
+  device_statistics::program_may_have_run();
   state.innermost_seq = enclosing;
   --depth;
 

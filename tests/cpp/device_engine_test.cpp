@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "torch/cuda/backend.hpp"
@@ -23,11 +24,12 @@ namespace {
 
 namespace k = statistics_kernel;
 
-/// Launches that run nowhere and never finish on their own; the ring's "device memory" is a host
-/// buffer. Counts the waits.
+/// Launches that run nowhere and never finish on their own (their stamps land, and their events
+/// pass, only when waited for); the ring's "device memory" is a host buffer. Counts the waits, the
+/// events recorded and asked about, and can fail the launches it waits for.
 class BehindBackend final : public Backend {
  public:
-  BehindBackend() : results_(kSlots) {}
+  BehindBackend() : results_(kSlots), stamps_(kSlots) {}
   const k::Result* results() const override { return results_.data(); }
   const std::byte* staging(std::uint64_t& /*device_address*/) override { return nullptr; }
   std::uint64_t ring_memory(std::uint64_t bytes, std::string& /*why*/) override {
@@ -35,23 +37,58 @@ class BehindBackend final : public Backend {
     return reinterpret_cast<std::uintptr_t>(ring_.data());
   }
   bool copy_to_host(std::byte* /*to*/, std::uint64_t /*from*/, std::size_t /*n*/) noexcept override { return false; }
-  bool launch(Kernel /*kernel*/, k::LaunchParams& /*params*/, std::uint32_t /*blocks*/, void* /*stream*/,
+  bool launch(Kernel /*kernel*/, k::LaunchParams& params, std::uint32_t /*blocks*/, void* /*stream*/,
               std::string& /*why*/) override {
+    for (std::uint32_t j = 0; j < params.jobs; ++j) in_flight_.emplace_back(params.job[j].slot, params.stamp);
     return true;
   }
-  Event record(void* /*stream*/) override { return &events_.emplace_back(); }
-  bool finished(Event event) override { return *static_cast<bool*>(event); }
+  bool arrived(std::uint32_t slot, std::uint64_t stamp) override { return stamps_[slot] == stamp; }
+  /// Lands the launches in flight, oldest first, until `landed` holds (a GPU running until then).
+  bool wait_until(const std::function<bool()>& landed, void* /*stream*/) override {
+    ++waits;
+    std::size_t n = 0;
+    while (!fail_waits && !landed() && n < in_flight_.size()) {
+      const auto [slot, stamp] = in_flight_[n++];
+      stamps_[slot] = stamp;
+    }
+    in_flight_.erase(in_flight_.begin(), in_flight_.begin() + static_cast<std::ptrdiff_t>(n));
+    return landed();
+  }
+  Event record(void* /*stream*/) override {
+    ++events;
+    return &events_.emplace_back();
+  }
+  bool finished(Event event) override {
+    ++questions;
+    return *static_cast<bool*>(event);
+  }
   void wait(Event event) override {
     *static_cast<bool*>(event) = true;
     ++waits;
   }
+  /// Lands every launch so far, as a GPU that has caught up.
+  void catch_up() {
+    for (const auto& [slot, stamp] : in_flight_) stamps_[slot] = stamp;
+    in_flight_.clear();
+  }
+  /// Lands the result of `slot` alone: its job's last block has finished, others of its launch not.
+  void land(std::uint32_t slot) {
+    std::erase_if(in_flight_, [&](const auto& pending) {
+      if (pending.first != slot) return false;
+      stamps_[slot] = pending.second;
+      return true;
+    });
+  }
   void recycle(Event /*event*/) override {}
   bool capturing(void* /*stream*/) override { return false; }
   int dlpack_device_type() const override { return 2; }
-  int waits = 0;
+  int waits = 0, events = 0, questions = 0;
+  bool fail_waits = false;  // a launch waited for fails on the device: its stamps never land
 
  private:
   std::vector<k::Result> results_;
+  std::vector<std::uint64_t> stamps_;
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> in_flight_;  // (slot, stamp) not landed
   std::vector<std::byte> ring_;
   std::deque<bool> events_;  // a deque keeps their addresses
 };
@@ -208,6 +245,82 @@ TEST_F(DeviceEngineTest, ReadsForDumpsFilesAreNeverShared) {
   const Slot checked = queue(tensor(1024), &stream_a, check_ring);  // into the ring's other part
   EXPECT_NE(recorded.index, checked.index);
   EXPECT_EQ(queue(tensor(1024), &stream_a, ring).ring_ticket, recorded.ring_ticket);
+}
+
+// A launch that copies nothing says its results are there by the stamps beside them: no event is
+// recorded for it or asked about, its slots are ready one by one as their stamps land, and the
+// launch is forgotten (its slots free again) once all have landed and been taken.
+TEST_F(DeviceEngineTest, AStatisticsLaunchIsFollowedByItsStampsNotByAnEvent) {
+  const Slot a = queue(tensor(1024, 4096), &stream_a);
+  const Slot b = queue(tensor(1024, 1 << 20), &stream_a);
+  EXPECT_TRUE(engine->answers_unasked(a.index));  // not launched: not ready, nothing to ask
+  EXPECT_FALSE(engine->ready(a.index));
+  engine->launch();
+  EXPECT_TRUE(engine->answers_unasked(a.index));
+  EXPECT_FALSE(engine->ready(a.index));
+  backend->catch_up();
+  EXPECT_TRUE(engine->ready(a.index));
+  EXPECT_TRUE(engine->ready(b.index));
+  EXPECT_EQ(backend->events, 0);
+  EXPECT_EQ(backend->questions, 0);
+  EXPECT_EQ(backend->waits, 0);
+  const std::function<void(const std::byte*, const k::Result&)> none;
+  EXPECT_TRUE(engine->take(a.index, none).has_value());
+  EXPECT_TRUE(engine->take(b.index, none).has_value());
+  // Both slots are free again, the most recently freed given first.
+  EXPECT_EQ(queue(tensor(8, 2 << 20), &stream_a).index, b.index);
+  EXPECT_EQ(queue(tensor(8, 3 << 20), &stream_a).index, a.index);
+}
+
+// A slot taken while another of its launch has not landed yet is freed and given to a later
+// launch, which stamps it anew: the first launch must still finish when its other slot lands.
+TEST_F(DeviceEngineTest, ALaunchFinishesThoughASlotOfItWasTakenAndStampedAgain) {
+  const Slot a = queue(tensor(1024, 4096), &stream_a);
+  const Slot b = queue(tensor(1024, 1 << 20), &stream_a);
+  engine->launch();
+  backend->land(a.index);
+  const std::function<void(const std::byte*, const k::Result&)> none;
+  ASSERT_TRUE(engine->ready(a.index));
+  EXPECT_TRUE(engine->take(a.index, none).has_value());
+  const Slot again = queue(tensor(8, 2 << 20), &stream_a);
+  ASSERT_EQ(again.index, a.index);
+  engine->launch();
+  backend->land(again.index);  // the slot's stamp is the later launch's now
+  EXPECT_FALSE(engine->ready(b.index));
+  engine->wait(b.index);
+  EXPECT_TRUE(engine->take(b.index, none).has_value());
+  EXPECT_TRUE(engine->ready(again.index));
+  EXPECT_TRUE(engine->take(again.index, none).has_value());
+  EXPECT_EQ(backend->events, 0);
+}
+
+// Bytes copied by a launch (the ring, `dump`) are there when the launch has finished, not when its
+// results have landed: such a launch is followed by its event, asked about only where events may be.
+TEST_F(DeviceEngineTest, ALaunchThatCopiesIsFollowedByItsEvent) {
+  CopyRequest ring;
+  ring.to = CopyRequest::To::Ring;
+  ring.ring_bytes = std::uint64_t{1} << 20;
+  const Slot copied = queue(tensor(1024), &stream_a, ring);
+  engine->launch();
+  EXPECT_EQ(backend->events, 1);
+  EXPECT_FALSE(engine->answers_unasked(copied.index));
+  backend->catch_up();  // its stamps have landed, but its event has not passed
+  EXPECT_FALSE(engine->ready(copied.index));
+  EXPECT_EQ(backend->questions, 1);
+}
+
+// A launch that fails on the device never stamps its results: waiting for it ends, and its reads
+// come back without a result (recorded without values), not with another launch's.
+TEST_F(DeviceEngineTest, ALaunchWhoseStampsNeverComeFailsItsReads) {
+  const auto failures = engine_costs.launch_failures;
+  const Slot a = queue(tensor(1024), &stream_a);
+  engine->launch();
+  backend->fail_waits = true;
+  engine->wait(a.index);
+  EXPECT_TRUE(engine->ready(a.index));
+  const std::function<void(const std::byte*, const k::Result&)> none;
+  EXPECT_FALSE(engine->take(a.index, none).has_value());
+  EXPECT_EQ(engine_costs.launch_failures, failures + 1);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -33,6 +34,8 @@ class HostMemoryBackend final : public Backend {
               void* /*stream*/, std::string& /*why*/) override {
     return false;
   }
+  bool arrived(std::uint32_t /*slot*/, std::uint64_t /*stamp*/) override { return true; }
+  bool wait_until(const std::function<bool()>& landed, void* /*stream*/) override { return landed(); }
   Event record(void* /*stream*/) override { return nullptr; }
   bool finished(Event /*event*/) override { return true; }
   void wait(Event /*event*/) override {}

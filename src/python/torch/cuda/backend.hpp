@@ -1,6 +1,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,8 +43,16 @@ class Backend {
   /// `stream`. False with `why` when the launch failed.
   virtual bool launch(Kernel kernel, statistics_kernel::LaunchParams& params, std::uint32_t blocks, void* stream,
                       std::string& why) = 0;
+  /// Whether the result of `slot` that the launch stamped `stamp` (LaunchParams::stamp) writes
+  /// has landed in results(): its stamp is there. No driver call, so it may be asked while a CUDA
+  /// graph is being captured.
+  virtual bool arrived(std::uint32_t slot, std::uint64_t stamp) = 0;
+  /// Waits until `landed()` (the stamps of a launch on `stream`): true then; false when the
+  /// stream's work failed or finished without them (the launch failed).
+  virtual bool wait_until(const std::function<bool()>& landed, void* stream) = 0;
   /// An event recorded on `stream` after the launches so far; null when none could be recorded
-  /// (the caller then waits at once).
+  /// (the caller then waits at once). Only launches that copy bytes need one: the copies are done
+  /// when the launch has finished, not when its results have landed.
   virtual Event record(void* stream) = 0;
   /// Whether the work before `event` has finished (no waiting).
   virtual bool finished(Event event) = 0;

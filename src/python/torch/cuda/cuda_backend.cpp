@@ -1,6 +1,10 @@
+#include <atomic>
+#include <chrono>
+#include <cstring>
 #include <map>
-#include <string>
 #include <optional>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "torch/cuda/backend.hpp"
@@ -59,9 +63,11 @@ class CudaBackend final : public Backend {
            check(api_->mem_alloc(&partials_, sizeof(k::Partial) * kArenaPartials), "cuMemAlloc", why) &&
            check(api_->mem_alloc(&arrivals_, sizeof(std::uint32_t) * kSlots), "cuMemAlloc", why) &&
            check(api_->memset_d32(arrivals_, 0, kSlots), "cuMemsetD32", why) &&
-           check(api_->host_alloc(&host, sizeof(k::Result) * kSlots, kHostAllocPortable | kHostAllocDeviceMap),
+           check(api_->host_alloc(&host, kResultBytes + sizeof(std::uint64_t) * kSlots, kHostAllocPortable | kHostAllocDeviceMap),
                  "cuMemHostAlloc", why) &&
            (results_ = static_cast<k::Result*>(host),
+            stamps_ = static_cast<std::uint64_t*>(std::memset(static_cast<std::byte*>(host) + kResultBytes, 0,
+                                                              sizeof(std::uint64_t) * kSlots)),
             check(api_->host_get_device_pointer(&results_on_device_, host, 0), "cuMemHostGetDevicePointer", why));
   }
 
@@ -101,11 +107,34 @@ class CudaBackend final : public Backend {
 
   bool launch(Kernel kernel, k::LaunchParams& params, std::uint32_t blocks, void* stream, std::string& why) override {
     params.partials = partials_, params.arrivals = arrivals_, params.results = results_on_device_;
+    params.stamps = results_on_device_ + kResultBytes;
     void* arguments[] = {&params};
     ContextScope scope(*api_, context_);
     return check(api_->launch_kernel(kernel == Kernel::Statistics ? statistics_ : copy_changed_, blocks, 1, 1, k::kThreads, 1, 1, 0, static_cast<CUstream>(stream),
                                      arguments, nullptr),
                  "cuLaunchKernel", why);
+  }
+
+  bool arrived(std::uint32_t slot, std::uint64_t stamp) override {
+    // Acquire: the result, written before its stamp, is read after it.
+    return std::atomic_ref<std::uint64_t>(stamps_[slot]).load(std::memory_order_acquire) == stamp;
+  }
+
+  bool wait_until(const std::function<bool()>& landed, void* stream) override {
+    for (std::uint32_t spins = 1;; ++spins) {
+      if (landed()) return true;
+      // Now and then the stream is asked whether its work failed or is all done (the stamps would
+      // be there then), unless it is capturing a CUDA graph: asking would invalidate the capture.
+      if (spins % kSpinsPerQuery == 0 && !capturing(stream)) {
+        ContextScope scope(*api_, context_);
+        if (api_->stream_query(static_cast<CUstream>(stream)) != kNotReady) return landed();
+      }
+      if (spins < kSpinsBeforeSleeping) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+      }
+    }
   }
 
   Event record(void* stream) override {
@@ -143,11 +172,16 @@ class CudaBackend final : public Backend {
     return false;
   }
 
+  static constexpr std::size_t kResultBytes = sizeof(k::Result) * kSlots;  // the stamps follow
+  // A wait spins (yielding) for about a millisecond, then sleeps between looks.
+  static constexpr std::uint32_t kSpinsPerQuery = 64, kSpinsBeforeSleeping = 4096;
+
   const Driver* api_ = nullptr;
   CUcontext context_ = nullptr;
   CUfunction statistics_ = nullptr, copy_changed_ = nullptr;
   CUdeviceptr partials_ = 0, arrivals_ = 0, results_on_device_ = 0;
   k::Result* results_ = nullptr;
+  std::uint64_t* stamps_ = nullptr;  // by slot, after the results
   const std::byte* staging_ = nullptr;
   CUdeviceptr staging_on_device_ = 0;
   bool staging_failed_ = false;

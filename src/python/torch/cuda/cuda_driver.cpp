@@ -47,6 +47,7 @@ std::optional<Driver> load(std::string& why) {
       {"cuStreamIsCapturing", find(library, "cuStreamIsCapturing", api.stream_is_capturing)},
       {"cuStreamCreate", find(library, "cuStreamCreate", api.stream_create)},
       {"cuStreamSynchronize", find(library, "cuStreamSynchronize", api.stream_synchronize)},
+      {"cuStreamQuery", find(library, "cuStreamQuery", api.stream_query)},
       {"cuMemcpyDtoHAsync_v2", find(library, "cuMemcpyDtoHAsync_v2", api.memcpy_dtoh_async)},
       {"cuThreadExchangeStreamCaptureMode",
        find(library, "cuThreadExchangeStreamCaptureMode", api.thread_exchange_capture_mode)},

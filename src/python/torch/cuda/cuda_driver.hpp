@@ -50,6 +50,7 @@ struct Driver {
   CUresult (*stream_is_capturing)(CUstream, int*);
   CUresult (*stream_create)(CUstream*, unsigned);
   CUresult (*stream_synchronize)(CUstream);
+  CUresult (*stream_query)(CUstream);
   CUresult (*memcpy_dtoh_async)(void*, CUdeviceptr, std::size_t, CUstream);
   CUresult (*thread_exchange_capture_mode)(int*);
   CUresult (*get_error_string)(CUresult, const char**);

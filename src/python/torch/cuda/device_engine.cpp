@@ -135,20 +135,25 @@ void DeviceEngine::launch() {
   if (params_.jobs == 0) return;
   Launch entry;
   entry.stream = stream_;
-  entry.open_slots = params_.jobs;
+  entry.open_slots = entry.jobs = params_.jobs;
+  entry.stamp = params_.stamp = next_launch_ + 1;
+  entry.stamped = copies_.jobs == 0;
+  for (std::uint32_t j = 0; j < params_.jobs; ++j) {
+    entry.slots[j] = params_.job[j].slot;
+    if (params_.job[j].copy_to != 0) entry.stamped = false;
+  }
   reserve_arena(entry);
   for (std::uint32_t j = 0; j < params_.jobs; ++j) params_.job[j].partials = entry.arena_begin + params_.job[j].first_block;
   std::string why;
-  entry.failed = !backend_->launch(Backend::Kernel::Statistics, params_, blocks_, stream_, why) ||
-                 (copies_.jobs > 0 && !backend_->launch(Backend::Kernel::CopyChanged, copies_, copy_blocks_, stream_, why));
-  if (!entry.failed) entry.event = backend_->record(stream_);
-  if (entry.failed || entry.event == nullptr) {
-    entry.failed = entry.done = true;
-    for (std::uint32_t j = 0; j < params_.jobs; ++j) slots_[params_.job[j].slot].launch_failed = true;
-    if (engine_costs.launch_failures++ == 0) {
-      core::logger().warn("the statistics kernel could not run ({}): those tensors are recorded without values",
-                          why.empty() ? "no event could be recorded" : why);
-    }
+  bool failed = !backend_->launch(Backend::Kernel::Statistics, params_, blocks_, stream_, why) ||
+                (copies_.jobs > 0 && !backend_->launch(Backend::Kernel::CopyChanged, copies_, copy_blocks_, stream_, why));
+  if (!failed && !entry.stamped) {
+    entry.event = backend_->record(stream_);
+    if (entry.event == nullptr) failed = true, why = "no event could be recorded";
+  }
+  launches_.push_back(entry);
+  if (failed) {
+    fail(launches_.back(), why);
   } else {
     engine_costs.kernels_launched += copies_.jobs > 0 ? 2 : 1;
     engine_costs.tensors_read += params_.jobs;
@@ -156,7 +161,6 @@ void DeviceEngine::launch() {
       engine_costs.bytes_read += params_.job[j].count * k::item_size(params_.job[j].kind);
     }
   }
-  launches_.push_back(entry);
   ++next_launch_;
   params_.jobs = copies_.jobs = 0;
   blocks_ = copy_blocks_ = 0;
@@ -164,11 +168,18 @@ void DeviceEngine::launch() {
   engine_costs.launches_held_most = std::max<std::uint64_t>(engine_costs.launches_held_most, launches_.size());
 }
 
+bool DeviceEngine::answers_unasked(std::uint32_t index) const {
+  const auto launch = slots_[index].launch;
+  if (launch == next_launch_) return true;  // not launched yet: not ready
+  const Launch& entry = launches_[launch - first_launch_];
+  return entry.stamped || entry.done;
+}
+
 bool DeviceEngine::ready(std::uint32_t index) {
   if (slots_[index].launch == next_launch_) return false;  // not launched yet
   Launch& entry = launch_of(index);
-  if (!entry.done && backend_->finished(entry.event)) finish(entry);
-  return entry.done;
+  if (entry.done) return true;
+  return entry.stamped ? landed(entry, index) : finished(entry);
 }
 
 void DeviceEngine::wait(std::uint32_t index) {
@@ -244,28 +255,59 @@ bool DeviceEngine::let_finish(std::uint64_t launch) {
   if (launch >= next_launch_) return false;
   if (launch < first_launch_) return true;  // finished and forgotten
   Launch& entry = launches_[launch - first_launch_];
-  if (entry.done) return true;
-  if (backend_->finished(entry.event)) {
-    finish(entry);
-  } else {
-    wait_for(entry);
-  }
+  if (!finished(entry)) wait_for(entry);
   return true;
+}
+
+bool DeviceEngine::landed(Launch& entry, std::uint32_t index) {
+  std::uint32_t all = 0, job = 0;
+  for (std::uint32_t j = 0; j < entry.jobs; ++j) {
+    all |= 1u << j;
+    if (entry.slots[j] == index) job = 1u << j;
+  }
+  if (!(entry.landed & job) && backend_->arrived(index, entry.stamp)) entry.landed |= job;
+  if (entry.landed == all && !entry.done) finish(entry);
+  return (entry.landed & job) != 0;
+}
+
+bool DeviceEngine::finished(Launch& entry) {
+  if (entry.done) return true;
+  if (entry.stamped) {
+    for (std::uint32_t j = 0; j < entry.jobs && !entry.done; ++j) {
+      if (!(entry.landed & (1u << j)) && !landed(entry, entry.slots[j])) return false;
+    }
+  } else if (backend_->finished(entry.event)) {
+    finish(entry);
+  }
+  return entry.done;
 }
 
 void DeviceEngine::finish(Launch& entry) {
   entry.done = true;
-  backend_->recycle(entry.event);
+  if (entry.event != nullptr) backend_->recycle(entry.event);
   entry.event = nullptr;
+}
+
+void DeviceEngine::fail(Launch& entry, const std::string& why) {
+  finish(entry);
+  entry.failed = true;
+  for (std::uint32_t j = 0; j < entry.jobs; ++j) slots_[entry.slots[j]].launch_failed = true;
+  if (engine_costs.launch_failures++ == 0) {
+    core::logger().warn("the statistics kernel could not run ({}): those tensors are recorded without values", why);
+  }
 }
 
 void DeviceEngine::wait_for(Launch& entry) {
   const auto start = std::chrono::steady_clock::now();
-  backend_->wait(entry.event);
+  if (!entry.stamped) {
+    backend_->wait(entry.event);
+    finish(entry);
+  } else if (!backend_->wait_until([&] { return finished(entry); }, entry.stream)) {
+    fail(entry, "it failed on the device, or its results never came");
+  }
   ++engine_costs.synchronizations;
   engine_costs.wait_ns += static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
-  finish(entry);
 }
 
 std::uint32_t DeviceEngine::bytes_holder(std::uint32_t index) const {
@@ -319,12 +361,8 @@ void DeviceEngine::reserve_arena(Launch& entry) {
   cursor_ = entry.arena_end;
   for (auto& running : launches_) {
     const bool overlaps = running.arena_begin < entry.arena_end && entry.arena_begin < running.arena_end;
-    if (!overlaps || running.done || running.stream == entry.stream) continue;
-    if (backend_->finished(running.event)) {
-      finish(running);
-    } else {
-      wait_for(running);
-    }
+    if (!overlaps || running.stream == entry.stream) continue;
+    if (!finished(running)) wait_for(running);
   }
 }
 

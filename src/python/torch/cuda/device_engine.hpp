@@ -4,6 +4,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -66,6 +67,11 @@ class DeviceEngine {
   /// Launches what is assembled (and the copy launch after it), recording its event.
   void launch();
 
+  /// Whether the result of slot `index` is known to have landed without asking the driver (its
+  /// launch is stamped, or done): ready() then asks no driver, which it may do while a CUDA graph
+  /// is being captured.
+  bool answers_unasked(std::uint32_t index) const;
+
   /// device_statistics::ready, wait, take and abandon for the slot `index`.
   bool ready(std::uint32_t index);
   void wait(std::uint32_t index);
@@ -96,12 +102,20 @@ class DeviceEngine {
     bool launch_failed = false;   // its result and bytes never came
   };
 
-  /// A launch in flight (or failed), until all its slots are released.
+  /// A launch in flight (or failed), until all its slots are released. One that copies no bytes is
+  /// `stamped`: done once every job's stamp has landed beside its result (asked of no driver, and
+  /// no event recorded for it); one that copies (`dump`, the ring) is done when its event has
+  /// passed, since its copies are finished only then.
   struct Launch {
     Backend::Event event = nullptr;
     void* stream = nullptr;  // a later launch on it starts only once this one has finished
+    std::uint64_t stamp = 0;
     std::uint32_t arena_begin = 0, arena_end = 0;
     std::uint32_t open_slots = 0;  // results not yet taken or abandoned
+    std::uint32_t jobs = 0;
+    std::uint32_t slots[k::kJobsPerLaunch] = {};  // its jobs' result slots
+    std::uint32_t landed = 0;                      // stamped: a bit per job whose stamp has landed
+    bool stamped = false;
     bool done = false;
     bool failed = false;
   };
@@ -134,9 +148,17 @@ class DeviceEngine {
 
   Launch& launch_of(std::uint32_t index) { return launches_[slots_[index].launch - first_launch_]; }
 
-  /// A launch's event has passed: it is done; wait_for() waits for it, counted in the costs.
-  void finish(Launch& entry);
+  /// Whether the launch has finished, asked without waiting; wait_for() waits for it, counted in
+  /// the costs. A stamped launch's result slot is noted as landed before it can be taken, so that
+  /// no slot is free for another launch (which would stamp it anew) while its own launch counts it.
+  bool finished(Launch& entry);
   void wait_for(Launch& entry);
+  /// Whether the result of slot `index` of `entry`, a stamped launch, has landed.
+  bool landed(Launch& entry, std::uint32_t index);
+  /// The launch is done (its event recycled).
+  void finish(Launch& entry);
+  /// The launch failed: its results and bytes never come (said once per run).
+  void fail(Launch& entry, const std::string& why);
 
   static constexpr std::uint32_t kHeldByHost = ~0u, kLost = ~1u;
 

@@ -21,12 +21,12 @@ namespace k = statistics_kernel;
 constexpr const char* kIdleVariable = "OPHOOK_TEST_FAKE_DEVICE_IDLE";
 
 /// Runs each launch's arithmetic at once on the host (CPU tensors, so it reads them where they are,
-/// before the program can change them), but makes its results visible only when its event
-/// finishes, three launches later (or when waited for): records wait in flight as they do behind
-/// a busy GPU, and a result read before its launch is done reads a poisoned slot.
+/// before the program can change them), but makes its results and their stamps visible only three
+/// launches later (or when waited for): records wait in flight as they do behind a busy GPU, and
+/// a result read before it has landed reads a poisoned slot.
 class FakeBackend final : public Backend {
  public:
-  FakeBackend() : results_(kSlots), on_device_(kSlots) {
+  FakeBackend() : results_(kSlots), stamps_(kSlots), on_device_(kSlots) {
     const char* idle = std::getenv(kIdleVariable);
     idle_ = idle != nullptr && std::strcmp(idle, "1") == 0;
   }
@@ -51,18 +51,28 @@ class FakeBackend final : public Backend {
 
   bool launch(Kernel kernel, k::LaunchParams& params, std::uint32_t /*blocks*/, void* /*stream*/,
               std::string& /*why*/) override {
+    if (kernel == Kernel::Statistics) in_flight_.push_back({++launches_, params.stamp, {}});
     for (std::uint32_t j = 0; j < params.jobs; ++j) {
       const auto& job = params.job[j];
-      if (kernel == Kernel::CopyChanged) {
+      if (kernel == Kernel::CopyChanged) {  // finishes with the launch before it
         if (!idle_ && !k::unchanged(job, on_device_.data())) k::copy_part(job, 0, 1);
         continue;
       }
       on_device_[job.slot] = idle_ ? idle_result(job) : k::summarise_job(job);
-      computed_.emplace_back(job.slot, on_device_[job.slot]);
-      std::memset(&results_[job.slot], 0xFF, sizeof(k::Result));  // not there until the event says so
+      in_flight_.back().results.emplace_back(job.slot, on_device_[job.slot]);
+      std::memset(&results_[job.slot], 0xFF, sizeof(k::Result));  // not there until it lands
     }
-    if (kernel == Kernel::Statistics) ++launches_;  // a copy launch finishes with the launch before it
     return true;
+  }
+
+  bool arrived(std::uint32_t slot, std::uint64_t stamp) override {
+    if (stamps_[slot] != stamp && launches_ >= kLag) land_through(launches_ - kLag);
+    return stamps_[slot] == stamp;
+  }
+
+  bool wait_until(const std::function<bool()>& landed, void* /*stream*/) override {
+    land_through(launches_);
+    return landed();
   }
 
   Event record(void* /*stream*/) override {
@@ -73,19 +83,17 @@ class FakeBackend final : public Backend {
     auto* event = free_.back();
     free_.pop_back();
     event->launch = launches_;
-    event->results = std::move(computed_);
-    computed_.clear();
     return event;
   }
 
   bool finished(Event event) override {
-    auto* e = static_cast<FakeEvent*>(event);
-    if (launches_ - e->launch < kLag) return false;
-    publish(*e);
+    const auto launch = static_cast<FakeEvent*>(event)->launch;
+    if (launches_ - launch < kLag) return false;
+    land_through(launch);
     return true;
   }
 
-  void wait(Event event) override { publish(*static_cast<FakeEvent*>(event)); }
+  void wait(Event event) override { land_through(static_cast<FakeEvent*>(event)->launch); }
   void recycle(Event event) override { free_.push_back(static_cast<FakeEvent*>(event)); }
   bool capturing(void* /*stream*/) override { return false; }
   int dlpack_device_type() const override { return 1; }  // kDLCPU: no stream to ask for
@@ -93,7 +101,13 @@ class FakeBackend final : public Backend {
  private:
   struct FakeEvent {
     std::uint64_t launch = 0;  // the launch count when it was recorded
-    std::vector<std::pair<std::uint32_t, k::Result>> results;  // published when it finishes
+  };
+
+  /// A launch whose results have not landed yet.
+  struct InFlight {
+    std::uint64_t launch = 0;  // its number, from 1
+    std::uint64_t stamp = 0;
+    std::vector<std::pair<std::uint32_t, k::Result>> results;
   };
 
   /// What the idle device says of `job`: all finite and zero, its fingerprint its own.
@@ -104,19 +118,23 @@ class FakeBackend final : public Backend {
     return result;
   }
 
-  void publish(FakeEvent& event) {
-    for (const auto& [slot, result] : event.results) results_[slot] = result;
-    event.results.clear();
+  /// Lands the results and stamps of the launches up to number `launch`.
+  void land_through(std::uint64_t launch) {
+    while (!in_flight_.empty() && in_flight_.front().launch <= launch) {
+      for (const auto& [slot, result] : in_flight_.front().results) results_[slot] = result, stamps_[slot] = in_flight_.front().stamp;
+      in_flight_.pop_front();
+    }
   }
 
   static constexpr std::uint64_t kLag = 3;  // launches a result trails behind
   std::vector<k::Result> results_;
+  std::vector<std::uint64_t> stamps_;
   std::vector<k::Result> on_device_;  // each slot's latest result as the device sees it: at once,
                                       // for the copy launch after its statistics launch
   // Left unwritten until used, as device memory is: no page of it is touched before a copy.
   std::unique_ptr<std::byte[]> staging_;
   std::unique_ptr<std::byte[]> ring_;  // the ring's "device memory"
-  std::vector<std::pair<std::uint32_t, k::Result>> computed_;  // by the launch not yet recorded
+  std::deque<InFlight> in_flight_;
   std::uint64_t launches_ = 0;
   bool idle_ = false;  // kIdleVariable
   std::uint64_t idle_reads_ = 0;

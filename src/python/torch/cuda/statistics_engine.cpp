@@ -21,6 +21,13 @@ namespace {
 std::vector<std::unique_ptr<DeviceEngine>> engines;
 std::vector<bool> tried;
 
+/// By device: the stream last found not capturing a CUDA graph, and at which program moment.
+struct NotCapturing {
+  std::uint64_t moment = ~std::uint64_t{0};
+  void* stream = nullptr;
+};
+std::vector<NotCapturing> not_capturing;
+
 // A forked child cannot use its parent's CUDA context: it forgets the engines (leaked, not
 // destroyed: freeing their device memory there would fail) and starts afresh if it meets a tensor.
 const bool fork_handler_registered = [] {
@@ -28,9 +35,21 @@ const bool fork_handler_registered = [] {
     for (auto& engine : engines) (void)engine.release();
     engines.clear();
     tried.clear();
+    not_capturing.clear();
   });
   return true;
 }();
+
+/// Whether `stream` of `device` is capturing a CUDA graph: asked of its backend once per program
+/// moment (program_may_have_run).
+bool capturing(std::uint32_t device, void* stream) {
+  if (device >= not_capturing.size()) not_capturing.resize(device + 1);
+  auto& known = not_capturing[device];
+  if (known.moment == program_moments && known.stream == stream) return false;
+  if (engines[device]->backend().capturing(stream)) return true;
+  known = {program_moments, stream};
+  return false;
+}
 
 DeviceEngine* engine_for(bool fake, int ordinal, std::uint32_t& device) {
   device = fake ? 0 : 1 + static_cast<std::uint32_t>(ordinal);
@@ -83,7 +102,7 @@ Queued queue(const DLTensor& view, std::uint32_t kind, bool fake, const CopyRequ
   if (!fake && !current_work_stream(engine->backend().dlpack_device_type(), view.device.device_id, stream)) {
     return Queued::Elsewhere;
   }
-  if (engine->backend().capturing(stream)) return Queued::Capturing;
+  if (capturing(device, stream)) return Queued::Capturing;
   k::TensorJob job;
   if (!describe(view, kind, job)) return Queued::Elsewhere;
   engine->make_room(stream);
@@ -112,14 +131,17 @@ bool may_poll() {
     if (!engines[device]) continue;
     const int ordinal = static_cast<int>(device) - 1;
     if (!current_work_stream(engines[device]->backend().dlpack_device_type(), ordinal, stream) ||
-        engines[device]->backend().capturing(stream)) {
+        capturing(device, stream)) {
       return false;
     }
   }
   return true;
 }
 
-bool ready(Slot slot) { return engines[slot.device]->ready(slot.index); }
+bool ready(Slot slot) {
+  auto& engine = *engines[slot.device];
+  return (engine.answers_unasked(slot.index) || may_poll()) && engine.ready(slot.index);
+}
 void wait(Slot slot) { engines[slot.device]->wait(slot.index); }
 std::optional<statistics_kernel::Result> take(Slot slot, const std::function<void(const std::byte*, const statistics_kernel::Result&)>& consume_bytes) {
   return engines[slot.device]->take(slot.index, consume_bytes);

@@ -76,12 +76,21 @@ core::DeviceHeldBytes* ring_of(Slot slot);
 /// captured.
 void launch_queued();
 
+/// Counts the moments at which the program's code may have run since ophook last looked
+/// (program_may_have_run: before a call's inputs are read, and after the call): a stream found not
+/// capturing a CUDA graph is not asked again until the next, so a call asks the driver about its
+/// stream twice at most, not once per tensor.
+inline std::uint64_t program_moments = 0;
+inline void program_may_have_run() noexcept { ++program_moments; }
+
 /// Whether the result of `slot` is there (no waiting); wait() waits for it, counted as a
-/// synchronisation in costs().
+/// synchronisation in costs(). A launch that copies no bytes says so by the stamps beside its
+/// results, asked of no driver; one that copies, by its event, not asked while a CUDA graph is
+/// being captured on a current stream (may_poll): it is not ready then.
 bool ready(Slot slot);
 void wait(Slot slot);
 
-/// Whether results may be asked about now: not while a CUDA graph is being captured on a current
+/// Whether events may be asked about now: not while a CUDA graph is being captured on a current
 /// stream, where querying an event could invalidate the program's capture.
 bool may_poll();
 

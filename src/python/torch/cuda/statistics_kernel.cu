@@ -2,7 +2,8 @@
 // all of a call's CUDA tensors once. Block b works on the job whose blocks it falls in; its
 // threads stride over the job's fingerprint groups (ophook/statistics_kernel.hpp holds the
 // arithmetic, shared with the host); the block's merged Partial goes to the partials arena, and
-// the last block of a job to arrive merges them all and writes the job's Result into host memory.
+// the last block of a job to arrive merges them all and writes the job's Result into host memory,
+// then the launch's stamp beside it.
 // In `dump`, a tensor whose bytes the host may already hold is copied by a second launch right
 // after, ophook_copy_changed, only where its fingerprint says they changed.
 // ophook compiles this file with NVRTC at run time; CI compiles it with nvcc.
@@ -82,7 +83,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 3) ophook_statistics(cons
   if (threadIdx.x == 0) {
     reinterpret_cast<Result*>(params.results)[job.slot] = shared[0];
     arrivals[job.slot] = 0;  // ready for the slot's next job
-    __threadfence_system();
+    __threadfence_system();  // the result reaches the host before its stamp does
+    reinterpret_cast<volatile u64*>(params.stamps)[job.slot] = params.stamp;
   }
 }
 
