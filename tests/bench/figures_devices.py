@@ -4,9 +4,15 @@ device's work. The fake device (OPHOOK_TENSOR_COPY=fake-device) runs that work o
 OPHOOK_TEST_FAKE_DEVICE_IDLE=1 makes it do none of it (its results say every value is finite and
 zero), so what is left is what a GPU run costs the program: queueing, launches, events, held
 records, the backward check, the copies out of the staging memory. The program is small enough
-that Python, not arithmetic, sets its pace, as a small model's does on a GPU."""
+that Python, not arithmetic, sets its pace, as a small model's does on a GPU. What the fake device
+does not pay is the CUDA driver's calls: those are counted through ophook's CUDA backend on the
+stand-in driver of the tests (tests/fake_cuda), which a GPU run makes alike."""
+import json
+import os
+import subprocess
+
 from figures_values import measure_loop
-from measure import Group
+from measure import Group, preload_env
 
 ROWS = [
     ("device-host-trace", "MLP loop (`tests/bench/mlp_loop.py`: width 64, depth 8, batch 16, 200 SGD steps), "
@@ -16,6 +22,9 @@ ROWS = [
      "(baseline: `trace`)", "—"),
     ("device-host-nan-trace", "same, `trace` + `OPHOOK_NAN=warn`, the idle fake device (baseline: `trace`)", "—"),
     ("device-host-dump", "same, `dump`, the idle fake device (baseline: `trace`)", "—"),
+    ("device-host-driver-calls", "same loop (50 steps), `stats` through the CUDA backend on the stand-in driver "
+     "(`tests/fake_cuda`): CUDA driver calls per recorded call, all but the first call's set-up (baseline: the "
+     "floor, the kernel launches per recorded call)", "—"),
 ]
 
 IDLE = {"OPHOOK_TENSOR_COPY": "fake-device", "OPHOOK_TEST_FAKE_DEVICE_IDLE": "1"}
@@ -32,4 +41,42 @@ def measure(group, ctx):
     return measure_loop(group, ctx, options, settings, {key: None for key in settings}, against_trace)
 
 
-GROUPS = [Group("device_host", ROWS, measure)]
+COMPILE = """
+import sys
+sys.path.insert(0, %r)
+import torch, ophook._ophook as o
+o.torch_compile_statistics_kernel(9, 0)
+"""
+
+
+def measure_driver_calls(group, ctx):
+    """The driver calls of the MLP loop in `stats` through the stand-in driver, per recorded call."""
+    scratch = os.path.join(ctx.scratch, "driver_calls")
+    cache, calls_file, out = (os.path.join(scratch, name) for name in ("kernel_cache", "calls.json", "out"))
+    # NVRTC loads libcuda.so.1 itself: the kernel is compiled beforehand, without the stand-in.
+    subprocess.run([ctx.python, "-c", COMPILE % os.path.join(ctx.build, "python_shim")], check=True,
+                   env={**os.environ, "XDG_CACHE_HOME": cache}, capture_output=True)
+    env = preload_env(ctx.build, OPHOOK_LOG_LEVEL="warn", OPHOOK_OUTPUT=out, OPHOOK_MODE="stats",
+                      OPHOOK_TENSOR_COPY="fake-device", OPHOOK_TEST_FAKE_DEVICE_DRIVER="1",
+                      OPHOOK_TEST_FAKE_CUDA_CALLS=calls_file, XDG_CACHE_HOME=cache,
+                      LD_LIBRARY_PATH=os.path.join(ctx.build, "tests", "fake_cuda"))
+    argv = [ctx.python, os.path.join(ctx.root, "tests", "bench", "mlp_loop.py"), "--width", "64", "--batch", "16",
+            "--steps", str(ctx.size(50, 2))]
+    subprocess.run(argv, env=env, check=True, capture_output=True)
+    with open(calls_file) as f:
+        calls = json.load(f)
+    with open(os.path.join(out, "summary.json")) as f:
+        recorded = sum(json.load(f)["recorded"]["levels"].values())
+    set_up = sum(calls.get(name, 0) for name in SET_UP_CALLS)
+    per_call = (sum(calls.values()) - set_up) / recorded
+    floor = calls["cuLaunchKernel"] / recorded
+    return {"device-host-driver-calls": group.row("device-host-driver-calls", "%.2f" % per_call, "%.2f" % floor,
+                                                  "%.2fx" % (per_call / floor), None)}
+
+
+# The calls the first CUDA tensor's set-up makes once (the context, the kernel, the buffers).
+SET_UP_CALLS = ("cuInit", "cuDeviceGet", "cuDeviceGetAttribute", "cuDevicePrimaryCtxRetain", "cuModuleLoadData",
+                "cuModuleGetFunction", "cuMemAlloc_v2", "cuMemsetD32_v2", "cuMemHostAlloc",
+                "cuMemHostGetDevicePointer_v2")
+
+GROUPS = [Group("device_host", ROWS[:-1], measure), Group("device_driver_calls", ROWS[-1:], measure_driver_calls)]

@@ -2,9 +2,11 @@
 
 #include <pthread.h>
 
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ophook/log.hpp"
@@ -51,14 +53,26 @@ bool capturing(std::uint32_t device, void* stream) {
   return false;
 }
 
+/// For tests and benchmarks: the fake device's tensors go through the CUDA backend instead, to the
+/// libcuda.so.1 first on LD_LIBRARY_PATH (tests/fake_cuda's, which runs the kernel's arithmetic on
+/// the host and counts the driver calls).
+bool fake_device_through_driver() {
+  static const bool through = [] {
+    const char* value = std::getenv("OPHOOK_TEST_FAKE_DEVICE_DRIVER");
+    return value != nullptr && std::string_view(value) == "1";
+  }();
+  return through;
+}
+
 DeviceEngine* engine_for(bool fake, int ordinal, std::uint32_t& device) {
   device = fake ? 0 : 1 + static_cast<std::uint32_t>(ordinal);
   if (device >= engines.size()) engines.resize(device + 1), tried.resize(device + 1);
   if (tried[device]) return engines[device].get();
   tried[device] = true;
   std::string why;
-  auto backend = fake ? make_fake_backend() : make_cuda_backend(ordinal, nvrtc_libraries(), why);
-  const std::string name = fake ? std::string("fake") : "cuda:" + std::to_string(ordinal);
+  const bool driver = !fake || fake_device_through_driver();
+  auto backend = driver ? make_cuda_backend(fake ? 0 : ordinal, nvrtc_libraries(), why) : make_fake_backend();
+  const std::string name = fake ? std::string(driver ? "fake (CUDA driver)" : "fake") : "cuda:" + std::to_string(ordinal);
   if (!backend) {
     engine_costs.unavailable = name + ": " + why;
     core::logger().warn("statistics of tensors on {} are computed through torch, not by ophook's kernel: {}", name, why);
