@@ -25,6 +25,8 @@ ROWS = [
     ("device-host-driver-calls", "same loop (50 steps), `stats` through the CUDA backend on the stand-in driver "
      "(`tests/fake_cuda`): CUDA driver calls per recorded call, all but the first call's set-up (baseline: the "
      "floor, the kernel launches per recorded call)", "—"),
+    ("device-host-driver-calls-nan", "same, `OPHOOK_NAN=warn` with its defaults (the ring on the device; the "
+     "backward ops' checks launch too)", "—"),
 ]
 
 IDLE = {"OPHOOK_TENSOR_COPY": "fake-device", "OPHOOK_TEST_FAKE_DEVICE_IDLE": "1"}
@@ -50,28 +52,30 @@ o.torch_compile_statistics_kernel(9, 0)
 
 
 def measure_driver_calls(group, ctx):
-    """The driver calls of the MLP loop in `stats` through the stand-in driver, per recorded call."""
-    scratch = os.path.join(ctx.scratch, "driver_calls")
-    cache, calls_file, out = (os.path.join(scratch, name) for name in ("kernel_cache", "calls.json", "out"))
+    """The driver calls of the MLP loop through the stand-in driver, per recorded call."""
+    cache = os.path.join(ctx.scratch, "kernel_cache")
     # NVRTC loads libcuda.so.1 itself: the kernel is compiled beforehand, without the stand-in.
     subprocess.run([ctx.python, "-c", COMPILE % os.path.join(ctx.build, "python_shim")], check=True,
                    env={**os.environ, "XDG_CACHE_HOME": cache}, capture_output=True)
-    env = preload_env(ctx.build, OPHOOK_LOG_LEVEL="warn", OPHOOK_OUTPUT=out, OPHOOK_MODE="stats",
-                      OPHOOK_TENSOR_COPY="fake-device", OPHOOK_TEST_FAKE_DEVICE_DRIVER="1",
-                      OPHOOK_TEST_FAKE_CUDA_CALLS=calls_file, XDG_CACHE_HOME=cache,
-                      LD_LIBRARY_PATH=os.path.join(ctx.build, "tests", "fake_cuda"))
     argv = [ctx.python, os.path.join(ctx.root, "tests", "bench", "mlp_loop.py"), "--width", "64", "--batch", "16",
             "--steps", str(ctx.size(50, 2))]
-    subprocess.run(argv, env=env, check=True, capture_output=True)
-    with open(calls_file) as f:
-        calls = json.load(f)
-    with open(os.path.join(out, "summary.json")) as f:
-        recorded = sum(json.load(f)["recorded"]["levels"].values())
-    set_up = sum(calls.get(name, 0) for name in SET_UP_CALLS)
-    per_call = (sum(calls.values()) - set_up) / recorded
-    floor = calls["cuLaunchKernel"] / recorded
-    return {"device-host-driver-calls": group.row("device-host-driver-calls", "%.2f" % per_call, "%.2f" % floor,
-                                                  "%.2fx" % (per_call / floor), None)}
+    rows = {}
+    for key, setting in (("device-host-driver-calls", {"OPHOOK_MODE": "stats"}),
+                         ("device-host-driver-calls-nan", {"OPHOOK_NAN": "warn"})):
+        calls_file, out = os.path.join(ctx.scratch, key + ".json"), os.path.join(ctx.scratch, key)
+        env = preload_env(ctx.build, OPHOOK_LOG_LEVEL="warn", OPHOOK_OUTPUT=out, OPHOOK_TENSOR_COPY="fake-device",
+                          OPHOOK_TEST_FAKE_DEVICE_DRIVER="1", OPHOOK_TEST_FAKE_CUDA_CALLS=calls_file,
+                          XDG_CACHE_HOME=cache, LD_LIBRARY_PATH=os.path.join(ctx.build, "tests", "fake_cuda"), **setting)
+        subprocess.run(argv, env=env, check=True, capture_output=True)
+        with open(calls_file) as f:
+            calls = json.load(f)
+        with open(os.path.join(out, "summary.json")) as f:
+            recorded = sum(json.load(f)["recorded"]["levels"].values())
+        set_up = sum(calls.get(name, 0) for name in SET_UP_CALLS)
+        per_call = (sum(calls.values()) - set_up) / recorded
+        floor = calls["cuLaunchKernel"] / recorded
+        rows[key] = group.row(key, "%.2f" % per_call, "%.2f" % floor, "%.2fx" % (per_call / floor), None)
+    return rows
 
 
 # The calls the first CUDA tensor's set-up makes once (the context, the kernel, the buffers).
@@ -79,4 +83,4 @@ SET_UP_CALLS = ("cuInit", "cuDeviceGet", "cuDeviceGetAttribute", "cuDevicePrimar
                 "cuModuleGetFunction", "cuMemAlloc_v2", "cuMemsetD32_v2", "cuMemHostAlloc",
                 "cuMemHostGetDevicePointer_v2")
 
-GROUPS = [Group("device_host", ROWS[:-1], measure), Group("device_driver_calls", ROWS[-1:], measure_driver_calls)]
+GROUPS = [Group("device_host", ROWS[:-2], measure), Group("device_driver_calls", ROWS[-2:], measure_driver_calls)]

@@ -31,7 +31,11 @@ class BehindBackend final : public Backend {
  public:
   BehindBackend() : results_(kSlots), stamps_(kSlots) {}
   const k::Result* results() const override { return results_.data(); }
-  const std::byte* staging(std::uint64_t& /*device_address*/) override { return nullptr; }
+  const std::byte* staging(std::uint64_t& device_address) override {
+    if (!staging_) staging_ = std::make_unique_for_overwrite<std::byte[]>(kStagingBytes);  // never touched
+    device_address = reinterpret_cast<std::uintptr_t>(staging_.get());
+    return staging_.get();
+  }
   std::uint64_t ring_memory(std::uint64_t bytes, std::string& /*why*/) override {
     ring_.resize(bytes);
     return reinterpret_cast<std::uintptr_t>(ring_.data());
@@ -87,6 +91,7 @@ class BehindBackend final : public Backend {
 
  private:
   std::vector<k::Result> results_;
+  std::unique_ptr<std::byte[]> staging_;
   std::vector<std::uint64_t> stamps_;
   std::vector<std::pair<std::uint32_t, std::uint64_t>> in_flight_;  // (slot, stamp) not landed
   std::vector<std::byte> ring_;
@@ -294,17 +299,24 @@ TEST_F(DeviceEngineTest, ALaunchFinishesThoughASlotOfItWasTakenAndStampedAgain) 
   EXPECT_EQ(backend->events, 0);
 }
 
-// Bytes copied by a launch (the ring, `dump`) are there when the launch has finished, not when its
-// results have landed: such a launch is followed by its event, asked about only where events may be.
-TEST_F(DeviceEngineTest, ALaunchThatCopiesIsFollowedByItsEvent) {
-  CopyRequest ring;
+// Bytes copied into the ring (device memory) are done when the stamps have landed: each block
+// copies its share before it arrives. Bytes copied to the host (`dump`) are known to be there only
+// when the launch has finished: such a launch is followed by its event, asked about only where
+// events may be.
+TEST_F(DeviceEngineTest, OnlyALaunchThatCopiesToTheHostIsFollowedByAnEvent) {
+  CopyRequest ring, host;
   ring.to = CopyRequest::To::Ring;
   ring.ring_bytes = std::uint64_t{1} << 20;
-  const Slot copied = queue(tensor(1024), &stream_a, ring);
+  host.to = CopyRequest::To::Host;
+  const Slot kept = queue(tensor(1024), &stream_a, ring);
+  engine->launch();
+  EXPECT_TRUE(engine->answers_unasked(kept.index));
+  const Slot copied = queue(tensor(1024, 1 << 20), &stream_a, host);
   engine->launch();
   EXPECT_EQ(backend->events, 1);
   EXPECT_FALSE(engine->answers_unasked(copied.index));
-  backend->catch_up();  // its stamps have landed, but its event has not passed
+  backend->catch_up();  // both launches' stamps have landed, but the second's event has not passed
+  EXPECT_TRUE(engine->ready(kept.index));
   EXPECT_FALSE(engine->ready(copied.index));
   EXPECT_EQ(backend->questions, 1);
 }

@@ -13,6 +13,7 @@ from conftest import BUILD_DIR, SHIM_DIR, VENV_PYTHON, arrays, clean_env, run_sc
 from test_torch_devices import LEVELS, NAN_PROGRAM, PLANTED, PROGRAM, without
 
 FAKE_DRIVER_DIR = BUILD_DIR / "tests" / "fake_cuda"
+EVENT_CALLS = {"cuEventCreate", "cuEventRecord", "cuEventQuery", "cuEventSynchronize"}
 COMPILE = """
 import sys
 sys.path.insert(0, %r)
@@ -52,8 +53,8 @@ def run_on(tmp_path, source, device, cache, env=None, **settings):
 def test_the_cuda_backend_records_what_the_fake_device_records(tmp_path, kernel_cache, mode):
     """Every dtype family, views, large and small tensors, training at both torch levels: through
     the CUDA backend the same records, statistics, digests and files as on the fake device, the
-    program's output unchanged. In `stats` its launches copy nothing: no event is recorded or asked
-    about (the stamps beside the results say when they are there), one launch per kernel launched,
+    program's output unchanged. In `stats` its launches copy nothing to the host: no event is recorded
+    or asked about (the stamps beside the results say when they are there), one launch per kernel launched,
     and a call asks whether its stream captures a CUDA graph twice at most (before its inputs are
     read, after it ran), not once per tensor."""
     (engine, engine_out, _), (driver, driver_out, calls) = (
@@ -69,19 +70,21 @@ def test_the_cuda_backend_records_what_the_fake_device_records(tmp_path, kernel_
     recorded = len(trace(driver_out))
     assert calls["cuStreamIsCapturing"] <= 2 * recorded
     if mode == "stats":
-        assert not {"cuEventRecord", "cuEventQuery", "cuEventSynchronize", "cuEventCreate"} & calls.keys(), calls
+        assert not EVENT_CALLS & calls.keys(), calls
         # with 40 tensors or so a call, several calls launch again before their outputs: the
         # launches per call, and so the capture checks, exceed one
         assert calls["cuStreamIsCapturing"] < calls["cuLaunchKernel"] + recorded
-    else:  # `dump`'s launches copy: their events say when the bytes are there
+    else:  # `dump`'s launches copy to the host: their events say when the bytes are there
         assert 1 <= calls["cuEventRecord"] <= note["kernels_launched"]
 
 
 @pytest.mark.parametrize("where", ["forward", "backward"])
 def test_warn_through_the_cuda_backend_names_the_fake_devices_culprit(tmp_path, kernel_cache, where):
-    """OPHOOK_NAN=warn (its ring on the device: launches that copy, followed by events), a NaN born
-    in forward or an Inf born in backward (a call no level records): through the CUDA backend the
-    same first culprit, warning and ring files as on the fake device."""
+    """OPHOOK_NAN=warn (its ring on the device), a NaN born in forward or an Inf born in backward (a
+    call no level records): through the CUDA backend the same first culprit, warning and ring
+    files as on the fake device. The launches that copy into the ring (device memory) are known
+    done by their stamps too: only those after the trigger, whose bytes go to the host for files,
+    are followed by events."""
     source = NAN_PROGRAM.replace("PLANTED", PLANTED[where])
     runs = [run_on(tmp_path, source, device, kernel_cache, levels="torch_function", nan="warn")
             for device in ("engine", "driver")]
@@ -97,7 +100,7 @@ def test_warn_through_the_cuda_backend_names_the_fake_devices_culprit(tmp_path, 
     for name in files:  # but for memory torch.empty left uninitialised, which differs from run to run
         if not name.startswith(("op_torch.empty_output", "op_torch.nn.init.")):
             assert (driver_out / name).read_bytes() == (engine_out / name).read_bytes(), name
-    assert calls["cuEventRecord"] >= 1
+    assert calls.get("cuEventRecord", 0) < calls["cuLaunchKernel"] // 2, calls
 
 
 def test_a_launch_that_fails_on_the_device_leaves_records_without_values(tmp_path, kernel_cache):

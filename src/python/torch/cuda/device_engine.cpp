@@ -140,7 +140,7 @@ void DeviceEngine::launch() {
   entry.stamped = copies_.jobs == 0;
   for (std::uint32_t j = 0; j < params_.jobs; ++j) {
     entry.slots[j] = params_.job[j].slot;
-    if (params_.job[j].copy_to != 0) entry.stamped = false;
+    if (slots_[params_.job[j].slot].staged != kNotStaged) entry.stamped = false;
   }
   reserve_arena(entry);
   for (std::uint32_t j = 0; j < params_.jobs; ++j) params_.job[j].partials = entry.arena_begin + params_.job[j].first_block;

@@ -102,10 +102,13 @@ class DeviceEngine {
     bool launch_failed = false;   // its result and bytes never came
   };
 
-  /// A launch in flight (or failed), until all its slots are released. One that copies no bytes is
-  /// `stamped`: done once every job's stamp has landed beside its result (asked of no driver, and
-  /// no event recorded for it); one that copies (`dump`, the ring) is done when its event has
-  /// passed, since its copies are finished only then.
+  /// A launch in flight (or failed), until all its slots are released. One that copies no bytes to
+  /// the host is `stamped`: done once every job's stamp has landed beside its result (asked of no
+  /// driver, and no event recorded for it). Its copies into the ring, in device memory, are done
+  /// by then: each block copies its share before it arrives, and the last block to arrive writes
+  /// the stamps. One that copies to the host (`dump`'s staging memory, and its copy launch after
+  /// it) is done when its event has passed: that its bytes have all reached host memory is known
+  /// only then.
   struct Launch {
     Backend::Event event = nullptr;
     void* stream = nullptr;  // a later launch on it starts only once this one has finished

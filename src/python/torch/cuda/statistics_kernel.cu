@@ -63,6 +63,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 3) ophook_statistics(cons
 
   shared[threadIdx.x] = summarise(job, static_cast<u64>(local) * kThreads + threadIdx.x,
                                   static_cast<u64>(job.blocks) * kThreads);
+  // Each thread's copies reach memory before its block arrives: once the last block has written
+  // the stamps, the host takes the ring's bytes for done without waiting for the launch's end.
+  if (job.copy_to != 0) __threadfence();
   __syncthreads();
   merge_in_block(shared);
 
