@@ -10,8 +10,8 @@
 // It counts every call by function and writes the counts as JSON at exit to
 // $OPHOOK_TEST_FAKE_CUDA_CALLS, so that a test or benchmark can say how many driver calls a
 // recorded call cost. OPHOOK_TEST_FAKE_CUDA_FAIL_AT=N makes the statistics launches from the N-th
-// on fail on the device: their results never land, and every stream and event reports the error,
-// as a real context does after a fault.
+// on fail on the device: their results never land, and every stream and event call reports the
+// error, as a real context does after a fault.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -249,7 +249,7 @@ CUresult cuEventSynchronize(void* event) {
 CUresult cuStreamIsCapturing(void* /*stream*/, int* status) {
   auto held = counted("cuStreamIsCapturing");
   *status = 0;
-  return kSuccess;
+  return device().faulted ? kIllegalAddress : kSuccess;  // a failed context says so to every stream call
 }
 
 CUresult cuStreamCreate(void** stream, unsigned /*flags*/) {

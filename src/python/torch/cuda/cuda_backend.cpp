@@ -124,10 +124,18 @@ class CudaBackend final : public Backend {
     for (std::uint32_t spins = 1;; ++spins) {
       if (landed()) return true;
       // Now and then the stream is asked whether its work failed or is all done (the stamps would
-      // be there then), unless it is capturing a CUDA graph: asking would invalidate the capture.
-      if (spins % kSpinsPerQuery == 0 && !capturing(stream)) {
+      // be there then), unless it is capturing a CUDA graph: asking would invalidate the capture,
+      // and the work launched before the capture finishes on its own. A context that failed
+      // (a fault) says so to the capture question already: its stamps never come.
+      if (spins % kSpinsPerQuery == 0) {
         ContextScope scope(*api_, context_);
-        if (api_->stream_query(static_cast<CUstream>(stream)) != kNotReady) return landed();
+        int status = 0;
+        const CUresult asked = api_->stream_is_capturing(static_cast<CUstream>(stream), &status);
+        if (asked == kSuccess && status == 0) {
+          if (api_->stream_query(static_cast<CUstream>(stream)) != kNotReady) return landed();
+        } else if (asked != kSuccess && (asked < kFirstCaptureError || asked > kLastCaptureError)) {
+          return landed();
+        }
       }
       if (spins < kSpinsBeforeSleeping) {
         std::this_thread::yield();

@@ -20,6 +20,9 @@ using CUevent = struct CUevent_st*;
 
 constexpr CUresult kSuccess = 0;
 constexpr CUresult kNotReady = 600;
+// CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (900) to CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD (908): a
+// graph capture refuses the call; any other error of a stream call is the context's (a fault).
+constexpr CUresult kFirstCaptureError = 900, kLastCaptureError = 908;
 constexpr int kComputeCapabilityMajor = 75;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 constexpr int kComputeCapabilityMinor = 76;
 constexpr unsigned kHostAllocPortable = 1, kHostAllocDeviceMap = 2;
