@@ -51,8 +51,8 @@ class Backend {
   /// stream's work failed or finished without them (the launch failed).
   virtual bool wait_until(const std::function<bool()>& landed, void* stream) = 0;
   /// An event recorded on `stream` after the launches so far; null when none could be recorded
-  /// (the caller then waits at once). Only launches that copy bytes need one: the copies are done
-  /// when the launch has finished, not when its results have landed.
+  /// (the caller then waits at once). Only launches that copy bytes to the host need one: those
+  /// bytes are known to be there when the launch has finished, not when its results have landed.
   virtual Event record(void* stream) = 0;
   /// Whether the work before `event` has finished (no waiting).
   virtual bool finished(Event event) = 0;

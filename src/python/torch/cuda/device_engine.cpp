@@ -260,13 +260,12 @@ bool DeviceEngine::let_finish(std::uint64_t launch) {
 }
 
 bool DeviceEngine::landed(Launch& entry, std::uint32_t index) {
-  std::uint32_t all = 0, job = 0;
-  for (std::uint32_t j = 0; j < entry.jobs; ++j) {
-    all |= 1u << j;
+  std::uint32_t job = 0;
+  for (std::uint32_t j = 0; j < entry.jobs && job == 0; ++j) {
     if (entry.slots[j] == index) job = 1u << j;
   }
   if (!(entry.landed & job) && backend_->arrived(index, entry.stamp)) entry.landed |= job;
-  if (entry.landed == all && !entry.done) finish(entry);
+  if (entry.landed == (1u << entry.jobs) - 1 && !entry.done) finish(entry);
   return (entry.landed & job) != 0;
 }
 
