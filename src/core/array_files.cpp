@@ -241,7 +241,7 @@ void ArrayFiles::settle_links() noexcept {
     try {
       plan_write(std::move(job), plans[i]);
     } catch (const std::exception& e) {
-      logger().error("cannot plan {}: {}", job.outcome->file, e.what());
+      log_error("cannot plan {}: {}", job.outcome->file, e.what());
       job.outcome->file.clear();
     }
   }
@@ -258,7 +258,7 @@ void ArrayFiles::refuse_links(int error) noexcept {
   if (!links_on_) return;
   links_on_ = false;
   links_refused_ = error;
-  logger().debug("{}: hard links refused ({}): repeated content is written again", dir_.path(), std::strerror(error));
+  log_debug("{}: hard links refused ({}): repeated content is written again", dir_.path(), std::strerror(error));
 }
 
 nlohmann::ordered_json ArrayFiles::store_once_json() const {
@@ -279,7 +279,7 @@ bool ArrayFiles::deadline_passed() noexcept {
     const auto reason = fmt::format("the {} s allowed for files after a termination signal passed: the arrays "
                                     "still queued get statistics but no file", kTerminationFilesMs / 1000);
     summary_.note_stopped(".npy files", reason);
-    logger().warn("{}: {}", dir_.path(), reason);
+    log_warn("{}: {}", dir_.path(), reason);
   }
   return true;
 }
@@ -290,10 +290,10 @@ void ArrayFiles::file_failed(const std::string& name, int error) noexcept {
     if (failed_) return;  // the other file thread's file of the same batch, failing alike
     failed_ = true;
     summary_.note_stopped(".npy files", name + ": " + std::strerror(error));
-    logger().error("cannot write {}/{}: {}: no more .npy files, trace.jsonl and statistics go on",
+    log_error("cannot write {}/{}: {}: no more .npy files, trace.jsonl and statistics go on",
                    dir_.path(), name, std::strerror(error));
   } else if (first) {
-    logger().error("cannot write {}/{}: {}: this file is skipped (the first such error; summary.json counts them all)",
+    log_error("cannot write {}/{}: {}: this file is skipped (the first such error; summary.json counts them all)",
                    dir_.path(), name, std::strerror(error));
   }
 }

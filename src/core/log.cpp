@@ -2,6 +2,7 @@
 // use spdlog itself, and the registry's mutex would be one more lock to survive fork().
 #include "ophook/log.hpp"
 
+#include <spdlog/logger.h>
 #include <spdlog/sinks/base_sink.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <memory>
 #include <cerrno>
 #include <mutex>
+#include <string>
 
 namespace ophook::core {
 namespace {
@@ -56,8 +58,6 @@ spdlog::logger* make_logger(spdlog::level::level_enum level) {
 
 std::atomic<spdlog::logger*> g_logger{nullptr};
 
-}  // namespace
-
 spdlog::logger& logger() {
   spdlog::logger* current = g_logger.load(std::memory_order_acquire);
   if (current != nullptr) return *current;
@@ -67,6 +67,18 @@ spdlog::logger& logger() {
     g_logger.compare_exchange_strong(expected, make_logger(spdlog::level::info));
   });
   return *g_logger.load(std::memory_order_acquire);
+}
+
+}  // namespace
+
+bool log_enabled(spdlog::level::level_enum level) noexcept { return logger().should_log(level); }
+
+void log_formatted(spdlog::level::level_enum level, fmt::string_view format, fmt::format_args args) noexcept {
+  try {
+    const std::string line = fmt::vformat(format, args);
+    logger().log(level, spdlog::string_view_t(line.data(), line.size()));
+  } catch (...) {  // out of memory or a bad runtime format spec: the line is lost, the program is not
+  }
 }
 
 void set_log_level(spdlog::level::level_enum level) { logger().set_level(level); }

@@ -219,7 +219,7 @@ bool Recorder::ensure_writer() noexcept {
     start_writer(child_output_path(), WriterThread::Start);
     return true;
   } catch (const std::exception& e) {
-    logger().error("recording off in this process: {}", e.what());
+    log_error("recording off in this process: {}", e.what());
     finished_.store(true);
     return false;
   }
@@ -259,7 +259,7 @@ bool Recorder::dump_ring(std::string_view why) noexcept {
     request->error = why;
     submit(std::move(request));
   } catch (const std::exception& e) {
-    logger().error("cannot write the ring ({}): {}", why, e.what());
+    log_error("cannot write the ring ({}): {}", why, e.what());
     return false;
   }
   flush();
@@ -279,7 +279,7 @@ void Recorder::finish() noexcept {
   try {
     writer_->finish(dropped_.load() + held_.exchange(0), queue_->producer_waits());
   } catch (const std::exception& e) {
-    logger().error("could not finish the output in {}: {}", output_path(), e.what());
+    log_error("could not finish the output in {}: {}", output_path(), e.what());
   }
   CaptureBufferPool::set_limit(0);  // no memory kept for a run that has ended
 }

@@ -122,7 +122,7 @@ bool RunSummary::budget_allows(std::uint64_t bytes, const CallRecord& record) {
   budget_exhausted_ = true;
   budget_exhausted_at_ = record.seq;
   budget_exhausted_at_step_ = record.step;
-  logger().warn("OPHOOK_MAX_BYTES={} reached at call {} ({}, step {}) after {} files ({} written): no more .npy "
+  log_warn("OPHOOK_MAX_BYTES={} reached at call {} ({}, step {}) after {} files ({} written): no more .npy "
                 "files, the run continues in stats mode. To spend the budget where it matters: record fewer "
                 "steps (OPHOOK_STEPS), save only some ops' arrays (OPHOOK_DUMP_INCLUDE), or keep only the "
                 "latest calls' arrays until something goes wrong (OPHOOK_RING_BYTES)",
@@ -236,7 +236,7 @@ void RunSummary::write_files(OutputDir& dir, std::uint64_t dropped, RecordQueue:
   const auto write = [&](const char* name, const std::string& text) {
     if (auto r = dir.write_file(name, text); !r.ok) {
       count_write_error(name, r.error);
-      logger().error("cannot write {}/{}: {}", dir.path(), name, r.message());
+      log_error("cannot write {}/{}: {}", dir.path(), name, r.message());
     }
   };
   write("api_apis.txt", apis);
@@ -254,7 +254,7 @@ void RunSummary::write_files(OutputDir& dir, std::uint64_t dropped, RecordQueue:
   const auto waited = producer_waits.ns >= kWaitWorthSaying
                           ? fmt::format(", the program waited {:.2f} s for the writer", static_cast<double>(producer_waits.ns) / 1e9)
                           : "";
-  logger().info("recorded {} calls of {} ops, {} files ({}{}) into {}{}{}{}", calls_, ops_.size(), files_,
+  log_info("recorded {} calls of {} ops, {} files ({}{}) into {}{}{}{}", calls_, ops_.size(), files_,
                 human_bytes(bytes_written_), links, dir.path(), ring,
                 write_errors_ ? fmt::format(", {} write errors", write_errors_) : "", waited);
 }

@@ -25,7 +25,7 @@ TraceLines::TraceLines(OutputDir& dir, RunSummary& summary) : dir_(dir), summary
     const int error = errno;
     api_failed_ = true;
     summary_.count_write_error("api_trace.txt", error);
-    logger().error("cannot write {}/api_trace.txt: {}: this file is skipped", dir_.path(), std::strerror(error));
+    log_error("cannot write {}/api_trace.txt: {}: this file is skipped", dir_.path(), std::strerror(error));
   }
 }
 
@@ -40,7 +40,7 @@ void TraceLines::emit(std::uint64_t seq, std::string_view line, std::string_view
       waiting_.emplace(seq, std::make_pair(std::string(line), std::string(api_line)));
       waiting_bytes_ += line.size() + api_line.size();
     } catch (const std::bad_alloc&) {
-      logger().error("out of memory: the trace line of call {} is lost", seq);
+      log_error("out of memory: the trace line of call {} is lost", seq);
     }
     return;
   }
@@ -83,7 +83,7 @@ void TraceLines::append(int fd, LineBuffer& buffer, bool& failed, const char* wh
       const int error = n < 0 ? errno : EIO;
       summary_.count_write_error(what, error);
       summary_.note_stopped(what, std::strerror(error));
-      logger().error("cannot write {}/{}: {}: no more lines are added to it", dir_.path(), what,
+      log_error("cannot write {}/{}: {}: no more lines are added to it", dir_.path(), what,
                      std::strerror(error));
       break;
     }

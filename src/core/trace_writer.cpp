@@ -259,7 +259,7 @@ std::uint64_t TraceWriter::fetch_held_on_device(ArrayRing::HeldCall& call) noexc
     try {
       fetched = held.source->fetch(held.ticket, array.reserve_data(held.saved_bytes), held.saved_bytes);
     } catch (const std::bad_alloc&) {
-      logger().error("no memory to bring call {}'s array {} from its device for the ring's files", call.record->seq, i);
+      log_error("no memory to bring call {}'s array {} from its device for the ring's files", call.record->seq, i);
     }
     if (fetched) {
       fetched_bytes += held.saved_bytes;
@@ -298,7 +298,7 @@ void TraceWriter::write_final_files() noexcept {
     summary_.set_ring(ring_.to_json());
     summary_.write_files(dir_, final_dropped_, final_waits_);
   } catch (const std::exception& e) {
-    logger().error("cannot write the summary files into {}: {}", dir_.path(), e.what());
+    log_error("cannot write the summary files into {}: {}", dir_.path(), e.what());
   }
 }
 
@@ -309,13 +309,13 @@ void TraceWriter::rename_for_rank() noexcept {
     const auto old_path = dir_.path();
     const auto why_not = name_after_rank(dir_, rank, recorder_.root_pid());
     if (!why_not.empty()) {
-      logger().warn("rank {}: the output stays in {}: {}", rank, old_path, why_not);
+      log_warn("rank {}: the output stays in {}: {}", rank, old_path, why_not);
       return;
     }
     recorder_.set_output_path(dir_.path());
-    logger().debug("rank {} learned: {} renamed {}", rank, old_path, dir_.path());
+    log_debug("rank {} learned: {} renamed {}", rank, old_path, dir_.path());
   } catch (const std::exception& e) {
-    logger().warn("rank {}: the output stays in {}: {}", rank, dir_.path(), e.what());
+    log_warn("rank {}: the output stays in {}: {}", rank, dir_.path(), e.what());
   }
 }
 
@@ -355,7 +355,7 @@ std::string_view TraceWriter::format_lines(const CallRecord& record, const std::
 }
 
 void TraceWriter::record_failed(const CallRecord& record, const std::exception& e) noexcept {
-  logger().error("could not record call {}: {}", record.seq, e.what());
+  log_error("could not record call {}: {}", record.seq, e.what());
   summary_.count_record_error();
 }
 

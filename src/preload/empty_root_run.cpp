@@ -30,17 +30,17 @@ bool write_empty_root_run(std::string_view encoded_settings, std::string_view py
   try {
     const auto parsed = core::parse_config(decode_settings(encoded_settings));
     if (!parsed.errors.empty()) {  // checked at start-up already: the shim would not get here
-      core::logger().error("cannot start recording: {}", parsed.errors.front().message());
+      core::log_error("cannot start recording: {}", parsed.errors.front().message());
       return false;
     }
     core::set_log_level(parsed.config.log_level);
     auto& recorder = core::Recorder::start(parsed.config, core::WriterThread::Inline);
     recorder.set_version("python", python_version);
-    core::logger().info("{}", start_message);
+    core::log_info("{}", start_message);
     recorder.finish();
     return true;
   } catch (const std::exception& e) {
-    core::logger().error("cannot start recording: {}", e.what());
+    core::log_error("cannot start recording: {}", e.what());
     return false;
   }
 }

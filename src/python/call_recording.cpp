@@ -179,7 +179,7 @@ void copy_live_arrays(const core::Recorder& recorder, core::CallRecord& record) 
 std::string announce_nonfinite(core::Recorder& recorder, core::CallRecord& record) {
   record.nonfinite_new = true;
   auto where = describe_call(recorder, record);
-  if (recorder.claim_first_nonfinite_report()) core::logger().warn("first NaN/Inf from finite inputs: {}", where);
+  if (recorder.claim_first_nonfinite_report()) core::log_warn("first NaN/Inf from finite inputs: {}", where);
   return where;
 }
 

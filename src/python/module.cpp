@@ -82,7 +82,7 @@ std::vector<std::pair<PyObject*, std::string>> object_names(const pb::list& item
 }
 
 void log_message(const std::string& level, const std::string& message) {
-  core::logger().log(spdlog::level::from_str(level), "{}", message);
+  core::log(spdlog::level::from_str(level), "{}", message);
 }
 
 }  // namespace
@@ -173,7 +173,7 @@ PYBIND11_MODULE(_ophook, m) {
             recorder == nullptr || recorder->config().ranks.contains(static_cast<std::uint64_t>(known));
         RecordingGate::set(RecordingGate::kRankSelected, selected);
         if (!selected) {
-          ophook::core::logger().info("rank {} is not in OPHOOK_RANKS: no more calls are recorded in this process",
+          ophook::core::log_info("rank {} is not in OPHOOK_RANKS: no more calls are recorded in this process",
                                       known);
         }
         return pb::bool_(selected);

@@ -27,7 +27,7 @@ std::vector<PyObject*> compile_wrappers;  // strong; emptied once the notice is 
 
 void give_compile_notice() {
   if (compile_wrappers.empty() || !running_below(compile_wrappers)) return;
-  core::logger().warn(
+  core::log_warn(
       "torch.compile runs eagerly under ophook: results are eager PyTorch's; OPHOOK_COMPILE=ignore keeps it "
       "compiled and unrecorded");
   notice_compiled_calls({});

@@ -270,7 +270,7 @@ std::vector<std::string> NumpyHooks::patch_ufunc_methods(PyObject* ufunc_type) {
       if (std::string_view(def->ml_name) != kMethods[m] || methods[m].def != nullptr) continue;
       auto trampoline = trampoline_for_index(m, def->ml_flags, std::make_index_sequence<kMethods.size()>{});
       if (trampoline == nullptr) {
-        core::logger().debug("ufunc.{} has calling convention {:#x}: not hooked", def->ml_name, def->ml_flags);
+        core::log_debug("ufunc.{} has calling convention {:#x}: not hooked", def->ml_name, def->ml_flags);
         continue;
       }
       methods[m] = {def, def->ml_meth};

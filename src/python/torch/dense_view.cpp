@@ -147,7 +147,7 @@ bool enable_dense_views(core::Recorder& recorder, PyObject* torch) {
     native_agrees = native_agrees && native_read_agrees(probe.get());
   }
   native_reads = native_agrees;
-  core::logger().debug("torch tensors read through {}",
+  core::log_debug("torch tensors read through {}",
                        native_reads ? "at::toDLPackNonOwning" : "torch's DLPack exporter");
   return true;
 }

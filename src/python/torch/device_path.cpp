@@ -203,7 +203,7 @@ bool enable_device_path() {
                      get("Unread")};
   if (!found.copy_into || !found.snapshot || !found.statistics || !found.resolve || !found.local_shard ||
       !found.unread_type) {
-    core::logger().warn("tensors on other devices than the CPU are described without values: {}",
+    core::log_warn("tensors on other devices than the CPU are described without values: {}",
                         PyErr_Occurred() ? take_python_error() : std::string("ophook._torch_device is incomplete"));
     for (PyObject* f : {found.copy_into, found.snapshot, found.statistics, found.resolve, found.local_shard,
                         found.unread_type}) {
@@ -240,7 +240,7 @@ void report_unread(const core::CallRecord& record, core::ArrayCapture& out, cons
   const auto count = recorder->count_tensor_not_read(unread.out_of_memory);
   const auto& device = out.device_id ? recorder->text(out.device_id) : std::string("cpu");
   if (count.all == 1) {
-    core::logger().warn("a tensor on {} of {} (seq {}) was not read ({}{}{}): it is recorded without values, with "
+    core::log_warn("a tensor on {} of {} (seq {}) was not read ({}{}{}): it is recorded without values, with "
                         "that reason; summary.json counts such tensors under notes.tensors_not_read",
                         device, recorder->op(record.op_id).name, record.seq, unread.reason,
                         unread.detail.empty() ? "" : ": ", unread.detail);

@@ -162,7 +162,7 @@ class BackwardCheckScope {
       // Said once: the program's dispatch mode stack now holds a mode it did not push.
       static bool said = false;
       if (!std::exchange(said, true)) {
-        core::logger().warn("the backward NaN check could not leave the dispatch mode stack: {}",
+        core::log_warn("the backward NaN check could not leave the dispatch mode stack: {}",
                             describe_pending_exception());
       }
       PyErr_Clear();

@@ -240,7 +240,7 @@ DeviceRing* DeviceEngine::ring_for(std::uint64_t bytes, bool check_part) {
     std::string why;
     const std::uint64_t address = backend_->ring_memory(bytes + check_bytes, why);
     if (address == 0) {
-      core::logger().warn("the OPHOOK_RING_BYTES ring keeps tensors' bytes on the host, not on their device: {}", why);
+      core::log_warn("the OPHOOK_RING_BYTES ring keeps tensors' bytes on the host, not on their device: {}", why);
     } else {
       // Never freed: the writer may fetch from them until the end.
       rings_[0] = new DeviceRing(*backend_, address, bytes);
@@ -292,7 +292,7 @@ void DeviceEngine::fail(Launch& entry, const std::string& why) {
   entry.failed = true;
   for (std::uint32_t j = 0; j < entry.jobs; ++j) slots_[entry.slots[j]].launch_failed = true;
   if (engine_costs.launch_failures++ == 0) {
-    core::logger().warn("the statistics kernel could not run ({}): those tensors are recorded without values", why);
+    core::log_warn("the statistics kernel could not run ({}): those tensors are recorded without values", why);
   }
 }
 

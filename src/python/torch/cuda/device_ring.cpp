@@ -48,7 +48,7 @@ bool DeviceRing::fetch(std::uint64_t ticket, std::byte* dst, std::size_t saved_b
   const bool buffer_ok = entry.widen != nullptr ? packed != nullptr : saved_bytes == entry.raw_bytes;
   if (!buffer_ok || !backend_.copy_to_host(packed ? packed.get() : dst, base_ + entry.begin, entry.raw_bytes)) {
     if (buffer_ok && !std::exchange(copy_failed_, true)) {
-      core::logger().error("could not copy the ring's bytes from the device: those arrays get no file, and say why");
+      core::log_error("could not copy the ring's bytes from the device: those arrays get no file, and say why");
     }
     return false;
   }

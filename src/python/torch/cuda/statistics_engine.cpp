@@ -75,7 +75,7 @@ DeviceEngine* engine_for(bool fake, int ordinal, std::uint32_t& device) {
   const std::string name = fake ? std::string(driver ? "fake (CUDA driver)" : "fake") : "cuda:" + std::to_string(ordinal);
   if (!backend) {
     engine_costs.unavailable = name + ": " + why;
-    core::logger().warn("statistics of tensors on {} are computed through torch, not by ophook's kernel: {}", name, why);
+    core::log_warn("statistics of tensors on {} are computed through torch, not by ophook's kernel: {}", name, why);
     return nullptr;
   }
   engine_costs.devices += (engine_costs.devices.empty() ? "" : ", ") + name;
