@@ -8,9 +8,10 @@ cd "$root"
 log() { printf '[setup] %s\n' "$*" >&2; }
 
 # chromium: tests/python/test_html_pages.py renders the report and compare pages headless.
+# ccache: tests/python/test_packaging.py builds the wheel again from the same sources and flags.
 apt_packages=(build-essential cmake ninja-build pkg-config libspdlog-dev libfmt-dev libgtest-dev
   libgmock-dev nlohmann-json3-dev libcli11-dev libxxhash-dev libbenchmark-dev python3-numpy
-  python3-venv clang clang-tidy libclang-rt-14-dev chromium)
+  python3-venv clang clang-tidy libclang-rt-14-dev chromium ccache)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -55,7 +56,10 @@ then
 fi
 
 log "configuring and building into build/"
+# ccache without the build directory in its key (CCACHE_NOHASHDIR), so that the wheel that
+# test_packaging.py builds elsewhere with these flags finds these objects.
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_COMPILER_LAUNCHER="env;CCACHE_NOHASHDIR=1;ccache" \
   -DPython3_EXECUTABLE="$root/.venv/bin/python" >/dev/null
 cmake --build build -- -k 0 | grep -vE '^\[[0-9]+/[0-9]+\] ' || true
 test -f build/libophook.so && test -x build/ophook

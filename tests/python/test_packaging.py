@@ -2,13 +2,17 @@
 library and extension, a NumPy program recorded by `ophook run` from there, and the pytest plugin
 found through its entry point.
 
-The venv sees the base interpreter's site-packages (--system-site-packages) for NumPy and the
-build tools (scikit-build-core, pybind11), so nothing is downloaded when they are there. The CMake
-build directory lives in the test build tree (OPHOOK_BUILD_DIR/wheel-build) so a second run only
-rebuilds what changed; the first one compiles the wheel's parts (no tests) with two jobs."""
+The venv sees this interpreter's site-packages (a .pth file) for NumPy, pytest and the build tools
+(scikit-build-core, pybind11, tvm_ffi), so nothing is downloaded when they are there. The wheel is
+compiled as the test build was (its build type, compiler, flags and launcher, read from its
+CMakeCache.txt), with the same include paths, so that the compiler cache set-up.sh configures
+(ccache) hands it the objects already compiled: what this test checks is the package, not the
+optimiser (pyproject.toml's Release build is what users get). The CMake build directory lives in
+the test build tree (OPHOOK_BUILD_DIR/wheel-build) so a second run only rebuilds what changed."""
 import os
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import numpy as np
@@ -56,13 +60,32 @@ class Venv:
         return Path(proc.stdout.strip())
 
 
+def wheel_build_settings():
+    """pip --config-settings that build the wheel with the test build's compiler settings."""
+    wanted = ("CMAKE_BUILD_TYPE", "CMAKE_CXX_COMPILER", "CMAKE_CXX_FLAGS_RELWITHDEBINFO", "CMAKE_CXX_COMPILER_LAUNCHER")
+    cache = {}
+    for line in (BUILD_DIR / "CMakeCache.txt").read_text().splitlines():
+        name, _, value = line.partition("=")
+        name = name.partition(":")[0]
+        if name in wanted and value:
+            cache[name] = value
+    settings = []
+    if "CMAKE_BUILD_TYPE" in cache:
+        settings.append(f"--config-settings=cmake.build-type={cache.pop('CMAKE_BUILD_TYPE')}")
+    settings += [f"--config-settings=cmake.define.{name}={value}" for name, value in cache.items()]
+    return settings
+
+
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory):
     root = tmp_path_factory.mktemp("pkg") / "venv"
     base_python = getattr(sys, "_base_executable", sys.executable)
-    subprocess.run([base_python, "-m", "venv", "--system-site-packages", str(root)], check=True,
-                   env=clean_env(), timeout=300)
+    subprocess.run([base_python, "-m", "venv", str(root)], check=True, env=clean_env(), timeout=300)
     env = Venv(root)
+    site_packages = subprocess.run([str(env.python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                   env=clean_env(), capture_output=True, text=True, check=True).stdout.strip()
+    # After the venv's own packages on sys.path, so that the ophook installed there comes first.
+    (Path(site_packages) / "test_packages.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     probe = "import " + ", ".join(BUILD_TOOLS)
     if subprocess.run([str(env.python), "-c", probe], env=clean_env(),
                       capture_output=True).returncode != 0:
@@ -73,7 +96,7 @@ def venv(tmp_path_factory):
     install = subprocess.run(
         [str(env.python), "-m", "pip", "install", "--no-build-isolation", "--no-deps",
          "--disable-pip-version-check", f"--config-settings=build-dir={BUILD_DIR / 'wheel-build'}",
-         str(SOURCE_DIR)],
+         *wheel_build_settings(), str(SOURCE_DIR)],
         env=clean_env(CMAKE_BUILD_PARALLEL_LEVEL="2"), capture_output=True, text=True, timeout=1500)
     assert install.returncode == 0, install.stdout[-4000:] + install.stderr[-4000:]
     return env
