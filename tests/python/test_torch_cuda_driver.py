@@ -23,10 +23,13 @@ print(o.torch_compile_statistics_kernel(9, 0)[0])
 
 
 @pytest.fixture(scope="module")
-def kernel_cache(tmp_path_factory):
+def kernel_cache():
     """A kernel cache holding the kernel for the stand-in's compute capability (9.0), compiled
-    beforehand: NVRTC itself loads libcuda.so.1 when it compiles, and the stand-in is not for it."""
-    cache = tmp_path_factory.mktemp("kernel_cache")
+    beforehand: NVRTC itself loads libcuda.so.1 when it compiles, and the stand-in is not for it.
+    The build tree's, which the benchmarks' driver-call rows use too (tests/bench/figures_devices.py):
+    NVRTC takes half a minute over the kernel, and compiling it is tested elsewhere
+    (test_torch_devices.py); a cache holding it already is read."""
+    cache = BUILD_DIR / "kernel-cache"
     proc = subprocess.run([str(VENV_PYTHON), "-c", COMPILE % str(SHIM_DIR)], env=clean_env(XDG_CACHE_HOME=cache),
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and proc.stdout.split() == ["sm_90"], proc.stderr

@@ -249,19 +249,31 @@ def test_kernel_digest_is_the_fingerprint_of_the_bytes(runs):
     assert fingerprints > 300
 
 
-def test_kernel_compiles_with_nvrtc_for_every_gpu_generation(tmp_path):
+CACHED_KERNEL = """
+import sys
+sys.path.insert(0, %r)
+import torch, ophook._ophook as o
+target, image, cached = o.torch_compile_statistics_kernel(9, 0)
+print(target, cached, len(image))
+"""
+
+
+def test_kernel_compiles_with_nvrtc_for_every_gpu_generation_and_is_kept(tmp_path):
     """The kernel source ophook embeds compiles with NVRTC (scripts/setup.sh installs NVIDIA's
     wheel; a CUDA build of torch ships one) into a cubin for each GPU generation this CUDA
     supports (Turing, Hopper, Blackwell here), both entry points (the statistics and `dump`'s copy of
     changed bytes), as the first CUDA tensor of a run compiles it: a syntax or
     resource error in statistics_kernel.cu or its header fails here, with no GPU. A GPU newer than
-    NVRTC knows gets PTX for the newest it knows (the driver compiles it); an older one an error."""
+    NVRTC knows gets PTX for the newest it knows (the driver compiles it); an older one an error.
+    NVRTC takes seconds over the kernel: each image is kept in the kernel cache
+    ($XDG_CACHE_HOME/ophook), which the next process reads instead (the same bytes); a file there
+    that is no kernel image is compiled over."""
     code = ("import sys; sys.path.insert(0, %r)\n"
             "import torch, ophook._ophook as o\n"
             "for cc in ((7, 5), (9, 0), (12, 0), (99, 0)):\n"
             "    target, image, cached = o.torch_compile_statistics_kernel(*cc)\n"
             "    print(target, image[:4] == b'\\x7fELF', b'.entry ophook_statistics' in image, len(image),\n"
-            "          b'ophook_copy_changed' in image)\n"
+            "          b'ophook_copy_changed' in image, cached)\n"
             "try:\n"
             "    o.torch_compile_statistics_kernel(3, 0)\n"
             "except RuntimeError as error:\n"
@@ -272,24 +284,13 @@ def test_kernel_compiles_with_nvrtc_for_every_gpu_generation(tmp_path):
     lines = [line.split() for line in proc.stdout.splitlines()]
     cubins = [[t, "True", "False"] for t in ("sm_75", "sm_90", "sm_120")]
     assert [line[:3] for line in lines[:3]] == cubins and all(int(line[3]) > 10_000 for line in lines[:3])
-    assert all(line[4] == "True" for line in lines[:4])  # the copy launch's entry point in each image
+    assert all(line[4] == "True" and line[5] == "False" for line in lines[:4])  # both entry points; compiled
     assert lines[3][0].startswith("compute_") and lines[3][1:3] == ["False", "True"]  # PTX text
     assert lines[4][:1] == ["refused"] and "sm_30" in proc.stdout
+    for target, *_, size, _, _ in lines[:3]:
+        (kept,) = (tmp_path / "ophook").glob(f"statistics_kernel-{target}-*.cubin")
+        assert kept.stat().st_size == int(size)
 
-
-CACHED_KERNEL = """
-import sys
-sys.path.insert(0, %r)
-import torch, ophook._ophook as o
-target, image, cached = o.torch_compile_statistics_kernel(9, 0)
-print(target, cached, len(image))
-"""
-
-
-def test_a_compiled_kernel_is_kept_for_the_next_process(tmp_path):
-    """NVRTC takes seconds over the kernel: the first process keeps the image in the kernel cache
-    ($XDG_CACHE_HOME/ophook), the next reads it instead (the same bytes); a file there that is no
-    kernel image is compiled over."""
     def have():
         proc = subprocess.run([str(VENV_PYTHON), "-c", CACHED_KERNEL % str(SHIM_DIR)], capture_output=True, text=True,
                               env=clean_env(XDG_CACHE_HOME=tmp_path), timeout=300)
@@ -297,11 +298,10 @@ def test_a_compiled_kernel_is_kept_for_the_next_process(tmp_path):
         target, cached, size = proc.stdout.split()
         (kept,) = (tmp_path / "ophook").glob("statistics_kernel-sm_90-*.cubin")
         return target, cached == "True", int(size), kept
-    target, cached, size, kept = have()
-    assert target == "sm_90" and not cached and kept.stat().st_size == size
+    (kept,) = (tmp_path / "ophook").glob("statistics_kernel-sm_90-*.cubin")
     image = kept.read_bytes()
     target, cached, size, kept_again = have()
-    assert cached and kept_again == kept and kept.read_bytes() == image and size == len(image)
+    assert target == "sm_90" and cached and kept_again == kept and kept.read_bytes() == image and size == len(image)
     kept.write_bytes(b"not a kernel")
     target, cached, size, kept = have()
     assert not cached and kept.read_bytes() == image
