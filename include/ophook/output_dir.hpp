@@ -25,8 +25,8 @@ struct IoResult {
 /// through. Files get mode 0644 (less what the umask removes).
 /// A directory created directly inside a world-writable one (/tmp) gets mode 0700, and an existing
 /// one there must belong to this user: others could otherwise read the dumps or swap them.
-/// write_file may run on several threads at once (the writer and its file helper); everything
-/// else is the writer's alone.
+/// write_file and link_copy may run on several threads at once (the writer and its file helpers);
+/// everything else is the writer's alone.
 class OPHOOK_API OutputDir {
  public:
   /// Whether the last component of the path may be a symlink: yes for the directory the user

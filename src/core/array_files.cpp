@@ -5,8 +5,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <future>
-#include <system_error>
+#include <exception>
 
 #include "ophook/log.hpp"
 #include "ophook/npy.hpp"
@@ -18,10 +17,13 @@
 namespace ophook::core {
 namespace {
 
-// Array files this large are written by a helper thread while the writer computes the array's
-// statistics: the two passes over the data overlap instead of adding up (64 MiB of float64 on the
-// bench machine: statistics 45 ms and write() 21 ms of CPU, one after the other before).
+// An array this large gets its statistics and its file as two jobs, which two threads may run at
+// once: the two passes over the data overlap instead of adding up (64 MiB of float64 on the bench
+// machine: statistics 45 ms and write() 21 ms of CPU, one after the other before).
 constexpr std::size_t kOverlapBytes = std::size_t{8} << 20;
+// Passes over less than this many bytes in all run on the writer alone: waking a helper costs
+// more than it saves (a file job is always worth sharing: its cost is the kernel's).
+constexpr std::size_t kShareBytes = std::size_t{1} << 20;
 // For the benchmarks' "before" figures only: every file written, none linked.
 constexpr const char* kNoLinksVariable = "OPHOOK_TEST_NO_LINKS";
 
@@ -29,25 +31,19 @@ std::span<const std::byte> bytes_of(const std::string& text) {
   return {reinterpret_cast<const std::byte*>(text.data()), text.size()};
 }
 
-/// Writes `parts` into `file` and runs add_stats() over the same (read-only) data, at the same
-/// time for a large array.
-template <typename AddStats>
-IoResult write_file_with_stats(OutputDir& dir, const std::string& file,
-                               std::span<const std::span<const std::byte>> parts, AddStats&& add_stats) {
-  if (parts.back().size() >= kOverlapBytes) {
-    std::future<IoResult> written;
-    try {
-      written = std::async(std::launch::async, [&] { return dir.write_file(file, parts); });
-    } catch (const std::system_error&) {
-      // No thread to be had: one pass after the other, below.
-    }
-    if (written.valid()) {
-      add_stats();
-      return written.get();
-    }
+ArrayStats statistics_of(const ArrayCapture& array, const std::string& descr) {
+  return array.shared ? array.shared->stats(descr, array.nbytes) : compute_stats(descr, array.bytes(), array.nbytes);
+}
+
+/// Computes the statistics an outcome lacks, on any thread; a failure (no memory for a shared
+/// copy's memo) leaves it without and says so.
+void complete_statistics(ArrayOutcome& outcome, const ArrayCapture& array, const std::string& descr) noexcept {
+  if (outcome.stats) return;
+  try {
+    outcome.stats = statistics_of(array, descr);
+  } catch (const std::exception& e) {
+    log_error("no statistics for {}: {}", outcome.file, e.what());
   }
-  add_stats();
-  return dir.write_file(file, parts);
 }
 
 // Errors by which a file system or the permissions refuse hard links altogether (EMLINK only
@@ -73,9 +69,9 @@ std::string_view to_string(NoFileReason reason) noexcept {
   return "";
 }
 
-ArrayFiles::ArrayFiles(OutputDir& dir, const Recorder& recorder, RunSummary& summary, bool helper_thread,
+ArrayFiles::ArrayFiles(OutputDir& dir, const Recorder& recorder, RunSummary& summary, unsigned helpers,
                        DigestFunction digest)
-    : dir_(dir), recorder_(recorder), summary_(summary), batch_(dir, helper_thread), index_(digest) {
+    : dir_(dir), recorder_(recorder), summary_(summary), threads_(helpers), index_(digest) {
   const char* no_links = std::getenv(kNoLinksVariable);
   links_on_ = no_links == nullptr || std::strcmp(no_links, "1") != 0;
 }
@@ -102,7 +98,7 @@ void ArrayFiles::add(const CallRecord& record, std::vector<ArrayOutcome>& outcom
     auto add_stats = [&] {
       if (outcome.stats) return;
       if (has_data) {
-        outcome.stats = array.shared ? array.shared->stats(descr, array.nbytes) : compute_stats(descr, array.bytes(), array.nbytes);
+        outcome.stats = statistics_of(array, descr);
       } else if (array.given_stats) {
         outcome.stats = array.given_stats;  // computed on the tensor's device
       }
@@ -120,63 +116,74 @@ void ArrayFiles::add(const CallRecord& record, std::vector<ArrayOutcome>& outcom
       outcome.file.clear();
       continue;
     }
-    plan_file(record, array, descr, outcome, add_stats);
+    PlannedFile planned{{}, &record, &array, &descr, {}};
+    planned.job.outcome = &outcome;
+    planned.job.header = encode_npy_header(descr, array.shape);
+    planned.job.data = {array.bytes(), array.nbytes};
+    queued_.push_back(std::move(planned));
   }
 }
 
-template <typename AddStats>
-void ArrayFiles::plan_file(const CallRecord& record, const ArrayCapture& array, const std::string& descr,
-                           ArrayOutcome& outcome, AddStats&& add_stats) {
-  if (summary_.budget_exhausted()) {  // the run goes on in stats mode: no file, no link
-    add_stats();
-    outcome.file.clear();
-    outcome.no_file = NoFileReason::Budget;
-    return;
-  }
-  FileJob job;
-  job.outcome = &outcome;
-  job.header = encode_npy_header(descr, array.shape);
-  job.data = {array.bytes(), array.nbytes};
-  const std::span<const std::byte> parts[] = {bytes_of(job.header), job.data};
-  Planned planned{&record, {}};
-  if (links_on_) {
-    planned.digest = index_.digest(parts);
-    if (const auto* first = index_.find(planned.digest); first != nullptr && first->file != outcome.file) {
-      // Equal bytes have equal statistics: the first file's are taken, and computed after all
-      // should the comparison find other bytes (settle_links). A repeat then costs a digest and a
-      // comparison, a fraction of the statistics' pass.
-      if (first->stats && !outcome.stats) {
-        outcome.stats = first->stats;
-        planned.descr = &descr;
+void ArrayFiles::write_planned() noexcept {
+  take_digests();
+  plan_queued();
+  make_files();
+  settle_writes();
+  if (links_.empty()) return;
+  make_links();
+  settle_links();  // the links not made become writes
+  make_files();
+  settle_writes();
+}
+
+void ArrayFiles::take_digests() noexcept {
+  if (!links_on_ || queued_.empty()) return;
+  std::size_t bytes = 0;
+  for (const auto& planned : queued_) bytes += planned.job.data.size();
+  threads_.run(
+      queued_.size(),
+      [&](std::size_t i) {
+        auto& planned = queued_[i];
+        const std::span<const std::byte> parts[] = {bytes_of(planned.job.header), planned.job.data};
+        planned.digest = index_.digest(parts);
+      },
+      bytes >= kShareBytes);
+}
+
+void ArrayFiles::plan_queued() noexcept {
+  for (auto& planned : queued_) {
+    auto& outcome = *planned.job.outcome;
+    try {
+      if (failed_ || summary_.budget_exhausted()) {  // the run goes on in stats mode: no file, no link
+        if (!failed_) outcome.no_file = NoFileReason::Budget;
+        outcome.file.clear();
+        stats_only_.push_back({&outcome, planned.array, planned.descr});
+        continue;
       }
-      add_stats();
-      job.same_as = first->file;
-      links_.push_back(std::move(job));
-      link_plans_.push_back(planned);
-      return;
+      if (links_on_) {
+        if (const auto* first = index_.find(planned.digest); first != nullptr && first->file != outcome.file) {
+          // Equal bytes have equal statistics: a link made takes the first file's (settle_links).
+          // A repeat then costs a digest and a comparison, a fraction of the statistics' pass.
+          planned.job.same_as = first->file;
+          links_.push_back(std::move(planned));
+          continue;
+        }
+      }
+      const auto* array = planned.array;
+      const auto* descr = planned.descr;
+      if (!plan_write(std::move(planned))) stats_only_.push_back({&outcome, array, descr});
+    } catch (const std::exception& e) {
+      log_error("cannot plan {}: {}", outcome.file, e.what());
+      outcome.file.clear();
+      complete_statistics(outcome, *planned.array, *planned.descr);
     }
   }
-  if (array.nbytes < kOverlapBytes) {
-    add_stats();
-    plan_write(std::move(job), planned);
-    return;
-  }
-  const auto size = job.header.size() + job.data.size();
-  if (!summary_.budget_allows(size, record)) {
-    add_stats();
-    outcome.file.clear();
-    outcome.no_file = NoFileReason::Budget;
-    return;
-  }
-  summary_.count_written(size);
-  const auto result = write_file_with_stats(dir_, outcome.file, parts, add_stats);
-  if (!result.ok) return unwritten(outcome, size, planned.digest, result.error);
-  if (links_on_) index_.remember(planned.digest, outcome.file, outcome.stats);
+  queued_.clear();
 }
 
-bool ArrayFiles::plan_write(FileJob&& job, const Planned& planned) {
-  auto& outcome = *job.outcome;
-  const auto size = job.header.size() + job.data.size();
+bool ArrayFiles::plan_write(PlannedFile&& planned) {
+  auto& outcome = *planned.job.outcome;
+  const auto size = planned.job.header.size() + planned.job.data.size();
   if (!summary_.budget_allows(size, *planned.record)) {
     outcome.file.clear();
     outcome.no_file = NoFileReason::Budget;
@@ -184,65 +191,117 @@ bool ArrayFiles::plan_write(FileJob&& job, const Planned& planned) {
   }
   summary_.count_written(size);  // taken back by settle_writes if the file is not written
   // From now on the first file of this content, for later arrays (this batch's too: links are
-  // made after the writes).
+  // made after the writes); its statistics are added once computed (settle_writes).
   if (links_on_) index_.remember(planned.digest, outcome.file, outcome.stats);
-  job.same_as.clear();
-  writes_.push_back(std::move(job));
-  write_plans_.push_back(planned);
+  planned.job.same_as.clear();
+  writes_.push_back(std::move(planned));
   return true;
 }
 
-void ArrayFiles::write_planned() noexcept {
-  batch_.write_all(writes_);
-  settle_writes();
-  if (links_.empty()) return;
-  batch_.write_all(links_);
-  settle_links();  // the links not made become writes
-  batch_.write_all(writes_);
-  settle_writes();
+void ArrayFiles::make_files() noexcept {
+  if (writes_.empty() && stats_only_.empty()) return;
+  work_.clear();
+  std::size_t stats_bytes = 0;
+  try {
+    for (std::size_t i = 0; i < writes_.size(); ++i) {
+      const auto& planned = writes_[i];
+      if (planned.job.outcome->stats) {
+        work_.push_back({Work::Kind::Write, i});
+      } else if (planned.job.data.size() < kOverlapBytes) {
+        work_.push_back({Work::Kind::StatsThenWrite, i});
+      } else {
+        work_.push_back({Work::Kind::StatsOfWrite, i});
+        work_.push_back({Work::Kind::Write, i});
+      }
+    }
+    for (std::size_t i = 0; i < stats_only_.size(); ++i) {
+      work_.push_back({Work::Kind::StatsOnly, i});
+      stats_bytes += stats_only_[i].array->nbytes;
+    }
+  } catch (const std::exception&) {
+    work_.clear();  // no memory for the list: each file and its statistics one after the other, here
+  }
+  medium_failed_.store(false, std::memory_order_relaxed);
+  auto write = [this](PlannedFile& planned) {
+    // After a failure of the medium the batch's files not yet begun stay unattempted.
+    if (medium_failed_.load(std::memory_order_relaxed)) return;
+    if (!do_file_job(dir_, planned.job)) medium_failed_.store(true, std::memory_order_relaxed);
+  };
+  if (work_.empty()) {
+    for (auto& planned : writes_) {
+      complete_statistics(*planned.job.outcome, *planned.array, *planned.descr);
+      write(planned);
+    }
+    for (auto& s : stats_only_) complete_statistics(*s.outcome, *s.array, *s.descr);
+    stats_only_.clear();
+    return;
+  }
+  threads_.run(
+      work_.size(),
+      [&](std::size_t i) {
+        const auto& work = work_[i];
+        if (work.kind == Work::Kind::StatsOnly) {
+          const auto& s = stats_only_[work.index];
+          return complete_statistics(*s.outcome, *s.array, *s.descr);
+        }
+        auto& planned = writes_[work.index];
+        if (work.kind != Work::Kind::Write) complete_statistics(*planned.job.outcome, *planned.array, *planned.descr);
+        if (work.kind != Work::Kind::StatsOfWrite) write(planned);
+      },
+      !writes_.empty() || stats_bytes >= kShareBytes);
+  stats_only_.clear();
+}
+
+void ArrayFiles::make_links() noexcept {
+  threads_.run(links_.size(), [&](std::size_t i) { do_file_job(dir_, links_[i].job); });
 }
 
 void ArrayFiles::settle_writes() noexcept {
-  for (std::size_t i = 0; i < writes_.size(); ++i) {
-    auto& job = writes_[i];
-    if (job.result.ok && job.attempted) continue;
-    unwritten(*job.outcome, job.header.size() + job.data.size(), write_plans_[i].digest,
-              job.attempted ? job.result.error : 0);
+  for (auto& planned : writes_) {
+    auto& job = planned.job;
+    if (job.result.ok && job.attempted) {
+      if (links_on_ && job.outcome->stats) index_.add_stats(planned.digest, job.outcome->file, *job.outcome->stats);
+      continue;
+    }
+    unwritten(*job.outcome, job.header.size() + job.data.size(), planned.digest, job.attempted ? job.result.error : 0);
   }
   writes_.clear();
-  write_plans_.clear();
 }
 
 void ArrayFiles::settle_links() noexcept {
   auto links = std::move(links_);
-  auto plans = std::move(link_plans_);
-  links_.clear(), link_plans_.clear();
-  for (std::size_t i = 0; i < links.size(); ++i) {
-    auto& job = links[i];
+  links_.clear();
+  for (auto& planned : links) {
+    auto& job = planned.job;
+    auto& outcome = *job.outcome;
     if (job.attempted && job.link.outcome == OutputDir::Link::Made) {
-      job.outcome->same_as = std::move(job.same_as);
       summary_.count_linked(job.header.size() + job.data.size());
+      const auto* first = index_.find(planned.digest);
+      if (!outcome.stats && first != nullptr && first->file == job.same_as && first->stats) {
+        outcome.stats = first->stats;
+      }
+      outcome.same_as = std::move(job.same_as);
+      if (!outcome.stats) complete_statistics(outcome, *planned.array, *planned.descr);
       continue;
     }
     if (job.attempted && job.link.outcome == OutputDir::Link::Failed && refuses_links(job.link.error)) {
       refuse_links(job.link.error);
     }
     if (failed_) {
-      job.outcome->file.clear();
+      outcome.file.clear();
+      complete_statistics(outcome, *planned.array, *planned.descr);
       continue;
     }
     // Other bytes under that name (a digest collision), the file gone, or the link refused: the
     // file is written, and becomes the first of its content (EMLINK: the old one has too many).
-    auto& outcome = *job.outcome;
-    const bool compared_equal = job.attempted && job.link.outcome == OutputDir::Link::Failed;
-    if (plans[i].descr != nullptr && !compared_equal) {
-      outcome.stats = compute_stats(*plans[i].descr, job.data.data(), job.data.size());
-    }
     try {
-      plan_write(std::move(job), plans[i]);
+      const auto* array = planned.array;
+      const auto* descr = planned.descr;
+      if (!plan_write(std::move(planned))) complete_statistics(outcome, *array, *descr);
     } catch (const std::exception& e) {
-      log_error("cannot plan {}: {}", job.outcome->file, e.what());
-      job.outcome->file.clear();
+      log_error("cannot plan {}: {}", outcome.file, e.what());
+      outcome.file.clear();
+      complete_statistics(outcome, *planned.array, *planned.descr);
     }
   }
 }

@@ -54,6 +54,11 @@ void ContentIndex::remember(const ContentDigest& digest, const std::string& file
   }
 }
 
+void ContentIndex::add_stats(const ContentDigest& digest, const std::string& file, const ArrayStats& stats) noexcept {
+  const auto it = files_.find(digest);
+  if (it != files_.end() && it->second.first.file == file) it->second.first.stats = stats;
+}
+
 void ContentIndex::forget(const ContentDigest& digest, const std::string& file) {
   const auto it = files_.find(digest);
   if (it == files_.end() || it->second.first.file != file) return;

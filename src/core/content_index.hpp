@@ -50,6 +50,8 @@ class ContentIndex {
   const First* find(const ContentDigest& digest) const;
   /// `file` is (about to be) the first file of this content, replacing any earlier entry.
   void remember(const ContentDigest& digest, const std::string& file, const std::optional<ArrayStats>& stats);
+  /// The statistics of the entry of `digest` when it is `file` (computed after it was remembered).
+  void add_stats(const ContentDigest& digest, const std::string& file, const ArrayStats& stats) noexcept;
   /// Forgets the entry of `digest` when it is `file` (a file that was not written after all).
   void forget(const ContentDigest& digest, const std::string& file);
 

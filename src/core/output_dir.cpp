@@ -196,7 +196,7 @@ struct OutputDir::FileNames {
 IoResult OutputDir::write_file(std::string_view name,
                                std::span<const std::span<const std::byte>> parts) {
   if (!valid_name(name)) return failure(EINVAL);
-  // Per thread, so that two threads may write files at once, and kept between calls (no
+  // Per thread, so that several threads may write files at once, and kept between calls (no
   // allocation per file).
   thread_local FileNames names;
   names.final_name.assign(name);

@@ -25,9 +25,10 @@ constexpr auto kPoll = std::chrono::milliseconds(5);
 // Disk space set aside at start for summary.json and the api_* files, so that a disk that fills
 // up during the run still gets a summary saying so.
 constexpr std::size_t kFinalFilesReserve = 256 << 10;
-// Records taken from the queue are processed this many at a time: their small files are written
-// together on two threads (file_batch.hpp), then the records' lines are emitted and the records
-// released, so that the program waiting for room in the queue never waits for a whole batch.
+// Records taken from the queue are processed this many at a time: their arrays' statistics and
+// files are made together on the writer's file threads (array_files.hpp), then the records' lines
+// are emitted and the records released, so that the program waiting for room in the queue never
+// waits for a whole batch.
 constexpr std::ptrdiff_t kChunkRecords = 64;
 
 /// Marks the outputs and, with `names`, names the files: input k counts the arrays of args then
@@ -83,7 +84,7 @@ TraceWriter::TraceWriter(Recorder& recorder, RecordQueue& queue, std::string out
       dir_(std::move(output_path), nested ? OutputDir::Leaf::NoFollow : OutputDir::Leaf::Follow),
       summary_(recorder),
       lines_(cleared(dir_), summary_),
-      files_(dir_, recorder, summary_, thread == WriterThread::Start),
+      files_(dir_, recorder, summary_, thread == WriterThread::Start ? FileThreads::default_helpers() : 0),
       ring_(uses_ring(recorder.config()) ? recorder.config().ring_bytes : 0, recorder.config().ring_for_nan_hunt),
       record_json_(recorder),
       inline_(thread == WriterThread::Inline) {

@@ -14,6 +14,8 @@ ROWS = [
      "(baseline: open/write/close of the same bytes)",
      "—"),
     ("cpp-npy_file_4MiB", ".npy file, 4 MiB (baseline: open/write/close of the same bytes)", "—"),
+    ("cpp-array_files_16x4MiB", "the writer's files for a batch of 16 different 4 MiB float32 arrays: digest, "
+     "statistics and file of each (baseline: the writer thread alone, without file helpers)", "—"),
     ("cpp-record_queue", "record queue push + pop + release, per record (baseline: mutex + std::deque)", "—"),
     ("cpp-trace_line", "trace.jsonl line of np.add on 16 float64, with source (baseline: one snprintf of the "
      "same text)", "—"),

@@ -4,6 +4,8 @@
 #include "array_files.hpp"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <cstring>
@@ -68,7 +70,7 @@ class ArrayFilesTest : public ::testing::Test {
 TEST_F(ArrayFilesTest, EqualArraysAreLinkedAndDifferentOnesWrittenDespiteEqualDigests) {
   OutputDir dir((root_ / "files").string());
   RunSummary summary(*recorder_);
-  ArrayFiles files(dir, *recorder_, summary, /*helper_thread=*/true, same_digest_for_all);
+  ArrayFiles files(dir, *recorder_, summary, /*helpers=*/3, same_digest_for_all);
   call(0, 1.0F, 1000, "a.npy");
   call(1, 2.0F, 1000, "b.npy");  // the digest says "seen", the bytes say otherwise
   call(2, 1.0F, 1000, "c.npy");  // the same as a.npy
@@ -104,7 +106,7 @@ TEST_F(ArrayFilesTest, LinksCostNoBudgetAndAreCountedApart) {
   OutputDir dir((root_ / "files").string());
   RunSummary summary(*recorder_);
   {
-    ArrayFiles files(dir, *recorder_, summary, /*helper_thread=*/false);
+    ArrayFiles files(dir, *recorder_, summary, /*helpers=*/0);
     // 100,000 floats (400 KiB): the 1 MiB budget holds two such files, and any number of links.
     for (std::uint64_t seq = 0; seq < 6; ++seq) {
       call(seq, seq < 5 ? 3.0F : 4.0F, 100'000, "f" + std::to_string(seq) + ".npy");
@@ -127,6 +129,43 @@ TEST_F(ArrayFilesTest, LinksCostNoBudgetAndAreCountedApart) {
   EXPECT_EQ(json.at("budget").at("used_bytes"), 2 * file_bytes);
   EXPECT_EQ(json.at("budget").at("exhausted"), false);
   EXPECT_EQ(json.at("store_once").at("links"), "on");
+}
+
+TEST_F(ArrayFilesTest, AFailureOfTheMediumStopsTheFilesAndEveryArrayKeepsItsStatistics) {
+  OutputDir dir((root_ / "files").string());
+  RunSummary summary(*recorder_);
+  constexpr unsigned kHelpers = 3;
+  {
+    ArrayFiles files(dir, *recorder_, summary, kHelpers);
+    for (std::uint64_t seq = 0; seq < 60; ++seq) {
+      call(seq, static_cast<float>(seq), 2048, "f" + std::to_string(seq) + ".npy");  // 8 KiB each
+      files.add(*records_.back(), outcomes_.back(), /*files=*/true);
+    }
+    // Over RLIMIT_FSIZE a write fails with EFBIG (SIGXFSZ ignored), as on a full disk: every file
+    // fails the same way, so the batch stops after at most one failure per thread.
+    rlimit old{};
+    ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+    const auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
+    rlimit limited = old;
+    limited.rlim_cur = 4096;
+    ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limited), 0);
+    files.write_planned();
+    ::setrlimit(RLIMIT_FSIZE, &old);
+    ::signal(SIGXFSZ, old_handler);
+    EXPECT_FALSE(files.open());
+  }
+  for (std::uint64_t seq = 0; seq < 60; ++seq) {
+    const auto& outcome = outcomes_[seq][0];
+    EXPECT_EQ(outcome.file, "") << seq;
+    ASSERT_TRUE(outcome.stats.has_value()) << seq;
+    EXPECT_EQ(outcome.stats->max, static_cast<double>(seq));
+  }
+  // Not even a partial file.
+  for (const auto& entry : fs::directory_iterator(root_ / "files")) ADD_FAILURE() << entry.path();
+  summary.write_files(dir, 0, {});
+  const auto json = nlohmann::json::parse(test::slurp(root_ / "files" / "summary.json"));
+  EXPECT_GE(json.at("write_errors").at("count"), 1);
+  EXPECT_LE(json.at("write_errors").at("count"), kHelpers + 1);
 }
 
 }  // namespace

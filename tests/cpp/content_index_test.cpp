@@ -35,6 +35,20 @@ TEST(ContentIndex, ForgetsOnlyTheFileItWasGiven) {
   EXPECT_EQ(index.forgotten(), 0u);  // forgotten for the bound only
 }
 
+TEST(ContentIndex, StatisticsComputedLaterJoinOnlyTheirOwnFilesEntry) {
+  ContentIndex index;
+  index.remember(digest_of(1), "a.npy", std::nullopt);  // planned: its statistics come with its file
+  ArrayStats stats;
+  stats.max = 7;
+  index.add_stats(digest_of(1), "b.npy", stats);  // not the entry's file
+  EXPECT_FALSE(index.find(digest_of(1))->stats.has_value());
+  index.add_stats(digest_of(1), "a.npy", stats);
+  ASSERT_TRUE(index.find(digest_of(1))->stats.has_value());
+  EXPECT_EQ(index.find(digest_of(1))->stats->max, 7);
+  index.add_stats(digest_of(2), "a.npy", stats);  // no entry: nothing made
+  EXPECT_EQ(index.find(digest_of(2)), nullptr);
+}
+
 TEST(ContentIndex, PastItsBoundTheOldestEntriesGoFirst) {
   ContentIndex index(xxh3_128_digest, 64 << 10);  // a few hundred entries
   const std::string stem = "op_torch.nn.functional.linear_input1_";
