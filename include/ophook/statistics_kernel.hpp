@@ -259,7 +259,7 @@ constexpr u64 kTeamLanes = 32, kPerLane = 16;
 /// GPU, and rows as long; else teams of one) take chunks team, team + teams, …, each lane every kTeamLanes-th
 /// position of its chunk: neighbouring lanes read neighbouring elements, and a row's start is
 /// divided out once per chunk instead of an element's place per element (a GPU's divisions, one
-/// per dimension, cost more than the element's statistics). One loop per element kind.
+/// per dimension, cost more than the element's statistics). One loop per kind that walks_rows.
 template <u32 Kind>
 OPHOOK_KERNEL_LOOP_FN Partial summarise_rows(const TensorJob& job, u64 first, u64 stride) {
   constexpr u32 size = item_size(Kind);
@@ -312,8 +312,11 @@ OPHOOK_KERNEL_FN Partial summarise(const TensorJob& job, u64 first, u64 stride) 
     const auto whole = [&](auto kind) { return summarise_whole_groups<decltype(kind)::value>(job, first, stride); };
     return for_kind(job.kind, whole, none);
   }
-  if (job.group == 1 && job.ndim > 0) {
-    const auto rows = [&](auto kind) { return summarise_rows<decltype(kind)::value>(job, first, stride); };
+  if (job.group == 1 && job.ndim > 0 && walks_rows(job.kind)) {
+    const auto rows = [&](auto kind) {
+      if constexpr (walks_rows(decltype(kind)::value)) return summarise_rows<decltype(kind)::value>(job, first, stride);
+      return none();  // not reached: compiled for the kinds walked by rows only
+    };
     return for_kind(job.kind, rows, none);
   }
   Accumulator acc;
