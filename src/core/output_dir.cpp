@@ -379,6 +379,8 @@ std::size_t OutputDir::remove_previous_run_files() {
     ::close(fd);
     return 0;
   }
+  // The duplicate shares dir_fd_'s position, where an earlier call's walk ended: from the start.
+  ::rewinddir(dir);
   std::size_t removed = 0;
   while (const dirent* entry = ::readdir(dir)) {
     const std::string_view name = entry->d_name;

@@ -251,6 +251,10 @@ TEST_F(OutputDirTest, RemovePreviousRunFilesRemovesOnlyContractNames) {
   EXPECT_EQ(slurp(outside), "keep me");
   EXPECT_EQ(slurp(out / "rank0" / "trace.jsonl"), "child's");  // subdirectories untouched
   EXPECT_EQ(dir.remove_previous_run_files(), 0u);
+  // Each call walks the whole directory, wherever the last one's walk ended.
+  spit(out / "trace.jsonl", "again");
+  EXPECT_EQ(dir.remove_previous_run_files(), 1u);
+  EXPECT_EQ(listing(out), theirs);
 }
 
 TEST_F(OutputDirTest, PathThatIsAFileRaises) {
