@@ -5,7 +5,7 @@
 #   device tool: command `bash tests/bench/gpu_rows.sh`, carry [".device"], timeout_s about 400.
 # Small GPT-2 (4 layers, width 256, batch 8x128): unhooked (first and last), `trace`, `stats`,
 # OPHOOK_NAN's warn (with its ring, and in `trace` mode) and raise, `dump` (its bytes on disk and
-# what crossed the bus), both torch levels in `trace` and `stats`, a do-nothing Python
+# what crossed the bus; again with one file helper instead of the CPUs' half), both torch levels in `trace` and `stats`, a do-nothing Python
 # TorchDispatchMode and msprobe statistics. Large GPT-2, the GPU sets the pace (12 layers, width
 # 768, batch 16x512): unhooked (first and last), `trace`, `stats`, OPHOOK_NAN=warn. Then the
 # kernel's cost per op (device_statistics.py), and last each row's ratio to its baseline row.
@@ -47,6 +47,7 @@ row small_nan env LD_PRELOAD="$LIB" OPHOOK_NAN=warn
 row small_trace_nan env LD_PRELOAD="$LIB" OPHOOK_MODE=trace OPHOOK_NAN=warn  # the check alone: counts, no ring
 row small_nan_raise env LD_PRELOAD="$LIB" OPHOOK_NAN=raise  # its one wait per call, no NaN to find
 row small_dump env LD_PRELOAD="$LIB" OPHOOK_MODE=dump OPHOOK_MAX_BYTES=30G  # bytes_to_host against bytes_unchanged
+row small_dump_1helper env LD_PRELOAD="$LIB" OPHOOK_MODE=dump OPHOOK_MAX_BYTES=30G OPHOOK_TEST_FILE_HELPERS=1  # the writer and one file helper, as on two cores
 TOOL=noop-dispatch row small_noop_mode
 TOOL=msprobe-stats row small_msprobe
 TOOL=none row small_none_again

@@ -3,9 +3,12 @@
 #include "file_threads.hpp"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <mutex>
 #include <set>
@@ -58,6 +61,21 @@ TEST_P(FileThreadsTest, RunsEveryJobOnceOnAsManyThreadsAsAllowed) {
   std::set<std::thread::id> after;
   threads.run(10, [&](std::size_t) { after.insert(std::this_thread::get_id()); });
   EXPECT_EQ(after, std::set{std::this_thread::get_id()});
+}
+
+TEST(FileThreadsDefault, HalfTheUsableCpusAtLeastOneAtMostSevenUnlessABenchmarkSetsThem) {
+  cpu_set_t cpus;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof cpus, &cpus), 0);
+  const auto usable = static_cast<unsigned>(CPU_COUNT(&cpus));
+  ASSERT_EQ(::unsetenv("OPHOOK_TEST_FILE_HELPERS"), 0);
+  EXPECT_EQ(FileThreads::default_helpers(), std::clamp(usable / 2, 1U, 7U));
+  ::setenv("OPHOOK_TEST_FILE_HELPERS", "0", 1);
+  EXPECT_EQ(FileThreads::default_helpers(), 0U);
+  ::setenv("OPHOOK_TEST_FILE_HELPERS", "99", 1);
+  EXPECT_EQ(FileThreads::default_helpers(), 7U);
+  ::setenv("OPHOOK_TEST_FILE_HELPERS", "two", 1);  // not a number: the default
+  EXPECT_EQ(FileThreads::default_helpers(), std::clamp(usable / 2, 1U, 7U));
+  ::unsetenv("OPHOOK_TEST_FILE_HELPERS");
 }
 
 TEST(FileJobTest, WritesTheFileOrLinksAnEqualOneAndABadNameConcernsThatFileOnly) {
