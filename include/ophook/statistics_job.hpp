@@ -152,9 +152,9 @@ OPHOOK_KERNEL_FN void set_grouping(TensorJob& job, bool contiguous) {
 /// differs from C order): the 4- and 8-byte dtypes of a model's transposed weights and activations
 /// and of its index tensors. Other kinds' strided views are read element by element in C order,
 /// each element's place divided out of its index: compiling the row walk for all seventeen kinds
-/// took ptxas about 20 of the kernel's 40 s, paid on each machine's first CUDA tensor, and a view
-/// of 1- or 2-byte elements is read four bytes at a time in C order anyway unless its byte count
-/// is odd.
+/// took about 13 of nvcc's 36 s over the kernel (sm_90), paid on each machine's first CUDA
+/// tensor, and a view of 1- or 2-byte elements is read four bytes at a time in C order anyway
+/// unless its byte count is odd.
 OPHOOK_KERNEL_FN constexpr bool walks_rows(u32 kind) {
   return kind == kFloat32 || kind == kFloat64 || kind == kInt64 || kind == kInt32;
 }

@@ -314,8 +314,11 @@ OPHOOK_KERNEL_FN Partial summarise(const TensorJob& job, u64 first, u64 stride) 
   }
   if (job.group == 1 && job.ndim > 0 && walks_rows(job.kind)) {
     const auto rows = [&](auto kind) {
-      if constexpr (walks_rows(decltype(kind)::value)) return summarise_rows<decltype(kind)::value>(job, first, stride);
-      return none();  // not reached: compiled for the kinds walked by rows only
+      if constexpr (walks_rows(decltype(kind)::value)) {
+        return summarise_rows<decltype(kind)::value>(job, first, stride);
+      } else {
+        return none();  // not reached: the loop is compiled for the kinds walked by rows only
+      }
     };
     return for_kind(job.kind, rows, none);
   }

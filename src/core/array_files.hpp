@@ -77,8 +77,8 @@ class ArrayFiles {
     enum class Kind : std::uint8_t { Write, StatsThenWrite, StatsOfWrite, StatsOnly } kind;
     std::size_t index;  // into writes_, or stats_only_ for StatsOnly
   };
-  /// An array with no file (refused by the budget, or linked where the first file's statistics
-  /// are not known) whose statistics are computed in the next pass.
+  /// An array that gets no file after all (the budget spent, or the medium failed) and whose
+  /// statistics are computed in the next pass.
   struct StatsOnly {
     ArrayOutcome* outcome;
     const ArrayCapture* array;
@@ -109,7 +109,7 @@ class ArrayFiles {
   std::vector<PlannedFile> queued_, writes_, links_;
   std::vector<StatsOnly> stats_only_;
   std::vector<Work> work_;
-  std::atomic<bool> medium_failed_{false};  // set by the pass whose file failed so
+  std::atomic<bool> medium_failed_{false};  // a file of this pass failed for the medium: stop
   static constexpr auto kNoDeadline = std::numeric_limits<std::chrono::steady_clock::rep>::max();
   std::atomic<std::chrono::steady_clock::rep> deadline_{kNoDeadline};
   bool past_deadline_ = false;

@@ -2,13 +2,14 @@
 # Issue 34's GPU table in one prepared device call, once the lent machines' build step has filled
 # .device/ (the library built for the device's Python, the check programs with gpt2.py, the
 # peers' wheels):
-#   device tool: command `bash tests/bench/gpu_rows.sh`, carry [".device"], timeout_s about 400.
+#   device tool: command `bash tests/bench/gpu_rows.sh`, carry [".device"], timeout_s about 450.
 # Small GPT-2 (4 layers, width 256, batch 8x128): unhooked (first and last), `trace`, `stats`,
 # OPHOOK_NAN's warn (with its ring, and in `trace` mode) and raise, `dump` (its bytes on disk and
-# what crossed the bus; again with one file helper instead of the CPUs' half), both torch levels in `trace` and `stats`, a do-nothing Python
-# TorchDispatchMode and msprobe statistics. Large GPT-2, the GPU sets the pace (12 layers, width
-# 768, batch 16x512): unhooked (first and last), `trace`, `stats`, OPHOOK_NAN=warn. Then the
-# kernel's cost per op (device_statistics.py), and last each row's ratio to its baseline row.
+# what crossed the bus; again with one file helper instead of the CPUs' half), both torch levels
+# in `trace` and `stats`, a do-nothing Python TorchDispatchMode and msprobe statistics. Large
+# GPT-2, the GPU sets the pace (12 layers, width 768, batch 16x512): unhooked (first and last),
+# `trace`, `stats`, OPHOOK_NAN=warn. Then the kernel's cost per op (device_statistics.py), and
+# last each row's ratio to its baseline row.
 # Each hooked row prints its `recorded N calls`, the summary's notes.device_statistics and how
 # long the program waited for the writer (queue.producer_wait_ms: in `dump`, the disk's share of
 # the row); losses and parameters must equal the unhooked run's (the params digest on each row).

@@ -27,7 +27,7 @@ def kernel_cache():
     """A kernel cache holding the kernel for the stand-in's compute capability (9.0), compiled
     beforehand: NVRTC itself loads libcuda.so.1 when it compiles, and the stand-in is not for it.
     The build tree's, which the benchmarks' driver-call rows use too (tests/bench/figures_devices.py):
-    NVRTC takes half a minute over the kernel, and compiling it is tested elsewhere
+    NVRTC takes about 20 s over the kernel, and compiling it is tested elsewhere
     (test_torch_devices.py); a cache holding it already is read."""
     cache = BUILD_DIR / "kernel-cache"
     proc = subprocess.run([str(VENV_PYTHON), "-c", COMPILE % str(SHIM_DIR)], env=clean_env(XDG_CACHE_HOME=cache),
