@@ -9,15 +9,14 @@ def function_mode_class(torch):
     return OphookFunctionMode
 
 
-def new_mode(mode_class, level, handler_level=None):
-    """The one instance of a mode class made for one installation, its handler bound to it
-    (`handler_level`: the C++ handler's name when it is not the level's own). The
+def new_mode(mode_class, level):
+    """The one instance of a mode class made for one installation, its handler bound to it. The
     C++ handler (a builtin whose __self__ is the mode, as torch requires) goes into the class
     itself: torch looks the method up by name
     on every op, and a builtin found in the first class's dict is returned as it is, with no
     instance dict to search and no bound method to make. No Python frame runs per op."""
     mode = mode_class()
-    setattr(mode_class, "__%s__" % level, _ophook.torch_bound_handler(mode, handler_level or level))
+    setattr(mode_class, "__%s__" % level, _ophook.torch_bound_handler(mode, level))
     return mode
 
 

@@ -7,7 +7,6 @@ runs per op. The module path of each record comes from a C++ per-thread stack fe
 global nn.Module forward hooks (also C++ functions).
 """
 import atexit
-import functools
 import json
 import os
 import re
@@ -37,13 +36,11 @@ class _Installation:
                               if "torch_function" in levels else None)
         self.dispatch_mode = (new_mode(dispatch_mode_class(torch, ignore), "torch_dispatch")
                               if "torch_dispatch" in levels else None)
-        # OPHOOK_NAN with only the torch_function level: a dispatch mode of its own class, pushed
-        # around each backward pass by the function mode's handler, checks the backward's aten
-        # ops for a NaN/Inf's birth and records only that culprit.
-        self.backward_check_mode = (new_mode(dispatch_mode_class(torch, ignore), "torch_dispatch",
-                                              "torch_dispatch_check")
-                                    if check_backward and self.function_mode is not None
-                                    and self.dispatch_mode is None else None)
+        # OPHOOK_NAN with only the torch_function level: around each backward pass the function
+        # mode's handler hooks the autograd graph's nodes, which check what they compute for a
+        # NaN/Inf's birth and record only that culprit (src/python/torch/backward_check.hpp).
+        self.check_backward_nodes = (check_backward and self.function_mode is not None
+                                     and self.dispatch_mode is None)
         self.owner_thread = threading.get_ident()
         self.hook_handles = []
         self.jit_state = threading.local()
@@ -208,7 +205,7 @@ class _Installation:
 
     def unhook_modules(self):
         _ophook.torch_set_jit_guard(None, None, None)
-        _ophook.torch_set_backward_check(None, None, None)
+        _ophook.torch_set_backward_check(False)
         _ophook.torch_track_backward_modules(None, None, None)
         for handle in self.hook_handles:
             handle.remove()
@@ -424,11 +421,8 @@ def install(torch):
     _ophook.torch_set_module_filter(config.get("modules", ""))
     if "torch_dispatch" in levels or nan_check:
         installation.track_backward_modules()
-    if installation.backward_check_mode is not None:
-        # The pop names the user stack (None): torch 2.13 takes no default, and a mode left on the
-        # stack by each backward would check every later op once more per step.
-        _ophook.torch_set_backward_check(installation.backward_check_mode, torch._C._push_on_torch_dispatch_stack,
-                                         functools.partial(torch._C._pop_torch_dispatch_stack, None))
+    if installation.check_backward_nodes:
+        _ophook.torch_set_backward_check(True)
     installation.apply_compile_policy()
     installation.push_here(owner=True)
     installation.wrap_threads()

@@ -41,15 +41,14 @@ def _unaliased(torch, name, func):
 
 
 def dispatch_name(func):
-    """(name, callable, is_view) of a torch_dispatch func: ("aten.mm.default", the C++ op behind it,
-    whether its outputs view its inputs)."""
+    """(name, callable) of a torch_dispatch func: ("aten.mm.default", the C++ op behind it)."""
     torch = sys.modules["torch"]
     if type(func) is torch._ops.OpOverload:
         # _op: the same call as func(...) without OpOverload.__call__'s frame
-        return str(func), func._op, bool(getattr(func, "is_view", False))
+        return str(func), func._op
     if isinstance(func, torch._ops.HigherOrderOperator):
-        return "higher_order." + func.name(), func, False
-    return str(func), func, False
+        return "higher_order." + func.name(), func
+    return str(func), func
 
 
 def make_module_namer():

@@ -188,7 +188,8 @@ def test_a_nan_born_in_backward_is_found_with_the_default_levels(tmp_path):
     assert "in module Net.root (backward)" in line, line
     records = trace(tmp_path / "out")
     (culprit,) = [r for r in records if r["level"] == "torch_dispatch"]
-    assert culprit["op"].startswith("aten.") and culprit["phase"] == "backward" and culprit["module"] == "Net.root"
+    # the autograd node that computed sqrt's gradient: 1 / (2 * sqrt(0)) is Inf
+    assert culprit["op"] == "autograd.SqrtBackward0" and culprit["phase"] == "backward" and culprit["module"] == "Net.root"
     (backward,) = [r for r in records if r["op"] == "torch.Tensor.backward"]
     assert culprit["parent"] == backward["seq"] and culprit["seq"] > backward["seq"]
     assert [r["seq"] for r in records] == list(range(len(records)))  # no seq spent on unchecked ops
@@ -221,5 +222,47 @@ def test_a_backward_culprit_checked_in_place_keeps_its_values(tmp_path, mode):
 
 def test_a_nan_born_in_backward_raises_from_backward(tmp_path):
     raised = run_script(tmp_path, BACKWARD_NAN, nan="raise", mode="trace")
-    assert raised.stdout.startswith("forward finite True\nraised from backward: ophook: aten.")
+    assert raised.stdout.startswith("forward finite True\nraised from backward: ophook: autograd.SqrtBackward0 ")
     assert "produced NaN/Inf from finite inputs" in raised.stdout
+
+
+# A custom autograd.Function whose backward divides by its saved input (0 in the second row), a
+# graph run twice (retain_graph) and a NaN only in the second pass's incoming gradient scale.
+CUSTOM_BACKWARD = """
+import torch
+
+class Reciprocal(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * 2.0
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad / x
+
+x = torch.tensor([[1.0, 2.0], [0.0, 3.0]], requires_grad=True)
+loss = Reciprocal.apply(x).sum()
+loss.backward(retain_graph=True)
+first = x.grad.clone()
+loss.backward()
+print(first.tolist(), bool(torch.isinf(x.grad).any()))
+"""
+
+
+def test_a_custom_functions_backward_is_checked_as_its_node_once_per_pass(tmp_path):
+    """A custom Function's backward is one autograd node: the Inf born inside it names that node.
+    A graph retained and run again is checked again, once per pass: its hooks leave with the
+    first pass and come back with the second."""
+    plain = run_script(tmp_path, CUSTOM_BACKWARD, preload=False)
+    warned = run_script(tmp_path, CUSTOM_BACKWARD, nan="warn", mode="trace")
+    assert warned.stdout == plain.stdout and "True" in plain.stdout
+    (line,) = [l for l in warned.stderr.splitlines() if "first NaN/Inf from finite inputs" in l]
+    assert "autograd.ReciprocalBackward" in line and "(backward)" in line, line
+    records = trace(tmp_path / "out")
+    backwards = [r for r in records if r["op"] == "torch.Tensor.backward"]
+    culprits = [r for r in records if r["op"] == "autograd.ReciprocalBackward"]
+    assert [c["parent"] for c in culprits] == [b["seq"] for b in backwards]  # one per pass, not two
+    assert all(c["phase"] == "backward" and c["level"] == "torch_dispatch" for c in culprits)
+    assert [r["seq"] for r in records] == list(range(len(records)))

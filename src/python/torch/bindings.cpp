@@ -11,6 +11,7 @@
 #include "source_location.hpp"
 #include "step_counter.hpp"
 #include "thread_state.hpp"
+#include "torch/backward_check.hpp"
 #include "torch/backward_modules.hpp"
 #include "torch/compiled_kernels.hpp"
 #include "torch/cuda/nvrtc_compiler.hpp"
@@ -79,11 +80,6 @@ PyObject* compiled_optimizer_mark(PyObject*, PyObject* const* args, Py_ssize_t n
   Py_RETURN_NONE;
 }
 
-PyMethodDef dispatch_check_handler{"__torch_dispatch__", fastcall<&torch_handlers::on_torch_dispatch_check>(),
-                                   METH_FASTCALL,
-                                   "ophook's backward NaN/Inf check: func(*args, **kwargs), recorded at level "
-                                   "torch_dispatch only when it makes the first NaN/Inf from finite inputs."};
-
 PyMethodDef fast_functions[] = {
     {"torch_module_enter", fastcall<&module_stack::forward_pre_hook>(), METH_FASTCALL,
      "Global nn.Module forward pre-hook: pushes the module on this thread's module stack."},
@@ -116,10 +112,9 @@ void bind_torch(pb::module_& m) {
   m.def(
       "torch_bound_handler",
       [](const pb::object& mode, const std::string& level) {
-        PyMethodDef* handler = level == "torch_function"         ? &function_handler
-                               : level == "torch_dispatch"       ? &dispatch_handler
-                               : level == "torch_dispatch_check" ? &dispatch_check_handler
-                                                                 : nullptr;
+        PyMethodDef* handler = level == "torch_function"   ? &function_handler
+                               : level == "torch_dispatch" ? &dispatch_handler
+                                                           : nullptr;
         if (handler == nullptr) throw pb::value_error("unknown torch level " + level);
         // A builtin whose __self__ is the mode, as torch requires of a mode's handler.
         PyObject* bound = PyCFunction_New(handler, mode.ptr());
@@ -185,18 +180,9 @@ void bind_torch(pb::module_& m) {
       "The gradient hook to register on each of the `expected` tensors a forward of `module` returned "
       "(entering: its backward starts at the first gradient of a pass) or was given (leaving: it ends at the "
       "last).");
-  m.def(
-      "torch_set_backward_check",
-      [](const pb::object& mode, const pb::object& push, const pb::object& pop) {
-        if (mode.is_none()) {
-          torch_handlers::set_backward_check(nullptr, nullptr, nullptr);
-        } else {
-          torch_handlers::set_backward_check(mode.ptr(), push.ptr(), pop.ptr());
-        }
-      },
-      pb::arg("mode"), pb::arg("push"), pb::arg("pop"),
-      "OPHOOK_NAN without the torch_dispatch level: `mode` is pushed (push(mode)) and popped (pop()) around "
-      "each backward entry the torch_function level sees. None: off.");
+  m.def("torch_set_backward_check", &backward_check::enable, pb::arg("on"),
+        "OPHOOK_NAN without the torch_dispatch level: around each backward entry the torch_function level "
+        "sees, the autograd nodes below it are hooked and what each computes is checked for NaN/Inf's birth.");
   m.def("torch_set_module_filter", &module_stack::set_module_filter, pb::arg("pattern"),
         "OPHOOK_MODULES: record only torch calls inside modules whose dotted path matches (\"\" = all).");
   m.def(

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "call_recording.hpp"
-#include "ophook/log.hpp"
+#include "torch/backward_check.hpp"
 #include "torch/module_stack.hpp"
 #include "torch/native.hpp"
 
@@ -17,11 +17,9 @@ using core::Level;
 
 /// A func object's op and the callable that runs it (OpOverload._op skips OpOverload.__call__'s
 /// Python frame). Both held strongly so that their addresses are never reused while cached.
-/// `view`: an aten op whose outputs view its inputs (OpOverload.is_view: t, view, detach, expand…).
 struct OpTarget {
   std::uint32_t op_id = 0;
   PyObject* target = nullptr;
-  bool view = false;
 };
 
 struct PairHash {
@@ -42,12 +40,6 @@ bool probe_returns_node = false;
 // OPHOOK_COMPILE=ignore: code objects of the frames that run a torch.compile'd callable
 // (Dynamo's compile_wrapper); calls made below one of them pass through unrecorded.
 std::vector<PyObject*> compiled_region_markers;
-// OPHOOK_NAN with the torch_function level on and torch_dispatch off: a dispatch mode pushed
-// around each backward entry (Tensor.backward, autograd.backward, autograd.grad) so that the
-// backward pass's aten ops are checked (RecordUse::CheckOnly), with torch's push and pop.
-PyObject* backward_check_mode = nullptr;
-PyObject* push_dispatch_mode = nullptr;
-PyObject* pop_dispatch_mode = nullptr;
 std::vector<std::int8_t> backward_entries;  // by op id: -1 unknown, 0 no, 1 starts a backward pass
 PyObject* self_name = nullptr;
 PyObject* name_name = nullptr;
@@ -108,15 +100,14 @@ OpTarget dispatch_op(PyObject* func) {
   if (auto it = dispatch_ops.find(func); it != dispatch_ops.end()) return it->second;
   PyRef answer = ask(dispatch_namer, func);
   OpTarget out{0, func};
-  if (answer && PyTuple_Check(answer.get()) && PyTuple_GET_SIZE(answer.get()) == 3) {
+  if (answer && PyTuple_Check(answer.get()) && PyTuple_GET_SIZE(answer.get()) == 2) {
     out.op_id = op_named(PyTuple_GET_ITEM(answer.get(), 0), Level::TorchDispatch);
     PyObject* target = PyTuple_GET_ITEM(answer.get(), 1);
     if (PyCallable_Check(target)) out.target = target;
-    out.view = PyTuple_GET_ITEM(answer.get(), 2) == Py_True;
   } else {
     out.op_id = op_named(nullptr, Level::TorchDispatch);
   }
-  if (out.op_id == 0 || dispatch_ops.size() >= kMaxCached) return {out.op_id, func, out.view};
+  if (out.op_id == 0 || dispatch_ops.size() >= kMaxCached) return {out.op_id, func};
   Py_INCREF(func), Py_INCREF(out.target);
   dispatch_ops.emplace(func, out);
   return out;
@@ -139,45 +130,6 @@ bool starts_backward(std::uint32_t op_id) {
   return known == 1;
 }
 
-/// The backward check mode on this thread's dispatch stack for as long as it lives; a pending
-/// exception survives the pop. Pushed once per thread: Tensor.backward calls autograd.backward,
-/// which the function mode sees too, and a mode pushed twice would check every op twice (each
-/// copy passes the op on to the one below it).
-class BackwardCheckScope {
- public:
-  BackwardCheckScope() {
-    if (pushed_on_this_thread) return;
-    PyRef pushed = PyRef::steal(PyObject_CallOneArg(push_dispatch_mode, backward_check_mode));
-    pushed_ = static_cast<bool>(pushed);
-    if (!pushed_) PyErr_Clear();
-    pushed_on_this_thread = pushed_;
-  }
-  ~BackwardCheckScope() {
-    if (!pushed_) return;
-    pushed_on_this_thread = false;
-    PyObject *type, *value, *traceback;
-    PyErr_Fetch(&type, &value, &traceback);
-    PyRef popped = PyRef::steal(PyObject_CallNoArgs(pop_dispatch_mode));
-    if (!popped) {
-      // Said once: the program's dispatch mode stack now holds a mode it did not push.
-      static bool said = false;
-      if (!std::exchange(said, true)) {
-        core::log_warn("the backward NaN check could not leave the dispatch mode stack: {}",
-                            describe_pending_exception());
-      }
-      PyErr_Clear();
-    }
-    PyErr_Restore(type, value, traceback);
-  }
-  BackwardCheckScope(const BackwardCheckScope&) = delete;
-  BackwardCheckScope& operator=(const BackwardCheckScope&) = delete;
-
- private:
-  static thread_local bool pushed_on_this_thread;
-  bool pushed_ = false;
-};
-thread_local bool BackwardCheckScope::pushed_on_this_thread = false;
-
 void capture_call_args(ValueCapture& capture, PyObject* args, PyObject* kwargs) {
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); ++i) capture.value(PyTuple_GET_ITEM(args, i));
   capture.begin_kwargs();
@@ -192,26 +144,10 @@ void capture_call_args(ValueCapture& capture, PyObject* args, PyObject* kwargs) 
   }
 }
 
-/// A backward op under the backward check mode: recorded only when it is a NaN/Inf culprit.
-template <typename CallOriginal>
-PyObject* check_backward_op(std::uint32_t op_id, PyObject* args, PyObject* kwargs, CallOriginal&& call_original) {
-  auto* recorder = core::Recorder::get();
-  if (!RecordingGate::open() || recorder == nullptr || recorder->op(op_id).uninitialized_output) {
-    return call_original();
-  }
-  auto& state = thread_state();
-  if (state.busy || import_guard::importing(state) || state.in_kernel > 0) return call_original();
-  const auto phase = current_phase(state);
-  const auto module = module_stack::current_module_id(phase);
-  if (phase != core::Phase::Backward || !module_stack::module_selected(module)) return call_original();
-  auto capture = [&](ValueCapture& c) { capture_call_args(c, args, kwargs); };
-  return record_call(*recorder, state, op_id, phase, module, capture, call_original, false, RecordUse::CheckOnly);
-}
-
 /// The shared body: normalizes (func, args, kwargs), then passes the call through or records it.
 /// `argv` is what torch passes to the mode's bound handler: (func, types[, args[, kwargs]]).
 template <typename Resolve>
-PyObject* handle(PyObject* const* argv, Py_ssize_t nargs, Resolve&& resolve, RecordUse use = RecordUse::Recorded) {
+PyObject* handle(PyObject* const* argv, Py_ssize_t nargs, Resolve&& resolve) {
   if (nargs < 2) {
     PyErr_SetString(PyExc_TypeError, "ophook torch handler: expected (func, types, args, kwargs)");
     return nullptr;
@@ -236,9 +172,6 @@ PyObject* handle(PyObject* const* argv, Py_ssize_t nargs, Resolve&& resolve, Rec
   PyObject* const target = resolved.target;
   auto call_original = [&] { return PyObject_Call(target, args, kwargs); };
   if (op_id == 0) return call_original();
-  // A view's elements are its input's: it never makes a NaN/Inf from finite inputs, so the check
-  // passes it by. Most of a backward pass's ops are views (t, detach, view: 60% of an MLP's).
-  if (use == RecordUse::CheckOnly) return resolved.view ? call_original() : check_backward_op(op_id, args, kwargs, call_original);
   PyObject* rule = has_overrides() ? override_for(op_id) : nullptr;
   ThreadState* state = nullptr;
   auto* recorder = recorder_for(op_id, state);
@@ -315,29 +248,17 @@ void clear_caches() {
   accessor_ops.clear();
 }
 
-void set_backward_check(PyObject* mode, PyObject* push, PyObject* pop) {
-  for (auto* held : {backward_check_mode, push_dispatch_mode, pop_dispatch_mode}) Py_XDECREF(held);
-  backward_check_mode = push_dispatch_mode = pop_dispatch_mode = nullptr;
-  if (mode == nullptr || push == nullptr || pop == nullptr) return;
-  Py_INCREF(mode), Py_INCREF(push), Py_INCREF(pop);
-  backward_check_mode = mode, push_dispatch_mode = push, pop_dispatch_mode = pop;
-}
-
 PyObject* on_torch_function(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   auto resolve = [](PyObject* func) { return OpTarget{function_op(func), func}; };
-  if (backward_check_mode == nullptr || nargs < 1 || !starts_backward(function_op(args[0]))) {
+  if (!backward_check::enabled() || nargs < 1 || !starts_backward(function_op(args[0]))) {
     return handle(args, nargs, resolve);
   }
-  BackwardCheckScope check;
+  backward_check::Scope check(nargs > 2 ? args[2] : nullptr, nargs > 3 ? args[3] : nullptr);
   return handle(args, nargs, resolve);
 }
 
 PyObject* on_torch_dispatch(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   return handle(args, nargs, dispatch_op);
-}
-
-PyObject* on_torch_dispatch_check(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  return handle(args, nargs, dispatch_op, RecordUse::CheckOnly);
 }
 
 }  // namespace ophook::py::torch_handlers

@@ -18,8 +18,7 @@ namespace ophook::py {
 namespace torch_handlers {
 
 /// Python callables used on a func object's first sight: function_namer(func) -> str;
-/// dispatch_namer(func) -> (str, callable to run the op with, whether its outputs view its
-/// inputs). Also finds how to tell a backward pass from `torch` (torch_native, else
+/// dispatch_namer(func) -> (str, callable to run the op with). Also finds how to tell a backward pass from `torch` (torch_native, else
 /// torch._C._current_graph_task_id, else torch._C._current_autograd_node); false without any.
 bool configure(PyObject* torch, PyObject* function_namer, PyObject* dispatch_namer);
 
@@ -31,12 +30,6 @@ void set_compiled_region_markers(const std::vector<PyObject*>& codes);
 /// Drops the per-func caches (their op ids stay valid: ops are never unregistered).
 void clear_caches();
 
-/// OPHOOK_NAN without the torch_dispatch level: `mode` (a dispatch mode whose handler is
-/// on_torch_dispatch_check) is pushed with push(mode) and popped with pop() around each backward
-/// entry the torch_function level sees (Tensor.backward, autograd.backward, autograd.grad), so that
-/// a NaN born in the backward pass is found at its aten op. nullptrs: off.
-void set_backward_check(PyObject* mode, PyObject* push, PyObject* pop);
-
 /// The phase of a call made now on this thread: "backward" while autograd runs a backward pass
 /// (its nodes, their hooks, the engine's final callbacks), "optimizer" inside optimizer.step(),
 /// else "forward".
@@ -44,8 +37,6 @@ core::Phase current_phase(const ThreadState& state);
 
 PyObject* on_torch_function(PyObject* mode, PyObject* const* args, Py_ssize_t nargs);
 PyObject* on_torch_dispatch(PyObject* mode, PyObject* const* args, Py_ssize_t nargs);
-/// The backward check mode's handler: runs the op, records it only as a NaN/Inf culprit.
-PyObject* on_torch_dispatch_check(PyObject* mode, PyObject* const* args, Py_ssize_t nargs);
 
 }  // namespace torch_handlers
 }  // namespace ophook::py

@@ -1,0 +1,198 @@
+#include "torch/backward_check.hpp"
+
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "call_recording.hpp"
+#include "ophook/log.hpp"
+#include "torch/handlers.hpp"
+#include "torch/module_stack.hpp"
+
+namespace ophook::py::backward_check {
+namespace {
+
+bool checking = false;
+// Per node type: the post hook registered on its nodes (bound to the op id of
+// `autograd.<type name>`), or nullptr for a type not hooked. Types and hooks held.
+std::unordered_map<PyTypeObject*, PyObject*> hooks_by_type;
+// Nodes hooked by the scopes running on this thread, each held by its scope (so its address is
+// not reused while it is here).
+thread_local std::unordered_set<PyObject*> hooked_here;
+
+/// Node types whose backward only moves or copies the gradients' elements (or fills with zeros):
+/// they make no NaN/Inf from finite values. A sum (ExpandBackward0's sum_to) or a cast (ToCopy)
+/// can overflow, so those are hooked.
+bool only_moves_elements(std::string_view name) {
+  static const std::unordered_set<std::string_view> names = {
+      "ViewBackward0",   "UnsafeViewBackward0", "ReshapeAliasBackward0", "TBackward0",
+      "TransposeBackward0", "TransposeBackward1", "PermuteBackward0",   "SqueezeBackward0",
+      "SqueezeBackward1", "SqueezeBackward2",   "UnsqueezeBackward0",    "AliasBackward0",
+      "CloneBackward0",  "SelectBackward0",     "SliceBackward0",        "CatBackward0",
+      "SplitBackward0",  "SplitWithSizesBackward0", "UnbindBackward0",   "StackBackward0"};
+  return names.contains(name);
+}
+
+/// The post hook: autograd calls it with (the gradients the node returned, those it received).
+PyObject* node_finished(PyObject* op_object, PyObject* const* args, Py_ssize_t nargs) {
+  auto* recorder = core::Recorder::get();
+  if (!checking || nargs < 2 || !RecordingGate::open() || recorder == nullptr) Py_RETURN_NONE;
+  auto& state = thread_state();
+  if (state.busy || import_guard::importing(state) || state.in_kernel > 0) Py_RETURN_NONE;
+  const auto phase = torch_handlers::current_phase(state);
+  const auto module = module_stack::current_module_id(phase);
+  if (phase != core::Phase::Backward || !module_stack::module_selected(module)) Py_RETURN_NONE;
+  const auto op_id = static_cast<std::uint32_t>(PyLong_AsUnsignedLong(op_object));
+  PyObject* returned = args[0];
+  PyObject* received = args[1];
+  auto capture = [&](ValueCapture& c) {
+    if (PyTuple_Check(received)) {
+      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(received); ++i) c.value(PyTuple_GET_ITEM(received, i));
+    }
+    c.begin_kwargs();
+  };
+  auto ran = [&] {
+    Py_INCREF(returned);
+    return returned;
+  };
+  PyRef result = PyRef::steal(record_call(*recorder, state, op_id, core::Phase::Backward, module, capture, ran, false,
+                                          RecordUse::CheckOnly));
+  if (!result) return nullptr;  // OPHOOK_NAN=raise: the FloatingPointError leaves the backward pass
+  Py_RETURN_NONE;               // the node's gradients stay as they are
+}
+
+PyMethodDef node_hook_def = {"ophook_backward_check",
+                             reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&node_finished)),
+                             METH_FASTCALL, "OPHOOK_NAN's check of what an autograd node computed."};
+
+/// The hook for nodes of `type` (borrowed), or nullptr where they are not hooked.
+PyObject* hook_for_type(PyTypeObject* type) {
+  auto found = hooks_by_type.find(type);
+  if (found != hooks_by_type.end()) return found->second;
+  PyObject* hook = nullptr;
+  PyRef name = PyRef::steal(PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "__name__"));
+  const char* text = name && PyUnicode_Check(name.get()) ? PyUnicode_AsUTF8(name.get()) : nullptr;
+  if (text == nullptr) PyErr_Clear();
+  const std::string_view type_name = text ? text : "<unnamed>";
+  auto* recorder = core::Recorder::get();
+  if (recorder != nullptr && type_name != "AccumulateGrad" && type_name != "CompiledFunctionBackward" &&
+      !only_moves_elements(type_name)) {
+    const auto op_id = recorder->op_id("autograd." + std::string(type_name), core::Level::TorchDispatch);
+    PyRef op_object = PyRef::steal(PyLong_FromUnsignedLong(op_id));
+    hook = op_object ? PyCFunction_New(&node_hook_def, op_object.get()) : nullptr;
+    if (hook == nullptr) PyErr_Clear();
+  }
+  Py_INCREF(type);
+  hooks_by_type.emplace(type, hook);
+  return hook;
+}
+
+/// The node a root stands for: a tensor's grad_fn, a GradientEdge's node; nullptr for a leaf.
+PyRef node_of(PyObject* root) {
+  static PyObject* grad_fn_name = PyUnicode_InternFromString("grad_fn");
+  static PyObject* node_name = PyUnicode_InternFromString("node");
+  PyRef node = PyRef::steal(PyObject_GetAttr(root, grad_fn_name));
+  if (!node) {
+    PyErr_Clear();
+    node = PyRef::steal(PyObject_GetAttr(root, node_name));
+    if (!node) PyErr_Clear();
+  }
+  if (node && node.get() == Py_None) return {};
+  return node;
+}
+
+void add_roots(PyObject* roots, std::vector<PyRef>& pending) {
+  if (roots == nullptr || roots == Py_None) return;
+  if (PyRef node = node_of(roots)) {
+    pending.push_back(std::move(node));
+    return;
+  }
+  if (!PyList_Check(roots) && !PyTuple_Check(roots)) return;
+  PyRef items = PyRef::steal(PySequence_Fast(roots, "roots"));
+  if (!items) return PyErr_Clear();
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(items.get()); ++i) {
+    if (PyRef node = node_of(PySequence_Fast_GET_ITEM(items.get(), i))) pending.push_back(std::move(node));
+  }
+}
+
+}  // namespace
+
+void enable(bool on) {
+  checking = on;
+  if (on) return;
+  for (auto& [type, hook] : hooks_by_type) {
+    Py_XDECREF(hook);
+    Py_DECREF(reinterpret_cast<PyObject*>(type));
+  }
+  hooks_by_type.clear();
+}
+
+bool enabled() noexcept { return checking; }
+
+Scope::Scope(PyObject* args, PyObject* kwargs) {
+  PyObject* roots = args != nullptr && PyTuple_Check(args) && PyTuple_GET_SIZE(args) > 0 ? PyTuple_GET_ITEM(args, 0)
+                                                                                         : nullptr;
+  if (roots == nullptr && kwargs != nullptr && PyDict_Check(kwargs)) {
+    roots = PyDict_GetItemString(kwargs, "tensors");
+    if (roots == nullptr) roots = PyDict_GetItemString(kwargs, "outputs");
+  }
+  std::vector<PyRef> pending;
+  BusyScope busy;  // the walk's attribute reads are ophook's, not the program's calls
+  add_roots(roots, pending);
+  hook_graph(pending);
+}
+
+void Scope::hook_graph(std::vector<PyRef>& pending) {
+  static PyObject* next_functions_name = PyUnicode_InternFromString("next_functions");
+  static PyObject* register_hook_name = PyUnicode_InternFromString("register_hook");
+  std::unordered_set<PyObject*> seen;
+  std::vector<PyRef> walked;  // keeps each seen node's wrapper, and so its address, for the walk
+  while (!pending.empty()) {
+    PyRef node = std::move(pending.back());
+    pending.pop_back();
+    PyObject* n = node.get();
+    if (n == Py_None || hooked_here.contains(n) || !seen.insert(n).second) continue;
+    if (PyObject* hook = hook_for_type(Py_TYPE(n))) {
+      PyRef handle = PyRef::steal(PyObject_CallMethodOneArg(n, register_hook_name, hook));
+      if (handle) {
+        hooked_here.insert(n);
+        hooked_.emplace_back(PyRef::borrow(n), std::move(handle));
+      } else {
+        static bool said = false;
+        if (!std::exchange(said, true)) {
+          core::log_warn("the backward NaN check cannot hook autograd nodes ({}): NaN/Inf born in backward "
+                         "passes is not looked for", describe_pending_exception());
+        }
+        PyErr_Clear();
+      }
+    }
+    PyRef next = PyRef::steal(PyObject_GetAttr(n, next_functions_name));
+    walked.push_back(std::move(node));
+    if (!next || !PyTuple_Check(next.get())) {
+      PyErr_Clear();
+      continue;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(next.get()); ++i) {
+      PyObject* edge = PyTuple_GET_ITEM(next.get(), i);  // (node or None, input number)
+      if (PyTuple_Check(edge) && PyTuple_GET_SIZE(edge) > 0 && PyTuple_GET_ITEM(edge, 0) != Py_None) {
+        pending.push_back(PyRef::borrow(PyTuple_GET_ITEM(edge, 0)));
+      }
+    }
+  }
+}
+
+Scope::~Scope() {
+  if (hooked_.empty()) return;
+  static PyObject* remove_name = PyUnicode_InternFromString("remove");
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  for (auto& [node, handle] : hooked_) {
+    hooked_here.erase(node.get());
+    PyRef removed = PyRef::steal(PyObject_CallMethodNoArgs(handle.get(), remove_name));
+    if (!removed) PyErr_Clear();
+  }
+  PyErr_Restore(type, value, traceback);
+}
+
+}  // namespace ophook::py::backward_check
