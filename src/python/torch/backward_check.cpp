@@ -131,6 +131,8 @@ void enable(bool on) {
 bool enabled() noexcept { return checking; }
 
 Scope::Scope(PyObject* args, PyObject* kwargs) {
+  // A step OPHOOK_STEPS leaves out (or recording paused): nothing would be checked.
+  if (!RecordingGate::open() || core::Recorder::get() == nullptr) return;
   PyObject* roots = args != nullptr && PyTuple_Check(args) && PyTuple_GET_SIZE(args) > 0 ? PyTuple_GET_ITEM(args, 0)
                                                                                          : nullptr;
   if (roots == nullptr && kwargs != nullptr && PyDict_Check(kwargs)) {
