@@ -49,8 +49,8 @@ void capture_outputs(ValueCapture& capture, PyObject* result);
 /// What becomes of a call's record.
 enum class RecordUse : std::uint8_t {
   Recorded,   // written, like every recorded call
-  CheckOnly,  // OPHOOK_NAN's check of a backward op that no enabled level records: kept, and given
-              // its seq, only when the call is a NaN/Inf's culprit
+  CheckOnly,  // OPHOOK_NAN's check of an autograd node of a backward pass no enabled level records
+              // (torch/backward_check.hpp): kept, and given its seq, only when it is a culprit
 };
 
 /// OPHOOK_NAN: when the outputs hold NaN/Inf and the inputs (arrays [0, first_output)) did not,

@@ -54,7 +54,7 @@ struct CopyRequest {
 };
 
 /// The part of the ring on a device that holds the bytes of calls no level records (OPHOOK_NAN's
-/// checks of backward ops), beside OPHOOK_RING_BYTES for the calls the ring may write: they need
+/// checks of backward passes' autograd nodes), beside OPHOOK_RING_BYTES for the calls the ring may write: they need
 /// to last only until they are judged, and must not push the recorded calls' bytes out.
 inline constexpr std::uint64_t kCheckRingShare = 4;  // a quarter of OPHOOK_RING_BYTES
 
