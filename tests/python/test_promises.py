@@ -266,3 +266,8 @@ def test_a_custom_functions_backward_is_checked_as_its_node_once_per_pass(tmp_pa
     assert [c["parent"] for c in culprits] == [b["seq"] for b in backwards]  # one per pass, not two
     assert all(c["phase"] == "backward" and c["level"] == "torch_dispatch" for c in culprits)
     assert [r["seq"] for r in records] == list(range(len(records)))
+    # each pass walks SumBackward0, ReciprocalBackward and x's AccumulateGrad, and hooks the first two
+    hooking = summary(tmp_path / "out")["notes"]["backward_check"]
+    assert {k: hooking[k] for k in ("passes", "nodes_walked", "nodes_hooked")} == {
+        "passes": 2, "nodes_walked": 6, "nodes_hooked": 4}, hooking
+    assert hooking["hooking_ms"] > 0

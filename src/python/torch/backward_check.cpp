@@ -1,5 +1,6 @@
 #include "torch/backward_check.hpp"
 
+#include <chrono>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -20,6 +21,23 @@ std::unordered_map<PyTypeObject*, PyObject*> hooks_by_type;
 // Nodes hooked by the scopes running on this thread, each held by its scope (so its address is
 // not reused while it is here).
 thread_local std::unordered_set<PyObject*> hooked_here;
+
+/// What the hooking cost, for summary.json (notes.backward_check). Counted under the GIL.
+struct Totals {
+  std::uint64_t passes = 0;
+  std::uint64_t nodes_walked = 0;
+  std::uint64_t nodes_hooked = 0;
+  std::chrono::steady_clock::duration hooking{};
+};
+Totals totals;
+
+void note_totals(core::Recorder& recorder) {
+  recorder.add_note("backward_check",
+                    {{"passes", totals.passes},
+                     {"nodes_walked", totals.nodes_walked},
+                     {"nodes_hooked", totals.nodes_hooked},
+                     {"hooking_ms", std::chrono::duration<double, std::milli>(totals.hooking).count()}});
+}
 
 /// Node types whose backward only moves or copies the gradients' elements (or fills with zeros):
 /// they make no NaN/Inf from finite values. A sum (ExpandBackward0's sum_to) or a cast (ToCopy)
@@ -139,10 +157,13 @@ Scope::Scope(PyObject* args, PyObject* kwargs) {
     roots = PyDict_GetItemString(kwargs, "tensors");
     if (roots == nullptr) roots = PyDict_GetItemString(kwargs, "outputs");
   }
+  const auto start = std::chrono::steady_clock::now();
   std::vector<PyRef> pending;
   BusyScope busy;  // the walk's attribute reads are ophook's, not the program's calls
   add_roots(roots, pending);
   hook_graph(pending);
+  ++totals.passes;
+  totals.hooking += std::chrono::steady_clock::now() - start;
 }
 
 void Scope::hook_graph(std::vector<PyRef>& pending) {
@@ -155,11 +176,13 @@ void Scope::hook_graph(std::vector<PyRef>& pending) {
     pending.pop_back();
     PyObject* n = node.get();
     if (n == Py_None || hooked_here.contains(n) || !seen.insert(n).second) continue;
+    ++totals.nodes_walked;
     if (PyObject* hook = hook_for_type(Py_TYPE(n))) {
       PyRef handle = PyRef::steal(PyObject_CallMethodOneArg(n, register_hook_name, hook));
       if (handle) {
         hooked_here.insert(n);
         hooked_.emplace_back(PyRef::borrow(n), std::move(handle));
+        ++totals.nodes_hooked;
       } else {
         static bool said = false;
         if (!std::exchange(said, true)) {
@@ -186,6 +209,7 @@ void Scope::hook_graph(std::vector<PyRef>& pending) {
 
 Scope::~Scope() {
   if (hooked_.empty()) return;
+  const auto start = std::chrono::steady_clock::now();
   static PyObject* remove_name = PyUnicode_InternFromString("remove");
   PyObject *type, *value, *traceback;
   PyErr_Fetch(&type, &value, &traceback);
@@ -195,6 +219,8 @@ Scope::~Scope() {
     if (!removed) PyErr_Clear();
   }
   PyErr_Restore(type, value, traceback);
+  totals.hooking += std::chrono::steady_clock::now() - start;
+  if (auto* recorder = core::Recorder::get()) note_totals(*recorder);
 }
 
 }  // namespace ophook::py::backward_check
