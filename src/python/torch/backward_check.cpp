@@ -8,7 +8,6 @@
 
 #include "call_recording.hpp"
 #include "ophook/log.hpp"
-#include "torch/handlers.hpp"
 #include "torch/module_stack.hpp"
 
 namespace ophook::py::backward_check {
@@ -58,9 +57,9 @@ PyObject* node_finished(PyObject* op_object, PyObject* const* args, Py_ssize_t n
   if (!checking || nargs < 2 || !RecordingGate::open() || recorder == nullptr) Py_RETURN_NONE;
   auto& state = thread_state();
   if (state.busy || import_guard::importing(state) || state.in_kernel > 0) Py_RETURN_NONE;
-  const auto phase = torch_handlers::current_phase(state);
-  const auto module = module_stack::current_module_id(phase);
-  if (phase != core::Phase::Backward || !module_stack::module_selected(module)) Py_RETURN_NONE;
+  // A post hook runs only inside the autograd engine: the phase is backward without asking torch.
+  const auto module = module_stack::current_module_id(core::Phase::Backward);
+  if (!module_stack::module_selected(module)) Py_RETURN_NONE;
   const auto op_id = static_cast<std::uint32_t>(PyLong_AsUnsignedLong(op_object));
   PyObject* returned = args[0];
   PyObject* received = args[1];
