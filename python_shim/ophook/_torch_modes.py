@@ -205,7 +205,7 @@ class _Installation:
 
     def unhook_modules(self):
         _ophook.torch_set_jit_guard(None, None, None)
-        _ophook.torch_set_backward_check(False)
+        _ophook.torch_set_backward_check(False, None)
         _ophook.torch_track_backward_modules(None, None, None)
         for handle in self.hook_handles:
             handle.remove()
@@ -419,10 +419,10 @@ def install(torch):
     _installation = installation
     installation.hook_modules()
     _ophook.torch_set_module_filter(config.get("modules", ""))
-    if "torch_dispatch" in levels or nan_check:
+    if "torch_dispatch" in levels:
         installation.track_backward_modules()
     if installation.check_backward_nodes:
-        _ophook.torch_set_backward_check(True)
+        _ophook.torch_set_backward_check(True, getattr(torch._C._autograd, "_get_sequence_nr", None))
     installation.apply_compile_policy()
     installation.push_here(owner=True)
     installation.wrap_threads()

@@ -150,6 +150,75 @@ def test_backward_check_leaves_the_graph_as_it_was(tmp_path):
         assert "cannot hook" not in hooked.stderr
 
 
+# One Root class in two places: each backward pass plants the NaN's birth (the gradient of sqrt
+# at 0 is Inf) in one of them, or at the top level, or in a forward run on another thread.
+BACKWARD_MODULES = """
+import threading
+import torch
+from torch import nn
+
+class Root(nn.Module):
+    def forward(self, x):
+        return x + torch.sqrt(x - x.detach())
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.root = Root()
+
+    def forward(self, x, plant):
+        h = torch.relu(self.fc(x))
+        return self.root(h) if plant else h * 2
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.head = Block(), Block(), nn.Linear(4, 1)
+
+    def forward(self, x, where):
+        return self.head(self.b(self.a(x, where == "a"), where == "b"))
+
+torch.manual_seed(0)
+net, x = Net(), torch.randn(8, 4)
+
+def backward(out):
+    net.zero_grad()
+    out.sum().backward()
+    print(bool(torch.isfinite(net.a.fc.weight.grad).all()), end=" ")
+
+backward(net(x, "b"))
+backward(net(x, "a"))
+made = []
+worker = threading.Thread(target=lambda: made.append(net(x, "b")))
+worker.start()
+worker.join()
+backward(made[0])                       # the forward ran on another thread
+backward(net(x, "b"))                   # and again on this one alone
+out = net(x, None)
+backward(out + torch.sqrt(out - out.detach()))  # made outside any module
+print()
+"""
+
+
+def test_a_backward_culprit_is_named_by_the_module_whose_forward_made_it(tmp_path):
+    plain = run_script(tmp_path, BACKWARD_MODULES, preload=False)
+    assert plain.stdout == "False False False False False \n"
+    hooked = run_script(tmp_path, BACKWARD_MODULES, nan="warn", mode="trace")
+    assert hooked.stdout == plain.stdout
+    culprits = [r for r in trace(tmp_path / "out") if r["level"] == "torch_dispatch"]
+    assert [r["op"] for r in culprits] == ["autograd.SqrtBackward0"] * 5
+    assert [r["phase"] for r in culprits] == ["backward"] * 5
+    # Counters of two threads overlap: a pass after another thread's forward names no module
+    # rather than a wrong one.
+    assert [r["module"] for r in culprits] == ["Net.b.root", "Net.a.root", None, "Net.b.root", None]
+    # OPHOOK_MODULES: the nodes of other modules (and of none) are not hooked.
+    selected = run_script(tmp_path, BACKWARD_MODULES, nan="warn", mode="trace", modules=r"^Net\.a\b")
+    assert selected.stdout == plain.stdout
+    culprits = [r for r in trace(tmp_path / "out") if r["level"] == "torch_dispatch"]
+    assert [(r["op"], r["module"]) for r in culprits] == [("autograd.SqrtBackward0", "Net.a.root")]
+
+
 # Backward module attribution hooks every module forward's gradients; torch's
 # register_multi_grad_hook left an uncollectable cycle through autograd's C++ nodes at every one
 # (a depth-6 model grew by about 400 objects a step, for good).
@@ -193,9 +262,10 @@ print(float(loss), alive() - before)
 """
 
 
-def test_backward_module_hooks_leave_nothing_behind(tmp_path):
+@pytest.mark.parametrize("levels", ["torch_function", "torch_function,torch_dispatch"])
+def test_backward_module_hooks_leave_nothing_behind(tmp_path, levels):
     plain = run_script(tmp_path, DEEP_TRAINING, preload=False)
-    hooked = run_script(tmp_path, DEEP_TRAINING, nan="warn", mode="trace")
+    hooked = run_script(tmp_path, DEEP_TRAINING, nan="warn", mode="trace", levels=levels)
     plain_loss, plain_growth = plain.stdout.split()
     hooked_loss, hooked_growth = hooked.stdout.split()
     assert hooked_loss == plain_loss

@@ -9,14 +9,16 @@
 #include "call_recording.hpp"
 #include "ophook/log.hpp"
 #include "torch/module_stack.hpp"
+#include "torch/node_modules.hpp"
 
 namespace ophook::py::backward_check {
 namespace {
 
 bool checking = false;
-// Per node type: the post hook registered on its nodes (bound to the op id of
-// `autograd.<type name>`), or nullptr for a type not hooked. Types and hooks held.
-std::unordered_map<PyTypeObject*, PyObject*> hooks_by_type;
+// Per node type: the op id of `autograd.<type name>`, 0 for a type not hooked. Types held.
+std::unordered_map<PyTypeObject*, std::uint32_t> ops_by_type;
+// Per op id and module (node_finished's `bound`): the post hook registered on such nodes. Held.
+std::unordered_map<std::uint64_t, PyObject*> hooks;
 // Nodes hooked by the scopes running on this thread, each held by its scope (so its address is
 // not reused while it is here).
 thread_local std::unordered_set<PyObject*> hooked_here;
@@ -52,15 +54,16 @@ bool only_moves_elements(std::string_view name) {
 }
 
 /// The post hook: autograd calls it with (the gradients the node returned, those it received).
-PyObject* node_finished(PyObject* op_object, PyObject* const* args, Py_ssize_t nargs) {
+/// `bound` is a Python int: the op id of `autograd.<node type>`, and above its 32 bits the name id
+/// of the module whose forward made the node.
+PyObject* node_finished(PyObject* bound, PyObject* const* args, Py_ssize_t nargs) {
   auto* recorder = core::Recorder::get();
   if (!checking || nargs < 2 || !RecordingGate::open() || recorder == nullptr) Py_RETURN_NONE;
   auto& state = thread_state();
   if (state.busy || import_guard::importing(state) || state.in_kernel > 0) Py_RETURN_NONE;
-  // A post hook runs only inside the autograd engine: the phase is backward without asking torch.
-  const auto module = module_stack::current_module_id(core::Phase::Backward);
-  if (!module_stack::module_selected(module)) Py_RETURN_NONE;
-  const auto op_id = static_cast<std::uint32_t>(PyLong_AsUnsignedLong(op_object));
+  const std::uint64_t op_and_module = PyLong_AsUnsignedLongLong(bound);
+  const auto op_id = static_cast<std::uint32_t>(op_and_module);
+  const auto module = static_cast<std::uint32_t>(op_and_module >> 32);
   PyObject* returned = args[0];
   PyObject* received = args[1];
   auto capture = [&](ValueCapture& c) {
@@ -73,6 +76,7 @@ PyObject* node_finished(PyObject* op_object, PyObject* const* args, Py_ssize_t n
     Py_INCREF(returned);
     return returned;
   };
+  // A post hook runs only inside the autograd engine: the phase is backward without asking torch.
   PyRef result = PyRef::steal(record_call(*recorder, state, op_id, core::Phase::Backward, module, capture, ran, false,
                                           RecordUse::CheckOnly));
   if (!result) return nullptr;  // OPHOOK_NAN=raise: the FloatingPointError leaves the backward pass
@@ -83,11 +87,12 @@ PyMethodDef node_hook_def = {"ophook_backward_check",
                              reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&node_finished)),
                              METH_FASTCALL, "OPHOOK_NAN's check of what an autograd node computed."};
 
-/// The hook for nodes of `type` (borrowed), or nullptr where they are not hooked.
-PyObject* hook_for_type(PyTypeObject* type) {
-  auto found = hooks_by_type.find(type);
-  if (found != hooks_by_type.end()) return found->second;
-  PyObject* hook = nullptr;
+/// The op id of `autograd.<name>` for nodes of `type` (borrowed, held from then on), or 0 where
+/// they are not hooked.
+std::uint32_t op_for_type(PyTypeObject* type) {
+  auto found = ops_by_type.find(type);
+  if (found != ops_by_type.end()) return found->second;
+  std::uint32_t op_id = 0;
   PyRef name = PyRef::steal(PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "__name__"));
   const char* text = name && PyUnicode_Check(name.get()) ? PyUnicode_AsUTF8(name.get()) : nullptr;
   if (text == nullptr) PyErr_Clear();
@@ -95,13 +100,25 @@ PyObject* hook_for_type(PyTypeObject* type) {
   auto* recorder = core::Recorder::get();
   if (recorder != nullptr && type_name != "AccumulateGrad" && type_name != "CompiledFunctionBackward" &&
       !only_moves_elements(type_name)) {
-    const auto op_id = recorder->op_id("autograd." + std::string(type_name), core::Level::TorchDispatch);
-    PyRef op_object = PyRef::steal(PyLong_FromUnsignedLong(op_id));
-    hook = op_object ? PyCFunction_New(&node_hook_def, op_object.get()) : nullptr;
-    if (hook == nullptr) PyErr_Clear();
+    op_id = recorder->op_id("autograd." + std::string(type_name), core::Level::TorchDispatch);
   }
   Py_INCREF(type);
-  hooks_by_type.emplace(type, hook);
+  ops_by_type.emplace(type, op_id);
+  return op_id;
+}
+
+/// The post hook for nodes of op `op_id` made inside `module` (borrowed), or nullptr.
+PyObject* hook_for(std::uint32_t op_id, std::uint32_t module) {
+  const std::uint64_t op_and_module = std::uint64_t{module} << 32 | op_id;
+  auto found = hooks.find(op_and_module);
+  if (found != hooks.end()) return found->second;
+  PyRef bound = PyRef::steal(PyLong_FromUnsignedLongLong(op_and_module));
+  PyObject* hook = bound ? PyCFunction_New(&node_hook_def, bound.get()) : nullptr;
+  if (hook == nullptr) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  hooks.emplace(op_and_module, hook);
   return hook;
 }
 
@@ -138,11 +155,10 @@ void add_roots(PyObject* roots, std::vector<PyRef>& pending) {
 void enable(bool on) {
   checking = on;
   if (on) return;
-  for (auto& [type, hook] : hooks_by_type) {
-    Py_XDECREF(hook);
-    Py_DECREF(reinterpret_cast<PyObject*>(type));
-  }
-  hooks_by_type.clear();
+  for (auto& [type, op_id] : ops_by_type) Py_DECREF(reinterpret_cast<PyObject*>(type));
+  ops_by_type.clear();
+  for (auto& [op_and_module, hook] : hooks) Py_DECREF(hook);
+  hooks.clear();
 }
 
 bool enabled() noexcept { return checking; }
@@ -160,12 +176,12 @@ Scope::Scope(PyObject* args, PyObject* kwargs) {
   std::vector<PyRef> pending;
   BusyScope busy;  // the walk's attribute reads are ophook's, not the program's calls
   add_roots(roots, pending);
-  hook_graph(pending);
+  hook_graph(pending, node_modules::pass_can_name_modules());
   ++totals.passes;
   totals.hooking += std::chrono::steady_clock::now() - start;
 }
 
-void Scope::hook_graph(std::vector<PyRef>& pending) {
+void Scope::hook_graph(std::vector<PyRef>& pending, bool name_modules) {
   static PyObject* next_functions_name = PyUnicode_InternFromString("next_functions");
   static PyObject* register_hook_name = PyUnicode_InternFromString("register_hook");
   std::unordered_set<PyObject*> seen;
@@ -176,7 +192,10 @@ void Scope::hook_graph(std::vector<PyRef>& pending) {
     PyObject* n = node.get();
     if (n == Py_None || hooked_here.contains(n) || !seen.insert(n).second) continue;
     ++totals.nodes_walked;
-    if (PyObject* hook = hook_for_type(Py_TYPE(n))) {
+    const auto op_id = op_for_type(Py_TYPE(n));
+    const auto module = op_id != 0 && name_modules ? node_modules::module_of(n) : 0;
+    PyObject* hook = op_id != 0 && module_stack::module_selected(module) ? hook_for(op_id, module) : nullptr;
+    if (hook != nullptr) {
       PyRef handle = PyRef::steal(PyObject_CallMethodOneArg(n, register_hook_name, hook));
       if (handle) {
         hooked_here.insert(n);

@@ -10,9 +10,11 @@ namespace ophook::py::backward_check {
 /// `torch.Tensor.backward` record, yet that is where exploding gradients are born. Around each
 /// backward entry the function level sees (Tensor.backward, autograd.backward, autograd.grad), a
 /// Scope hooks every node of the autograd graph below the entry's roots: a post hook (C++, one
-/// per node type) checks what the node computed like a recorded call (RecordUse::CheckOnly) —
-/// its inputs the gradients it received, its outputs those it returned — and records it only
-/// when it made a NaN/Inf from finite inputs, as op `autograd.<node>` (`autograd.SqrtBackward0`).
+/// per node type and module: node_modules names the module whose forward made the node, and
+/// OPHOOK_MODULES leaves the others unhooked) checks what the node computed like a recorded call
+/// (RecordUse::CheckOnly) — its inputs the gradients it received, its outputs those it returned —
+/// and records it only when it made a NaN/Inf from finite inputs, as op `autograd.<node>`
+/// (`autograd.SqrtBackward0`).
 /// Per node rather than per aten op and with no dispatch mode: a dispatch mode's Python call per
 /// op cost about as much as the whole `trace` level, and changed what some ops compute.
 ///
@@ -36,7 +38,7 @@ class Scope {
   Scope& operator=(const Scope&) = delete;
 
  private:
-  void hook_graph(std::vector<PyRef>& pending);
+  void hook_graph(std::vector<PyRef>& pending, bool name_modules);
   std::vector<std::pair<PyRef, PyRef>> hooked_;  // (node, its hook's handle)
 };
 

@@ -19,6 +19,7 @@
 #include "torch/handlers.hpp"
 #include "torch/module_stack.hpp"
 #include "torch/native.hpp"
+#include "torch/node_modules.hpp"
 #include "torch/tensors.hpp"
 
 namespace pb = pybind11;
@@ -180,9 +181,17 @@ void bind_torch(pb::module_& m) {
       "The gradient hook to register on each of the `expected` tensors a forward of `module` returned "
       "(entering: its backward starts at the first gradient of a pass) or was given (leaving: it ends at the "
       "last).");
-  m.def("torch_set_backward_check", &backward_check::enable, pb::arg("on"),
-        "OPHOOK_NAN without the torch_dispatch level: around each backward entry the torch_function level "
-        "sees, the autograd nodes below it are hooked and what each computes is checked for NaN/Inf's birth.");
+  m.def(
+      "torch_set_backward_check",
+      [](bool on, const pb::object& next_sequence_number) {
+        backward_check::enable(on);
+        node_modules::enable(on && !next_sequence_number.is_none() ? next_sequence_number.ptr() : nullptr);
+      },
+      pb::arg("on"), pb::arg("next_sequence_number"),
+      "OPHOOK_NAN without the torch_dispatch level: around each backward entry the torch_function level "
+      "sees, the autograd nodes below it are hooked and what each computes is checked for NaN/Inf's birth. "
+      "next_sequence_number is torch._C._autograd._get_sequence_nr, by which a node's module is found "
+      "(None: culprits of backward passes name no module).");
   m.def("torch_set_module_filter", &module_stack::set_module_filter, pb::arg("pattern"),
         "OPHOOK_MODULES: record only torch calls inside modules whose dotted path matches (\"\" = all).");
   m.def(

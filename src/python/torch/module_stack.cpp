@@ -9,6 +9,7 @@
 #include "thread_state.hpp"
 #include "torch/backward_modules.hpp"
 #include "torch/native.hpp"
+#include "torch/node_modules.hpp"
 
 namespace ophook::py::module_stack {
 namespace {
@@ -79,6 +80,11 @@ void track_backward(PyObject* module, PyObject* values, bool outputs) {
   PyRef done = PyRef::steal(
       PyObject_CallFunctionObjArgs(backward_tracker, module, values, outputs ? Py_True : Py_False, nullptr));
   if (!done) PyErr_Clear();
+}
+
+/// Tells node_modules, when it records, that this thread's innermost module changed.
+void note_module_change() {
+  if (node_modules::recording()) node_modules::module_changed(frames.empty() ? 0 : frames.back().name_id);
 }
 
 std::unique_ptr<std::regex> module_filter;
@@ -172,6 +178,7 @@ PyObject* forward_pre_hook(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (frames.empty()) thread_state().in_optimizer = 0;
   if (nargs >= 1) {
     frames.push_back({args[0], name_id(args[0]), in_backward_pass()});
+    note_module_change();
     consult_jit_guard(args[0], /*entering=*/true);
     if (nargs >= 2) track_backward(args[0], args[1], /*outputs=*/false);
   }
@@ -185,6 +192,7 @@ PyObject* forward_hook(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   for (auto i = frames.size(); i > 0; --i) {
     if (frames[i - 1].module == args[0]) {
       frames.resize(i - 1);
+      note_module_change();
       break;
     }
   }
