@@ -675,11 +675,11 @@ def test_the_idle_fake_device_does_none_of_a_gpus_work(tmp_path):
 # ---- the ring on the device -------------------------------------------------------------------------
 
 # 64 KiB tensors of every kind the files widen (bf16, fp8, complex), then NaN from finite inputs.
-# The first tanh runs on one thread: about one hooked run in 150 under load (either copy path),
-# the first torch.tanh that MKL splits over two threads came back with the worker's half about
-# 450 ulp off, its inputs identical (never seen unhooked in 390 runs, nor with MKL's tanh called
-# once before: 0 in 244). A race in MKL's first call, by all signs, that ophook's timing makes
-# likelier; this test is about the ring's bytes.
+# The first tanh runs on one thread: under load, about one run in 150 of this program had its
+# first torch.tanh that MKL splits over two threads come back with the worker's half about 450 ulp
+# off, inputs identical — hooked, and unhooked too with a C thread kept busy beside it (as ophook's
+# writer is), the same wrong value; never with one tanh called before (0 in 244). A race in the
+# first call, not ophook's; this test is about the ring's bytes.
 RING_PROGRAM = """
 import torch
 torch.tanh(torch.zeros(8))
