@@ -22,19 +22,24 @@ struct StagedFingerprint {
 };
 
 /// Captures the `nbytes` at `bytes` — the bytes, as the file keeps them (in C order), of the array
-/// at `address`: the same pointer for a host array; for a device tensor, its bytes the statistics
-/// kernel staged in host memory — into `out`: the copy an earlier record made of the array at
-/// `address` when `bytes` hash block by block as that copy's did (content_memo.hpp), else a fresh
-/// copy (into `spare` when it has a buffer), remembered under `address` for the next record. A
-/// weight read by the forward, the backward and the optimizer, an activation as one op's output and
-/// the next op's input: copied once.
-/// `fingerprint`: the device statistics kernel's fingerprint of `bytes`, kept with the copy for
-/// held_copy().
+/// at `address` — into `out`: the copy an earlier record made of the array at `address` when
+/// `bytes` hash block by block as that copy's did (content_memo.hpp), else a fresh copy (into
+/// `spare` when it has a buffer), remembered under `address` for the next record. A weight read by
+/// the forward, the backward and the optimizer, an activation as one op's output and the next
+/// op's input: copied once.
 OPHOOK_API void copy_or_share(ArrayCapture& out, const void* address, const std::byte* bytes, std::size_t nbytes,
-                              SpareBuffer spare, const StagedFingerprint* fingerprint = nullptr);
+                              SpareBuffer spare);
 
-/// A device tensor's copy that records still hold (copy_or_share made it from bytes the device
-/// staged), and the device's fingerprint of those bytes: the device compares the tensor's bytes
+/// Gives `out` the `nbytes` of `copy`, the bytes a device staged for the tensor at device address
+/// `address` (in C order: the staging memory's copy, lent, not copied again on the host), and
+/// remembers it there with the device's `fingerprint` of them for held_copy() — or, when it is
+/// the copy remembered there already (an earlier read's, which the device found these bytes equal
+/// to), shares it. `address` null: a tensor not in C order, whose copy is not remembered.
+OPHOOK_API void share_staged_copy(ArrayCapture& out, const void* address, std::shared_ptr<const SharedCopy> copy,
+                                  std::size_t nbytes, const StagedFingerprint& fingerprint);
+
+/// A device tensor's copy that records still hold (share_staged_copy), and the device's
+/// fingerprint of those bytes: the device compares the tensor's bytes
 /// with it before they cross the bus again (docs/devices.md, "dump").
 struct HeldCopy {
   std::shared_ptr<const SharedCopy> copy;  // null: none

@@ -54,23 +54,33 @@ struct HeldOnDevice {
 };
 
 /// A copy of an array's bytes that several records read (copy_memo.hpp): made once, never
-/// written after, its buffer back to CaptureBufferPool when the last record lets it go.
+/// written after. Its bytes are in a buffer of CaptureBufferPool's, back to the pool when the last
+/// record lets the copy go, or lent by memory another part owns (a device's staging memory, which
+/// the device copied a tensor into for `dump`: no second copy on the host), given back then.
 class SharedCopy {
  public:
-  std::unique_ptr<std::byte[]> data;
-  std::size_t capacity = 0;
-
   SharedCopy(std::unique_ptr<std::byte[]> bytes, std::size_t allocated) noexcept
-      : data(std::move(bytes)), capacity(allocated) {}
+      : owned_(std::move(bytes)), capacity_(allocated), bytes_(owned_.get()) {}
+  /// `lent`'s deleter gives the bytes back, on whichever thread lets the copy go last (often the
+  /// writer's): it must not need the GIL.
+  explicit SharedCopy(std::shared_ptr<const std::byte> lent) noexcept : lent_(std::move(lent)), bytes_(lent_.get()) {}
   SharedCopy(const SharedCopy&) = delete;
   SharedCopy& operator=(const SharedCopy&) = delete;
-  ~SharedCopy() { CaptureBufferPool::give(std::move(data), capacity); }
+  ~SharedCopy() {
+    if (owned_) CaptureBufferPool::give(std::move(owned_), capacity_);
+  }
 
-  /// compute_stats(descr, data, nbytes), computed once for the records that share the copy (the
+  const std::byte* bytes() const noexcept { return bytes_; }
+
+  /// compute_stats(descr, bytes(), nbytes), computed once for the records that share the copy (the
   /// writer asks for each of them); again only for another dtype.
   OPHOOK_API ArrayStats stats(std::string_view descr, std::size_t nbytes) const;
 
  private:
+  std::unique_ptr<std::byte[]> owned_;
+  std::size_t capacity_ = 0;
+  std::shared_ptr<const std::byte> lent_;
+  const std::byte* bytes_;
   mutable std::mutex stats_mutex_;
   mutable std::string stats_descr_;
   mutable std::optional<ArrayStats> stats_;
@@ -116,7 +126,7 @@ struct ArrayCapture {
   std::size_t live_nbytes = 0;
 
   /// The captured element bytes, wherever they are kept.
-  const std::byte* bytes() const noexcept { return shared ? shared->data.get() : data.get(); }
+  const std::byte* bytes() const noexcept { return shared ? shared->bytes() : data.get(); }
 
   /// A buffer of at least `n` bytes at `data`: `spare` when given (CaptureBufferPool), else the
   /// slot's own when big enough, else a fresh one; sets nbytes.

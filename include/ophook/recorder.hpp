@@ -92,6 +92,8 @@ class OPHOOK_API Recorder {
   /// (GIL released) waits until it does, before the data is copied (RecordQueue::wait_for_room).
   bool has_room(std::size_t bytes) const noexcept;
   void wait_for_room(std::size_t bytes) noexcept;
+  /// Bytes of the records handed to the writer and not yet written (RecordQueue::bytes_held).
+  std::size_t bytes_queued() const noexcept;
 
   /// Waits until everything submitted so far is on disk (but the calls held in dump mode's ring).
   void flush() noexcept;

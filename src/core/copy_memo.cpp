@@ -47,7 +47,7 @@ void share_copy(ArrayCapture& out, std::shared_ptr<const SharedCopy> copy, std::
 }  // namespace
 
 void copy_or_share(ArrayCapture& out, const void* address, const std::byte* bytes, std::size_t nbytes,
-                   SpareBuffer spare, const StagedFingerprint* fingerprint) {
+                   SpareBuffer spare) {
   out.captured = true;
   if (nbytes < kSharedCopyMinBytes) {
     std::memcpy(out.reserve_data(nbytes, std::move(spare)), bytes, nbytes);
@@ -74,10 +74,29 @@ void copy_or_share(ArrayCapture& out, const void* address, const std::byte* byte
   if (!entry->block_hashes.empty()) {
     auto copy = std::make_shared<const SharedCopy>(std::move(out.data), std::exchange(out.data_capacity, 0));
     entry->payload.copy = copy;
-    if (fingerprint != nullptr) entry->payload.fingerprint = *fingerprint;
     out.shared = std::move(copy);
   }
   memo.keep(address, std::move(entry));
+}
+
+void share_staged_copy(ArrayCapture& out, const void* address, std::shared_ptr<const SharedCopy> copy,
+                       std::size_t nbytes, const StagedFingerprint& fingerprint) {
+  if (address != nullptr) {
+    auto& memo = CopyMemo::get();
+    // A read the device found unchanged since an earlier one still in flight has that one's copy.
+    if (const auto known = memo.last_at(address); known && known->payload.copy.lock() == copy) {
+      return share_copy(out, std::move(copy), nbytes, {});
+    }
+    // No block hashes: the device compares the next read at the address with the fingerprint.
+    auto entry = std::make_shared<CopyMemo::Entry>();
+    entry->nbytes = nbytes;
+    entry->payload = {copy, fingerprint};
+    memo.keep(address, std::move(entry));
+  }
+  copied.fetch_add(1, std::memory_order_relaxed);
+  out.captured = true;
+  out.nbytes = nbytes;
+  out.shared = std::move(copy);
 }
 
 HeldCopy held_copy(const void* address, std::size_t nbytes) {

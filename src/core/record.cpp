@@ -48,7 +48,7 @@ constexpr std::size_t kKeptArraySlots = 16;
 ArrayStats SharedCopy::stats(std::string_view descr, std::size_t nbytes) const {
   std::lock_guard lock(stats_mutex_);
   if (!stats_ || stats_descr_ != descr) {
-    stats_ = compute_stats(descr, data.get(), nbytes);
+    stats_ = compute_stats(descr, bytes_, nbytes);
     stats_descr_ = descr;
   }
   return *stats_;

@@ -247,6 +247,8 @@ void Recorder::wait_for_room(std::size_t bytes) noexcept {
   if (!finished() && ensure_writer()) queue_->wait_for_room(bytes);
 }
 
+std::size_t Recorder::bytes_queued() const noexcept { return queue_ ? queue_->bytes_held() : 0; }
+
 void Recorder::flush() noexcept {
   if (!finished() && writer_ready_.load(std::memory_order_acquire)) queue_->wait_drained();
 }

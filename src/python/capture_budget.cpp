@@ -38,14 +38,14 @@ std::uint32_t refuse_oversized(ValueCapture& capture, std::size_t nbytes) {
 
 }  // namespace
 
-CopyBudget reserve_copy(ValueCapture& capture, std::size_t nbytes) {
+CopyBudget reserve_copy(ValueCapture& capture, std::size_t nbytes, bool into_buffer) {
   auto& recorder = capture.recorder();
   const auto record_bytes = copied_bytes(capture.record()) + nbytes;
   if (record_bytes > recorder.config().queue_bytes) return {false, refuse_oversized(capture, nbytes), {}};
   // A reused buffer only moves from idle to this record: captured memory does not grow, so there
   // is nothing to wait for. Memory grows only by fresh buffers, and only once queued, idle and
   // this record's bytes together fit the cap (has_room frees idle buffers to make them fit).
-  CopyBudget budget{true, 0, core::CaptureBufferPool::take(nbytes)};
+  CopyBudget budget{true, 0, into_buffer ? core::CaptureBufferPool::take(nbytes) : core::SpareBuffer{}};
   if (budget.spare.data) return budget;
   if (!recorder.has_room(record_bytes)) {
     Py_BEGIN_ALLOW_THREADS recorder.wait_for_room(record_bytes);

@@ -19,9 +19,10 @@ struct CopyBudget {
 };
 
 /// Decides whether `nbytes` more bytes may be copied into `capture`'s record and, when they may,
-/// takes an idle buffer for them if there is one, then waits (GIL released) until the writer has
-/// room for the record's arrays. A refused array is
-/// counted in summary.json under notes.arrays_not_copied, with the reason the record carries.
-CopyBudget reserve_copy(ValueCapture& capture, std::size_t nbytes);
+/// takes an idle buffer for them if there is one (`into_buffer`; not for bytes a device's staging
+/// memory lends), then waits (GIL released) until the writer has room for the record's arrays. A
+/// refused array is counted in summary.json under notes.arrays_not_copied, with the reason the
+/// record carries.
+CopyBudget reserve_copy(ValueCapture& capture, std::size_t nbytes, bool into_buffer = true);
 
 }  // namespace ophook::py

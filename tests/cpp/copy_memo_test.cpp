@@ -84,17 +84,26 @@ TEST_F(CopyMemo, AForkedChildCopiesWhatItsParentShares) {
   EXPECT_EQ(again.bytes(), first.bytes());
 }
 
-TEST_F(CopyMemo, ADevicesCopyIsHeldWithTheFingerprintItsBytesWereStagedWith) {
-  // `dump` on a device: staged bytes are copied with the kernel's fingerprint of them; the next
-  // record of the tensor at that address gets the copy and the fingerprint to compare on the
-  // device, and shares the copy when the device found the bytes unchanged.
+TEST_F(CopyMemo, ADevicesStagedBytesAreLentAndHeldWithTheirFingerprint) {
+  // `dump` on a device: the staging memory's copy of a tensor's bytes is lent to the record, not
+  // copied again, and remembered with the kernel's fingerprint of them; the next record of the
+  // tensor at that address gets the copy and the fingerprint to compare on the device, and shares
+  // the copy when the device found the bytes unchanged. The staging memory has its range back
+  // once no record holds the copy.
   const auto live = float_bytes(4 * (kContentBlockBytes / 4), 8);
   const StagedFingerprint fingerprint{123, 456};
+  bool given_back = false;
+  auto staged = std::make_shared<const SharedCopy>(
+      std::shared_ptr<const std::byte>(live.data(), [&](const std::byte*) { given_back = true; }));
   ArrayCapture first;
-  copy_or_share(first, live.data(), live.data(), live.size(), {}, &fingerprint);
+  share_staged_copy(first, live.data(), staged, live.size(), fingerprint);
+  staged.reset();
+  EXPECT_TRUE(first.captured);
+  EXPECT_EQ(first.bytes(), live.data());  // lent where it lies
+  EXPECT_EQ(first.nbytes, live.size());
   auto held = held_copy(live.data(), live.size());
   ASSERT_TRUE(held.copy);
-  EXPECT_EQ(held.copy->data.get(), first.bytes());
+  EXPECT_EQ(held.copy->bytes(), first.bytes());
   EXPECT_EQ(held.fingerprint.position, 123u);
   EXPECT_EQ(held.fingerprint.by_value, 456u);
   EXPECT_FALSE(held_copy(live.data(), live.size() - 4).copy);  // not the same tensor's bytes
@@ -110,9 +119,21 @@ TEST_F(CopyMemo, ADevicesCopyIsHeldWithTheFingerprintItsBytesWereStagedWith) {
   EXPECT_EQ(unchanged.nbytes, live.size());
   EXPECT_EQ(copy_memo_counts().shared, before.shared + 1);
 
-  // Once no record holds the copy, there is none to compare with: the bytes cross again.
+  // Once no record holds the copy, its range is given back and there is none to compare with:
+  // the bytes cross again.
+  EXPECT_FALSE(given_back);
   first.reset(), unchanged.reset(), held.copy.reset();
+  EXPECT_TRUE(given_back);
   EXPECT_FALSE(held_copy(live.data(), live.size()).copy);
+
+  // A tensor not in C order (no address) is lent the same, and not remembered.
+  const auto strided = float_bytes(4 * (kContentBlockBytes / 4), 10);
+  ArrayCapture unordered;
+  share_staged_copy(unordered, nullptr,
+                    std::make_shared<const SharedCopy>(std::shared_ptr<const std::byte>(strided.data(), [](const std::byte*) {})),
+                    strided.size(), fingerprint);
+  EXPECT_EQ(unordered.bytes(), strided.data());
+  EXPECT_FALSE(held_copy(strided.data(), strided.size()).copy);
 }
 
 TEST_F(CopyMemo, SmallArraysAreCopiedEveryTime) {

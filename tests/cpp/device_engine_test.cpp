@@ -32,7 +32,7 @@ class BehindBackend final : public Backend {
   BehindBackend() : results_(kSlots), stamps_(kSlots) {}
   const k::Result* results() const override { return results_.data(); }
   const std::byte* staging(std::uint64_t& device_address) override {
-    if (!staging_) staging_ = std::make_unique_for_overwrite<std::byte[]>(kStagingBytes);  // never touched
+    if (!staging_) staging_ = std::make_unique_for_overwrite<std::byte[]>(staging_bytes());  // never touched
     device_address = reinterpret_cast<std::uintptr_t>(staging_.get());
     return staging_.get();
   }
@@ -127,7 +127,8 @@ class DeviceEngineTest : public ::testing::Test {
     engine->make_room(stream);
     Slot slot;
     if (engine->share(job, copy, slot)) return slot;
-    EXPECT_TRUE(engine->take_slot(job, copy, stream, slot));
+    bool staging_full = false;
+    EXPECT_TRUE(engine->take_slot(job, copy, stream, slot, staging_full));
     slot.index = job.slot;
     engine->add(job, stream);
     return slot;
@@ -214,7 +215,7 @@ TEST_F(DeviceEngineTest, ALaunchReadsTheSameElementsOnceAndAnswersEveryReadOfThe
 
   // Each read gets the result; the slot goes back only with the last of them.
   engine->wait(first.index);
-  const std::function<void(const std::byte*, const k::Result&)> none;
+  const ConsumeBytes none;
   EXPECT_TRUE(engine->take(first.index, none).has_value());
   EXPECT_TRUE(engine->take(again.index, none).has_value());
   EXPECT_TRUE(engine->take(viewed.index, none).has_value());
@@ -231,7 +232,7 @@ TEST_F(DeviceEngineTest, AReadGivenUpLeavesTheSlotToTheOtherReadsOfIt) {
   EXPECT_NE(queue(tensor(8, 1 << 20), &stream_a).index, first.index);  // still the other read's
   engine->launch();  // which frees the abandoned slots whose launches are done
   EXPECT_NE(queue(tensor(8, 2 << 20), &stream_a).index, first.index);
-  const std::function<void(const std::byte*, const k::Result&)> none;
+  const ConsumeBytes none;
   EXPECT_TRUE(engine->take(again.index, none).has_value());
   EXPECT_EQ(queue(tensor(8, 3 << 20), &stream_a).index, first.index);
 }
@@ -269,7 +270,7 @@ TEST_F(DeviceEngineTest, AStatisticsLaunchIsFollowedByItsStampsNotByAnEvent) {
   EXPECT_EQ(backend->events, 0);
   EXPECT_EQ(backend->questions, 0);
   EXPECT_EQ(backend->waits, 0);
-  const std::function<void(const std::byte*, const k::Result&)> none;
+  const ConsumeBytes none;
   EXPECT_TRUE(engine->take(a.index, none).has_value());
   EXPECT_TRUE(engine->take(b.index, none).has_value());
   // Both slots are free again, the most recently freed given first.
@@ -284,7 +285,7 @@ TEST_F(DeviceEngineTest, ALaunchFinishesThoughASlotOfItWasTakenAndStampedAgain) 
   const Slot b = queue(tensor(1024, 1 << 20), &stream_a);
   engine->launch();
   backend->land(a.index);
-  const std::function<void(const std::byte*, const k::Result&)> none;
+  const ConsumeBytes none;
   ASSERT_TRUE(engine->ready(a.index));
   EXPECT_TRUE(engine->take(a.index, none).has_value());
   const Slot again = queue(tensor(8, 2 << 20), &stream_a);
@@ -330,7 +331,7 @@ TEST_F(DeviceEngineTest, ALaunchWhoseStampsNeverComeFailsItsReads) {
   backend->fail_waits = true;
   engine->wait(a.index);
   EXPECT_TRUE(engine->ready(a.index));
-  const std::function<void(const std::byte*, const k::Result&)> none;
+  const ConsumeBytes none;
   EXPECT_FALSE(engine->take(a.index, none).has_value());
   EXPECT_EQ(engine_costs.launch_failures, failures + 1);
 }

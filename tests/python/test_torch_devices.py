@@ -499,12 +499,58 @@ def test_dump_sends_a_tensors_bytes_again_only_when_they_changed(tmp_path):
     assert note["copies_unchanged"] >= 2900, note  # about every read of the weight but the first of each value
     float32_unchanged = note["copies_unchanged"] - 1  # the bfloat16 activation's (64 KiB) besides
     assert note["bytes_unchanged"] == float32_unchanged * 128 * 1024 + 64 * 1024
-    assert summary(out)["copies_shared"]["shared"] >= note["copies_unchanged"]
+    assert summary(out)["copies_shared"]["shared"] >= float32_unchanged  # the bfloat16 one is widened: copied
     # every tensor's result crossed, and the bytes of every one not found unchanged
     staged = sum(load(out, a).nbytes // (2 if a["dtype"] == "bfloat16" else 1) for a in recorded)  # bf16: widened
     assert note["bytes_to_host"] == 72 * note["tensors_read"] + staged - note["bytes_unchanged"]
     (tmp_path / "plain").mkdir()
     assert proc.stdout == run_script(tmp_path / "plain", UNCHANGED_WEIGHT, preload=False).stdout
+
+
+STAGED_CHAIN = """
+import torch
+torch.manual_seed(0)
+x = torch.randn(64, 1024)  # 256 KiB a tensor
+for i in range(80):
+    y = torch.mul(x, 0.5)
+    x = torch.add(y, float(i))
+    s = torch.sum(x)  # 4 bytes: copied out, not lent
+print(float(s))
+"""
+
+
+def test_dump_lends_staged_bytes_and_waits_for_the_writer_when_staging_is_full(tmp_path):
+    """`dump` on the device: a tensor's bytes the device copied into the staging memory are the
+    record's copy where they lie (lent, not copied again by the program's thread) until the writer
+    has written them; small arrays are copied out. With a staging memory of 1 MiB (four of these
+    tensors) the program waits for the writer to give ranges back instead of reading tensors
+    through torch: every tensor is read by the kernel, every file holds the tensor as it was at its
+    call (recomputed here), and the program's output is the unhooked one."""
+    proc = run_script(tmp_path, STAGED_CHAIN, levels="torch_function", mode="dump", tensor_copy="fake-device",
+                      test_staging_bytes=str(1 << 20))
+    out = tmp_path / "out"
+    records = trace(out)
+    torch.manual_seed(0)
+    x = torch.randn(64, 1024)
+    muls, adds, sums = ops(records, "torch.mul"), ops(records, "torch.add"), ops(records, "torch.sum")
+    assert len(muls) == len(adds) == len(sums) == 80
+    for i, (mul, add, total) in enumerate(zip(muls, adds, sums)):
+        y = torch.mul(x, 0.5)
+        assert same_bits(load(out, arrays(mul)[0]), x.numpy()) and same_bits(load(out, arrays(mul, "outputs")[0]), y.numpy())
+        x = torch.add(y, float(i))
+        assert same_bits(load(out, arrays(add)[0]), y.numpy()) and same_bits(load(out, arrays(add, "outputs")[0]), x.numpy())
+        assert same_bits(load(out, arrays(total, "outputs")[0]), torch.sum(x).numpy())
+    note = summary(out)["notes"]["device_statistics"]
+    recorded = [a for r in records for a in arrays(r) + arrays(r, "outputs")]
+    assert note["tensors_read"] == len(recorded), note  # none read through torch for want of room
+    assert note["staging_waits"] > 0, note
+    # the program's thread copied only the small ones (the sums' outputs and float()'s inputs)
+    sizes = [load(out, a).nbytes for a in recorded]
+    assert min(sizes) == 4 and max(sizes) == 256 * 1024
+    assert note["bytes_copied_from_staging"] == sum(n for n in sizes if n < 64 * 1024), note
+    assert note["bytes_to_host"] - 72 * note["tensors_read"] >= 161 * 256 * 1024, note  # randn, then 2 a step
+    (tmp_path / "plain").mkdir()
+    assert proc.stdout == run_script(tmp_path / "plain", STAGED_CHAIN, preload=False).stdout
 
 
 NAN_PROGRAM = """

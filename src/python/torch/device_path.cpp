@@ -113,20 +113,33 @@ void copy_into_record(ValueCapture& capture, PyObject* tensor, const TorchDtype&
   capture.recorder().count_tensor_copied_by_torch();
 }
 
-/// The record's buffer for the bytes the kernel copies (`dump`), within OPHOOK_QUEUE_BYTES; an
-/// array refused by the cap gives its slot back and keeps the reason.
+/// Room within OPHOOK_QUEUE_BYTES for the bytes the kernel copies (`dump`), and the record's
+/// buffer for them where they are copied out of the staging memory: small arrays, and those
+/// widened for their files. Larger ones are lent where the device staged them. An array refused
+/// by the cap gives its slot back and keeps the reason.
 void reserve_for_copy(ValueCapture& capture, const TorchDtype& dtype, core::ArrayCapture& out,
                       device_readback::Readback& read) {
-  auto budget = reserve_copy(capture, read.count * dtype.saved_item_size);
+  const std::size_t saved_nbytes = read.count * dtype.saved_item_size;
+  read.lent = dtype.widen == nullptr && saved_nbytes >= core::kSharedCopyMinBytes;
+  auto budget = reserve_copy(capture, saved_nbytes, !read.lent);
   if (!budget.copy) {
     out.no_data_reason_id = budget.reason_id;
     device_statistics::abandon(read.slot);
     read.slot = {};
     return;
   }
-  out.reserve_data(read.count * dtype.saved_item_size, std::move(budget.spare));
+  if (!read.lent) out.reserve_data(saved_nbytes, std::move(budget.spare));
   read.bytes = true;
   read.widen = dtype.widen;
+}
+
+/// After Queued::StagingFull: the held records go to the writer (their copies are given back as
+/// they are written), then the program waits until the staging memory has room for `bytes`, as
+/// it waits for room in the queue. False when nothing left to write holds it.
+bool make_staging_room(ValueCapture& capture, const DLTensor& view, bool fake, std::uint64_t bytes) {
+  device_readback::resolve_held();
+  auto& recorder = capture.recorder();
+  return device_statistics::wait_for_staging(view, fake, bytes, [&] { return recorder.bytes_queued() > 0; });
 }
 
 /// Why a tensor the device's part of OPHOOK_RING_BYTES' ring had no room for has statistics and
@@ -171,7 +184,12 @@ bool queue_on_device(ValueCapture& capture, PyObject* tensor, const TorchDtype& 
     if (copy.compare && address != nullptr) held = core::held_copy(address, read.nbytes);
     if (held.copy) copy.held = &held.fingerprint;
   }
-  switch (device_statistics::queue(view, dtype.kernel_kind, fake, copy, read.slot)) {
+  auto queued = device_statistics::queue(view, dtype.kernel_kind, fake, copy, read.slot);
+  if (queued == device_statistics::Queued::StagingFull &&
+      make_staging_room(capture, view, fake, read.count * dtype.item_size)) {
+    queued = device_statistics::queue(view, dtype.kernel_kind, fake, copy, read.slot);
+  }
+  switch (queued) {
     case device_statistics::Queued::Yes:
       capture.note_queued_on_device();
       if (read.slot.ring_ticket != 0) {
@@ -188,6 +206,7 @@ bool queue_on_device(ValueCapture& capture, PyObject* tensor, const TorchDtype& 
       report_unread(capture.record(), out, {"not read while a CUDA graph is being captured: spec only", "", false});
       return true;
     case device_statistics::Queued::Elsewhere:
+    case device_statistics::Queued::StagingFull:
       return false;
   }
   return false;

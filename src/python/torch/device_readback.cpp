@@ -57,6 +57,10 @@ struct HeldCheck {
 };
 auto& held_checks = *new std::vector<HeldCheck>;
 
+/// `dump`'s bytes the program's thread copied out of the staging memory (arrays under
+/// core::kSharedCopyMinBytes, and those widened for their files): the others are lent to records.
+std::uint64_t bytes_copied_from_staging = 0;
+
 // A forked child's copies belong to the parent, which submits them: the child forgets them,
 // leaked, since their tensors live on a device the child must not touch.
 const bool fork_handler_registered = [] {
@@ -177,29 +181,32 @@ void fill_from_kernel(const Expected& entry, const statistics_kernel::Result& re
 }
 
 /// Takes the kernel's result for `entry` (ready or waited for) into its array: in `dump` the
-/// bytes it copied (widened where the file's dtype is wider; else the copy an earlier record made
-/// of the same bytes at the same device address, core::copy_or_share — or, where the device found
-/// them unchanged and sent nothing, the copy it compared them with), from which the writer
-/// computes the statistics as for any array; otherwise the statistics.
+/// bytes it copied — lent where the device staged them (core::share_staged_copy), widened where
+/// the file's dtype is wider, copied when small; or, where the device found them unchanged and
+/// sent nothing, the copy it compared them with — from which the writer computes the statistics
+/// as for any array; otherwise the statistics.
 void fill_from_kernel(const Expected& entry) {
   auto& array = entry.record->arrays[entry.index];
   const auto& r = entry.readback;
   bool copied = r.count == 0;
-  const auto result = device_statistics::take(r.slot, [&](const std::byte* bytes, const statistics_kernel::Result& result) {
-    if (!array.data) return;
-    if (bytes == nullptr) {
-      core::share_held_copy(array, r.address, r.held_copy, r.nbytes, {std::move(array.data), std::exchange(array.data_capacity, 0)});
-    } else if (r.widen != nullptr) {
-      r.widen(array.data.get(), bytes, r.count);
-    } else if (r.address != nullptr) {
-      const core::StagedFingerprint fingerprint{result.position, result.by_value};
-      core::copy_or_share(array, r.address, bytes, r.nbytes, {std::move(array.data), std::exchange(array.data_capacity, 0)},
-                          &fingerprint);
-    } else {
-      std::memcpy(array.data.get(), bytes, r.nbytes);
-    }
-    copied = true;
-  });
+  const auto result = device_statistics::take(
+      r.slot, [&](const std::shared_ptr<const core::SharedCopy>& staged, const statistics_kernel::Result& result) {
+        if (!r.lent && !array.data) return;
+        if (staged == nullptr) {
+          core::share_held_copy(array, r.address, r.held_copy, r.nbytes,
+                                {std::move(array.data), std::exchange(array.data_capacity, 0)});
+        } else if (r.lent) {
+          core::share_staged_copy(array, r.address, staged, r.nbytes, {result.position, result.by_value});
+        } else {
+          if (r.widen != nullptr) {
+            r.widen(array.data.get(), staged->bytes(), r.count);
+          } else {
+            std::memcpy(array.data.get(), staged->bytes(), r.nbytes);
+          }
+          bytes_copied_from_staging += r.nbytes;
+        }
+        copied = true;
+      });
   if (!result || (r.bytes && !copied)) {
     return report_unread(*entry.record, array, {"reading it on the device failed: spec only", "", false});
   }
@@ -405,7 +412,10 @@ void note_kernel_costs() {
                          {"launches_held_most", costs.launches_held_most},
                          {"copies_unchanged", costs.copies_unchanged},
                          {"bytes_unchanged", costs.bytes_unchanged},
-                         {"reads_shared", costs.reads_shared}};
+                         {"reads_shared", costs.reads_shared},
+                         {"bytes_copied_from_staging", bytes_copied_from_staging},
+                         {"staging_waits", costs.staging_waits},
+                         {"staging_wait_ms", static_cast<double>(costs.staging_wait_ns) / 1e6}};
   if (costs.ring_bytes > 0) note["ring_bytes_on_device"] = costs.ring_bytes;
   if (!costs.unavailable.empty()) note["unavailable"] = costs.unavailable;
   recorder->add_note("device_statistics", std::move(note));

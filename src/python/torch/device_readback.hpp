@@ -22,6 +22,7 @@ struct Readback {
   PyRef pending;                   // from _torch_device.snapshot or .statistics; null: nothing
   device_statistics::Slot slot;    // queued for the statistics kernel
   bool bytes = false;              // a snapshot: its bytes go into the array's reserved buffer
+  bool lent = false;               // bytes: the kernel's, lent to the array where they were staged (no buffer)
   std::size_t nbytes = 0;          // the tensor's bytes in its own dtype (what the fingerprint covers)
   std::size_t count = 0;           // its elements
   std::size_t saved_nbytes = 0;    // bytes held in the device's ring: their size in the file's dtype

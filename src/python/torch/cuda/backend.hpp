@@ -15,7 +15,10 @@ namespace ophook::py::device_statistics {
 
 inline constexpr std::uint32_t kSlots = 8192;           // results (and arrival counters) in flight
 inline constexpr std::uint32_t kArenaPartials = 1 << 16;  // per-block partials of launches in flight
-inline constexpr std::size_t kStagingBytes = std::size_t{256} << 20;  // dumped bytes on their way to the host
+
+/// The size of the host memory `dump`'s bytes cross into (Backend::staging): 256 MiB, or
+/// OPHOOK_TEST_STAGING_BYTES for tests that fill it (staging_memory.cpp).
+std::size_t staging_bytes();
 
 class Backend {
  public:
@@ -23,8 +26,8 @@ class Backend {
   virtual ~Backend() = default;
   /// The results, where the host reads them (kSlots of them).
   virtual const statistics_kernel::Result* results() const = 0;
-  /// kStagingBytes of host memory the device writes `dump`'s bytes into, allocated at the first
-  /// call; null when it cannot be had. `device_address` is where the kernel writes it.
+  /// staging_bytes() of host memory the device writes `dump`'s bytes into (StagingMemory),
+  /// allocated at the first call; null when it cannot be had. `device_address` is where the kernel writes it.
   virtual const std::byte* staging(std::uint64_t& device_address) = 0;
   /// `bytes` of device memory for OPHOOK_RING_BYTES' ring (DeviceRing), allocated once; 0 with
   /// `why` when they cannot be had.

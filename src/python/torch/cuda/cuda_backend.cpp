@@ -77,7 +77,7 @@ class CudaBackend final : public Backend {
     if (staging_ == nullptr && !staging_failed_) {
       ContextScope scope(*api_, context_);
       void* host = nullptr;
-      staging_failed_ = api_->host_alloc(&host, kStagingBytes, kHostAllocPortable | kHostAllocDeviceMap) != kSuccess ||
+      staging_failed_ = api_->host_alloc(&host, staging_bytes(), kHostAllocPortable | kHostAllocDeviceMap) != kSuccess ||
                         api_->host_get_device_pointer(&staging_on_device_, host, 0) != kSuccess;
       if (!staging_failed_) staging_ = static_cast<const std::byte*>(host);
     }

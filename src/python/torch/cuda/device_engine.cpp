@@ -26,7 +26,19 @@ void DeviceEngine::make_room(void* stream) {
   if (params_.jobs > 0 && (stream != stream_ || params_.jobs == k::kJobsPerLaunch)) launch();
 }
 
-bool DeviceEngine::take_slot(k::TensorJob& job, const CopyRequest& copy, void* stream, Slot& slot) {
+const std::shared_ptr<StagingMemory>& DeviceEngine::staging() {
+  if (!staging_tried_) {
+    staging_tried_ = true;
+    std::uint64_t device_address = 0;
+    if (const std::byte* host = backend_->staging(device_address)) {
+      staging_ = std::make_shared<StagingMemory>(host, device_address, staging_bytes());
+    }
+  }
+  return staging_;
+}
+
+bool DeviceEngine::take_slot(k::TensorJob& job, const CopyRequest& copy, void* stream, Slot& slot, bool& staging_full) {
+  staging_full = false;
   if (free_.empty()) sweep_abandoned();
   if (free_.empty()) return false;
   const std::uint64_t bytes = copy.to == CopyRequest::To::Nowhere ? 0 : job.count * k::item_size(job.kind);
@@ -41,23 +53,26 @@ bool DeviceEngine::take_slot(k::TensorJob& job, const CopyRequest& copy, void* s
       }
     }
   }
-  std::uint64_t staged = kNotStaged;
+  StagingMemory::Range staged;
   if (bytes > 0 && slot.ring_ticket == 0 && !slot.ring_refused) {
-    std::uint64_t device_address = 0;
-    if (backend_->staging(device_address) == nullptr || bytes > kStagingBytes / 2) return false;
-    staged = staging_.take(bytes);
-    if (staged == kNotStaged) {
+    if (!staging() || bytes > staging_->size() / 2) return false;
+    staged = staging_->take(bytes);
+    if (!staged.copy) {
       sweep_abandoned();  // abandoned copies may hold the staging memory
-      staged = staging_.take(bytes);
+      staged = staging_->take(bytes);
     }
-    if (staged == kNotStaged) return false;
-    job.copy_to = device_address + staged;
+    if (!staged.copy) {
+      staging_full = true;
+      return false;
+    }
+    job.copy_to = staged.device_address;
   }
   job.slot = free_.back();
   free_.pop_back();
-  if (staged != kNotStaged && copy.compare && (job.flags & k::kContiguous)) compare_with_earlier(job, copy, stream, bytes);
+  if (staged.copy && copy.compare && (job.flags & k::kContiguous)) compare_with_earlier(job, copy, stream, bytes);
   auto& taken = slots_[job.slot];
-  taken = {SlotState::Used, next_launch_, staged, staged == kNotStaged ? 0 : bytes,
+  const std::uint64_t staged_bytes = staged.copy ? bytes : 0;
+  taken = {SlotState::Used, next_launch_, std::move(staged.copy), staged_bytes,
            (job.flags & k::kCopyIfChanged) ? job : k::TensorJob{}, job.data, stream};
   taken.to = copy.to, taken.check_ring = copy.check_only;
   taken.ring_ticket = slot.ring_ticket, taken.ring_refused = slot.ring_refused;
@@ -140,7 +155,7 @@ void DeviceEngine::launch() {
   entry.stamped = copies_.jobs == 0;
   for (std::uint32_t j = 0; j < params_.jobs; ++j) {
     entry.slots[j] = params_.job[j].slot;
-    if (slots_[params_.job[j].slot].staged != kNotStaged) entry.stamped = false;
+    if (slots_[params_.job[j].slot].staged) entry.stamped = false;
   }
   reserve_arena(entry);
   for (std::uint32_t j = 0; j < params_.jobs; ++j) params_.job[j].partials = entry.arena_begin + params_.job[j].first_block;
@@ -188,8 +203,7 @@ void DeviceEngine::wait(std::uint32_t index) {
   if (!entry.done) wait_for(entry);
 }
 
-std::optional<k::Result> DeviceEngine::take(std::uint32_t index,
-                                           const std::function<void(const std::byte*, const k::Result&)>& consume_bytes) {
+std::optional<k::Result> DeviceEngine::take(std::uint32_t index, const ConsumeBytes& consume_bytes) {
   Launch& entry = launch_of(index);
   std::optional<k::Result> result;
   if (slots_[index].readers > 1) {  // another read it answers is still to come
@@ -201,16 +215,11 @@ std::optional<k::Result> DeviceEngine::take(std::uint32_t index,
     result = backend_->results()[index];
     engine_costs.bytes_to_host += sizeof(k::Result);
     const auto& slot = slots_[index];
-    const std::uint32_t holder = slot.staged != kNotStaged && consume_bytes ? bytes_holder(index) : index;
+    const std::uint32_t holder = slot.staged && consume_bytes ? bytes_holder(index) : index;
     if (holder == kLost) {
       result.reset();  // compared with an earlier read whose launch failed: its bytes never came
-    } else if (slot.staged != kNotStaged && consume_bytes) {
-      if (holder == kHeldByHost) {
-        consume_bytes(nullptr, *result);
-      } else {
-        std::uint64_t device_address = 0;
-        consume_bytes(backend_->staging(device_address) + slots_[holder].staged, *result);
-      }
+    } else if (slot.staged && consume_bytes) {
+      consume_bytes(holder == kHeldByHost ? nullptr : slots_[holder].staged, *result);
       if (holder == index) {
         engine_costs.bytes_to_host += slot.staged_bytes;
       } else {
@@ -337,7 +346,6 @@ void DeviceEngine::release(std::uint32_t index) {
 void DeviceEngine::free_when_unfollowed(std::uint32_t index) {
   auto& slot = slots_[index];
   if (slot.state != SlotState::Released || slot.followers > 0) return;
-  if (slot.staged != kNotStaged) staging_.release(slot.staged);
   const bool followed = (slot.copy_if_changed.flags & k::kHeldInSlot) != 0;
   const std::uint32_t earlier = slot.copy_if_changed.held_slot;
   slot = SlotEntry{};

@@ -11,7 +11,7 @@
 #include "ophook/statistics_kernel.hpp"
 #include "torch/cuda/backend.hpp"
 #include "torch/cuda/device_ring.hpp"
-#include "torch/cuda/staging_ring.hpp"
+#include "torch/cuda/staging_memory.hpp"
 #include "torch/cuda/statistics_engine.hpp"
 
 /// One device's statistics engine (statistics_engine.hpp says what it does for its callers): its
@@ -43,11 +43,12 @@ class DeviceEngine {
 
   /// A free result slot for the launch being assembled, with the room `copy` asks for the bytes
   /// (`job.copy_to`: in the device's ring, `slot.ring_ticket` then set; else in the staging
-  /// memory); false when all slots or the staging memory are in use. A tensor the device's ring
+  /// memory); false when all slots or the staging memory are in use (`staging_full` then says the
+  /// latter: records not yet written hold it, staging()->wait_for_room). A tensor the device's ring
   /// has no room for (larger than half its part, or than what its call leaves there) is not
   /// copied at all (`slot.ring_refused`): the ring could not keep it, and sending it to the host
   /// instead would cost the program the bus for bytes no trigger may ever want.
-  bool take_slot(k::TensorJob& job, const CopyRequest& copy, void* stream, Slot& slot);
+  bool take_slot(k::TensorJob& job, const CopyRequest& copy, void* stream, Slot& slot, bool& staging_full);
 
   /// The slot of a job of the launch being assembled that reads the very elements `job`
   /// describes in the same order (the same address, kind and count, and both in C order or
@@ -64,6 +65,9 @@ class DeviceEngine {
   /// The device's ring for the recorded calls, or (`check_part`) for the calls no level records.
   DeviceRing* ring(bool check_part) { return rings_[check_part ? 1 : 0]; }
 
+  /// The staging memory, allocated at its first use; null when the backend has none.
+  const std::shared_ptr<StagingMemory>& staging();
+
   /// Launches what is assembled (and the copy launch after it), recording its event.
   void launch();
 
@@ -75,8 +79,7 @@ class DeviceEngine {
   /// device_statistics::ready, wait, take and abandon for the slot `index`.
   bool ready(std::uint32_t index);
   void wait(std::uint32_t index);
-  std::optional<k::Result> take(std::uint32_t index,
-                                const std::function<void(const std::byte*, const k::Result&)>& consume_bytes);
+  std::optional<k::Result> take(std::uint32_t index, const ConsumeBytes& consume_bytes);
   void abandon(std::uint32_t index);
 
  private:
@@ -88,7 +91,7 @@ class DeviceEngine {
   struct SlotEntry {
     SlotState state = SlotState::Free;
     std::uint64_t launch = 0;     // the launch that computes it
-    std::uint64_t staged = kNotStaged;  // offset of its bytes in the staging memory (`dump`)
+    std::shared_ptr<const core::SharedCopy> staged;  // its bytes in the staging memory (`dump`)
     std::uint64_t staged_bytes = 0;
     k::TensorJob copy_if_changed;  // flags has kCopyIfChanged when its bytes are copied only if changed
     std::uint64_t address = 0;  // of its tensor's bytes on the device
@@ -207,7 +210,8 @@ class DeviceEngine {
   std::uint32_t copy_blocks_ = 0;
   void* stream_ = nullptr;
   std::uint32_t cursor_ = 0;
-  StagingRing staging_;
+  std::shared_ptr<StagingMemory> staging_;
+  bool staging_tried_ = false;
   DeviceRing* rings_[2] = {nullptr, nullptr};  // for the recorded calls, for the calls no level records
   bool ring_tried_ = false;
 };

@@ -34,7 +34,7 @@ class FakeBackend final : public Backend {
   const k::Result* results() const override { return results_.data(); }
 
   const std::byte* staging(std::uint64_t& device_address) override {
-    if (!staging_) staging_ = std::make_unique_for_overwrite<std::byte[]>(kStagingBytes);
+    if (!staging_) staging_ = std::make_unique_for_overwrite<std::byte[]>(staging_bytes());
     device_address = reinterpret_cast<std::uintptr_t>(staging_.get());  // the fake device's memory is the host's
     return staging_.get();
   }

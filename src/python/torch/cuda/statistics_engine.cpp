@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <functional>
 #include <memory>
@@ -125,10 +126,28 @@ Queued queue(const DLTensor& view, std::uint32_t kind, bool fake, const CopyRequ
     slot = {device, taken.index, taken.ring_ticket, copy.check_only, taken.ring_refused};
     return Queued::Yes;
   }
-  if (!engine->take_slot(job, copy, stream, taken)) return Queued::Elsewhere;
+  bool staging_full = false;
+  if (!engine->take_slot(job, copy, stream, taken, staging_full)) {
+    return staging_full ? Queued::StagingFull : Queued::Elsewhere;
+  }
   engine->add(job, stream);
   slot = {device, job.slot, taken.ring_ticket, copy.check_only, taken.ring_refused};
   return Queued::Yes;
+}
+
+bool wait_for_staging(const DLTensor& view, bool fake, std::uint64_t bytes, const std::function<bool()>& more_coming) {
+  std::uint32_t device = 0;
+  DeviceEngine* engine = engine_for(fake, view.device.device_id, device);
+  const std::shared_ptr<StagingMemory> staging = engine != nullptr ? engine->staging() : nullptr;
+  if (!staging) return false;
+  const auto start = std::chrono::steady_clock::now();
+  bool room = false;
+  Py_BEGIN_ALLOW_THREADS room = staging->wait_for_room(bytes, more_coming);
+  Py_END_ALLOW_THREADS
+  ++engine_costs.staging_waits;
+  engine_costs.staging_wait_ns += static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+  return room;
 }
 
 core::DeviceHeldBytes* ring_of(Slot slot) { return engines[slot.device]->ring(slot.check_ring); }
@@ -157,7 +176,7 @@ bool ready(Slot slot) {
   return (engine.answers_unasked(slot.index) || may_poll()) && engine.ready(slot.index);
 }
 void wait(Slot slot) { engines[slot.device]->wait(slot.index); }
-std::optional<statistics_kernel::Result> take(Slot slot, const std::function<void(const std::byte*, const statistics_kernel::Result&)>& consume_bytes) {
+std::optional<statistics_kernel::Result> take(Slot slot, const ConsumeBytes& consume_bytes) {
   return engines[slot.device]->take(slot.index, consume_bytes);
 }
 void abandon(Slot slot) { engines[slot.device]->abandon(slot.index); }

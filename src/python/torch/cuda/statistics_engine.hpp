@@ -10,6 +10,7 @@
 #include "ophook/copy_memo.hpp"
 #include "ophook/record.hpp"
 #include "ophook/statistics_kernel.hpp"
+#include "torch/cuda/staging_memory.hpp"
 #include "torch/float_formats.hpp"
 
 /// Statistics of device tensors computed where they lie (docs/devices.md, "Statistics on a CUDA
@@ -62,12 +63,18 @@ enum class Queued : std::uint8_t {
   Yes,
   Elsewhere,  // no engine for this tensor (no driver or NVRTC, a shape the kernel does not take…): the generic path reads it
   Capturing,  // its stream is capturing a CUDA graph: not read now
+  StagingFull,  // `dump`: records not yet written hold the staging memory its bytes need (wait_for_staging)
 };
 
 /// Queues the statistics of the tensor `view` (elements of kernel kind `kind`) and the copy of
 /// its bytes in C order that `copy` asks for; `slot` says where its result will be and whether
 /// the bytes went to the ring. `fake`: a CPU tensor for the fake device.
 Queued queue(const DLTensor& view, std::uint32_t kind, bool fake, const CopyRequest& copy, Slot& slot);
+
+/// `dump`, after Queued::StagingFull: waits, the GIL released, until the staging memory of
+/// `view`'s device has room for `bytes`, while `more_coming()` says records holding some of it are
+/// still to be written (counted in costs()). False when it has none and none is coming.
+bool wait_for_staging(const DLTensor& view, bool fake, std::uint64_t bytes, const std::function<bool()>& more_coming);
 
 /// The ring that holds the bytes of `slot` (queued with a ring ticket): for the record's array.
 core::DeviceHeldBytes* ring_of(Slot slot);
@@ -94,11 +101,15 @@ void wait(Slot slot);
 /// stream, where querying an event could invalidate the program's capture.
 bool may_poll();
 
+/// What take() hands a copied tensor's bytes to, with its result: the staging memory's copy of
+/// them (StagingMemory: kept by holding it, no second copy), or null where they were not copied
+/// for being those of the copy the host holds (CopyRequest::held).
+using ConsumeBytes =
+    std::function<void(const std::shared_ptr<const core::SharedCopy>&, const statistics_kernel::Result&)>;
+
 /// The result of `slot`, which must be ready or waited for; nullopt when its launch failed. A
-/// copied tensor's bytes go to `consume_bytes` first, with the result (valid during the call
-/// only); null there when they were not copied for being those of the copy the host holds
-/// (CopyRequest::held). The slot is free afterwards.
-std::optional<statistics_kernel::Result> take(Slot slot, const std::function<void(const std::byte*, const statistics_kernel::Result&)>& consume_bytes = {});
+/// copied tensor's bytes go to `consume_bytes` first. The slot is free afterwards.
+std::optional<statistics_kernel::Result> take(Slot slot, const ConsumeBytes& consume_bytes = {});
 
 /// Frees `slot` without its result (a record that goes back unwritten), once its launch is done.
 void abandon(Slot slot);
@@ -111,6 +122,7 @@ struct Costs {
   std::uint64_t launches_held_most = 0;  // launches whose results were not all taken, at most at once
   std::uint64_t copies_unchanged = 0, bytes_unchanged = 0;  // `dump`: tensors not sent to the host again
   std::uint64_t reads_shared = 0;  // tensors answered by another read of the same elements in their launch
+  std::uint64_t staging_waits = 0, staging_wait_ns = 0;  // for records to be written and give it back
   std::string devices;      // "cuda:0 sm_90", "fake"
   std::string unavailable;  // why a device has no engine
 };
