@@ -85,6 +85,18 @@ TEST_F(StagingMemoryTest, AFullMemoryNothingWillGiveBackIsNotWaitedFor) {
   const auto start = std::chrono::steady_clock::now();
   EXPECT_FALSE(staging->wait_for_room(16, [] { return false; }));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  // Until a range comes back, the next tensors do not wait again while nothing is coming.
+  const auto again = std::chrono::steady_clock::now();
+  EXPECT_FALSE(staging->wait_for_room(16, [] { return false; }));
+  EXPECT_LT(std::chrono::steady_clock::now() - again, std::chrono::milliseconds(5));
+}
+
+TEST_F(StagingMemoryTest, ARangeComingBackEndsTheStandstill) {
+  auto own = staging->take(kSize);
+  ASSERT_TRUE(own.copy);
+  EXPECT_FALSE(staging->wait_for_room(16, [] { return false; }));
+  own.copy.reset();
+  EXPECT_TRUE(staging->wait_for_room(16, [] { return false; }));
 }
 
 }  // namespace

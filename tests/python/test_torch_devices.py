@@ -515,7 +515,9 @@ for i in range(80):
     y = torch.mul(x, 0.5)
     x = torch.add(y, float(i))
     s = torch.sum(x)  # 4 bytes: copied out, not lent
-print(float(s))
+parts = [torch.mul(x, k) for k in range(5)]
+z = torch.stack(parts)  # its fifth input finds the staging memory full of its own four
+print(float(s), float(z.sum()))
 """
 
 
@@ -525,7 +527,9 @@ def test_dump_lends_staged_bytes_and_waits_for_the_writer_when_staging_is_full(t
     has written them; small arrays are copied out. With a staging memory of 1 MiB (four of these
     tensors) the program waits for the writer to give ranges back instead of reading tensors
     through torch: every tensor is read by the kernel, every file holds the tensor as it was at its
-    call (recomputed here), and the program's output is the unhooked one."""
+    call (recomputed here), and the program's output is the unhooked one. A call whose own
+    tensors fill the staging memory has the one that finds no room read through torch, as is one
+    larger than half of it."""
     proc = run_script(tmp_path, STAGED_CHAIN, levels="torch_function", mode="dump", tensor_copy="fake-device",
                       test_staging_bytes=str(1 << 20))
     out = tmp_path / "out"
@@ -533,20 +537,28 @@ def test_dump_lends_staged_bytes_and_waits_for_the_writer_when_staging_is_full(t
     torch.manual_seed(0)
     x = torch.randn(64, 1024)
     muls, adds, sums = ops(records, "torch.mul"), ops(records, "torch.add"), ops(records, "torch.sum")
-    assert len(muls) == len(adds) == len(sums) == 80
+    muls, parts = muls[:80], muls[80:]
+    assert len(muls) == len(adds) == len(sums) == 80 and len(parts) == 5
     for i, (mul, add, total) in enumerate(zip(muls, adds, sums)):
         y = torch.mul(x, 0.5)
         assert same_bits(load(out, arrays(mul)[0]), x.numpy()) and same_bits(load(out, arrays(mul, "outputs")[0]), y.numpy())
         x = torch.add(y, float(i))
         assert same_bits(load(out, arrays(add)[0]), y.numpy()) and same_bits(load(out, arrays(add, "outputs")[0]), x.numpy())
         assert same_bits(load(out, arrays(total, "outputs")[0]), torch.sum(x).numpy())
+    stack = ops(records, "torch.stack")[0]
+    want = [torch.mul(x, k) for k in range(5)]
+    assert all(same_bits(load(out, a), w.numpy()) for a, w in zip(arrays(stack), want))
+    assert same_bits(load(out, arrays(stack, "outputs")[0]), torch.stack(want).numpy())
     note = summary(out)["notes"]["device_statistics"]
     recorded = [a for r in records for a in arrays(r) + arrays(r, "outputs")]
-    assert note["tensors_read"] == len(recorded), note  # none read through torch for want of room
+    # none read through torch for want of room but the stack's fifth input, its output and the
+    # sum's input (1.25 MiB, more than half the staging memory); the sum's output waits for the
+    # stack's record to be written
+    assert note["tensors_read"] == len(recorded) - 3, note
     assert note["staging_waits"] > 0, note
     # the program's thread copied only the small ones (the sums' outputs and float()'s inputs)
     sizes = [load(out, a).nbytes for a in recorded]
-    assert min(sizes) == 4 and max(sizes) == 256 * 1024
+    assert min(sizes) == 4 and max(sizes) == 5 * 256 * 1024
     assert note["bytes_copied_from_staging"] == sum(n for n in sizes if n < 64 * 1024), note
     assert note["bytes_to_host"] - 72 * note["tensors_read"] >= 161 * 256 * 1024, note  # randn, then 2 a step
     (tmp_path / "plain").mkdir()

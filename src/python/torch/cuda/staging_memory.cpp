@@ -58,7 +58,10 @@ bool StagingMemory::wait_for_room(std::uint64_t n, const std::function<bool()>& 
   bool last_look = false;
   while (!fits(n)) {
     if (!more_coming()) {
-      if (last_look) return false;
+      if (last_look || stuck_) {
+        stuck_ = true;
+        return false;
+      }
       last_look = true;
     }
     returned_.wait_for(lock, std::chrono::milliseconds(10));
@@ -83,6 +86,7 @@ void StagingMemory::give_back(std::uint64_t offset, std::uint64_t n) noexcept {
       }
     }
     if (n > 0) free_.emplace(offset, n);
+    stuck_ = false;
   }
   returned_.notify_all();
 }

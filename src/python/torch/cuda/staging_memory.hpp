@@ -39,7 +39,9 @@ class StagingMemory : public std::enable_shared_from_this<StagingMemory> {
 
   /// Waits (call without the GIL) until a range of `n` bytes is free, while `more_coming()` says
   /// that copies are still on their way back (records not yet written). False when none is free
-  /// and none is coming: the ranges are held by what the program's thread itself holds.
+  /// and none is coming: the ranges are held by what the program's thread itself holds (the
+  /// call's own tensors; records a host ring keeps). Then, until a range comes back, false at once
+  /// when none is coming, so that each tensor met meanwhile does not wait again for nothing.
   bool wait_for_room(std::uint64_t n, const std::function<bool()>& more_coming);
 
   std::uint64_t size() const noexcept { return size_; }
@@ -55,6 +57,7 @@ class StagingMemory : public std::enable_shared_from_this<StagingMemory> {
   std::mutex mutex_;
   std::condition_variable returned_;
   std::map<std::uint64_t, std::uint64_t> free_;  // offset -> size
+  bool stuck_ = false;  // a wait found nothing coming; no range has come back since
 };
 
 }  // namespace ophook::py::device_statistics
