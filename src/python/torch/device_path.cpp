@@ -120,17 +120,17 @@ void copy_into_record(ValueCapture& capture, PyObject* tensor, const TorchDtype&
 void reserve_for_copy(ValueCapture& capture, const TorchDtype& dtype, core::ArrayCapture& out,
                       device_readback::Readback& read) {
   const std::size_t saved_nbytes = read.count * dtype.saved_item_size;
-  read.lent = dtype.widen == nullptr && saved_nbytes >= core::kSharedCopyMinBytes;
-  auto budget = reserve_copy(capture, saved_nbytes, !read.lent);
+  read.widen = dtype.widen;
+  auto budget = reserve_copy(capture, saved_nbytes, !read.lent());
   if (!budget.copy) {
     out.no_data_reason_id = budget.reason_id;
     device_statistics::abandon(read.slot);
     read.slot = {};
+    read.widen = nullptr;
     return;
   }
-  if (!read.lent) out.reserve_data(saved_nbytes, std::move(budget.spare));
+  if (!read.lent()) out.reserve_data(saved_nbytes, std::move(budget.spare));
   read.bytes = true;
-  read.widen = dtype.widen;
 }
 
 /// After Queued::StagingFull: the held records go to the writer (their copies are given back as

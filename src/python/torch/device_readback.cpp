@@ -191,10 +191,10 @@ void fill_from_kernel(const Expected& entry) {
   bool copied = r.count == 0;
   const auto result = device_statistics::take(
       r.slot, [&](const std::shared_ptr<const core::SharedCopy>& staged, const statistics_kernel::Result& result) {
-        if (!r.lent && !array.data) return;
+        if (!r.lent() && !array.data) return;
         if (staged == nullptr) {  // lent: the bytes of a copy the host holds (copy.held)
           core::share_held_copy(array, r.address, r.held_copy, r.nbytes, {});
-        } else if (r.lent) {
+        } else if (r.lent()) {
           core::share_staged_copy(array, r.address, staged, r.nbytes, {result.position, result.by_value});
         } else {
           if (r.widen != nullptr) {

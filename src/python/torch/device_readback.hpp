@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 
+#include "ophook/copy_memo.hpp"
 #include "ophook/record.hpp"
 #include "ophook/recorder.hpp"
 #include "python_common.hpp"
@@ -22,7 +23,6 @@ struct Readback {
   PyRef pending;                   // from _torch_device.snapshot or .statistics; null: nothing
   device_statistics::Slot slot;    // queued for the statistics kernel
   bool bytes = false;              // a snapshot: its bytes go into the array's reserved buffer
-  bool lent = false;               // bytes: the kernel's, lent to the array where they were staged (no buffer)
   std::size_t nbytes = 0;          // the tensor's bytes in its own dtype (what the fingerprint covers)
   std::size_t count = 0;           // its elements
   std::size_t saved_nbytes = 0;    // bytes held in the device's ring: their size in the file's dtype
@@ -32,6 +32,9 @@ struct Readback {
   std::shared_ptr<const core::SharedCopy> held_copy;  // the copy the device compared its bytes with
                                                       // (CopyRequest::held): its bytes if unchanged
   bool awaits() const { return pending || slot.valid(); }
+  /// The kernel's copy of its bytes is lent to the array where it was staged (no buffer of the
+  /// array's): not widened, and large enough for shared copies.
+  bool lent() const { return widen == nullptr && nbytes >= core::kSharedCopyMinBytes; }
 };
 
 /// Array `index` of `record` (being built) waits for `readback`.

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <iterator>
@@ -24,11 +25,8 @@ StagingMemory::StagingMemory(const std::byte* host, std::uint64_t device_address
   free_.emplace(0, size_);
 }
 
-bool StagingMemory::fits(std::uint64_t n) const {
-  for (const auto& [offset, size] : free_) {
-    if (size >= n) return true;
-  }
-  return false;
+StagingMemory::FreeRanges::iterator StagingMemory::first_fit(std::uint64_t n) {
+  return std::find_if(free_.begin(), free_.end(), [n](const auto& range) { return range.second >= n; });
 }
 
 StagingMemory::Range StagingMemory::take(std::uint64_t n) {
@@ -36,8 +34,7 @@ StagingMemory::Range StagingMemory::take(std::uint64_t n) {
   std::uint64_t offset = 0;
   {
     std::lock_guard lock(mutex_);
-    auto it = free_.begin();
-    while (it != free_.end() && it->second < n) ++it;
+    const auto it = first_fit(n);
     if (it == free_.end()) return {};
     offset = it->first;
     const std::uint64_t left = it->second - n;
@@ -56,7 +53,7 @@ bool StagingMemory::wait_for_room(std::uint64_t n, const std::function<bool()>& 
   // A record's copies go back just after the writer counts its bytes out of the queue: one more
   // look once nothing is queued.
   bool last_look = false;
-  while (!fits(n)) {
+  while (first_fit(n) == free_.end()) {
     if (!more_coming()) {
       if (last_look || stuck_) {
         stuck_ = true;

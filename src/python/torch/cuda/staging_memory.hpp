@@ -48,7 +48,8 @@ class StagingMemory : public std::enable_shared_from_this<StagingMemory> {
 
  private:
   static std::uint64_t aligned(std::uint64_t n) noexcept { return (n + 15) & ~std::uint64_t{15}; }
-  bool fits(std::uint64_t n) const;  // mutex_ held
+  using FreeRanges = std::map<std::uint64_t, std::uint64_t>;  // offset -> size
+  FreeRanges::iterator first_fit(std::uint64_t n);  // the first free range of `n` bytes or more; mutex_ held
   void give_back(std::uint64_t offset, std::uint64_t n) noexcept;
 
   const std::byte* host_;
@@ -56,7 +57,7 @@ class StagingMemory : public std::enable_shared_from_this<StagingMemory> {
   pid_t owner_;  // a forked child gives nothing back: the parent's writer may have held mutex_
   std::mutex mutex_;
   std::condition_variable returned_;
-  std::map<std::uint64_t, std::uint64_t> free_;  // offset -> size
+  FreeRanges free_;
   bool stuck_ = false;  // a wait found nothing coming; no range has come back since
 };
 
