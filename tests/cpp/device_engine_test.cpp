@@ -2,8 +2,8 @@
 // GPU: on a backend whose launches never finish until waited for, as behind a GPU the program
 // runs far ahead of. A launch whose partials would overwrite those of one still running on its
 // own stream is ordered after it by the stream and must not wait; one on another stream must. The
-// ring's bytes are another matter: they are overwritten only once their launch has finished, on
-// any stream, so that a culprit is judged before its bytes go.
+// ring's bytes are another matter: they are overwritten only once their launch's calls have been
+// judged (the caller judges them when told), so that a culprit keeps its bytes.
 #include "torch/cuda/device_engine.hpp"
 
 #include <gtest/gtest.h>
@@ -127,8 +127,8 @@ class DeviceEngineTest : public ::testing::Test {
     engine->make_room(stream);
     Slot slot;
     if (engine->share(job, copy, slot)) return slot;
-    bool staging_full = false;
-    EXPECT_TRUE(engine->take_slot(job, copy, stream, slot, staging_full));
+    Queued refused = Queued::Elsewhere;
+    EXPECT_TRUE(engine->take_slot(job, copy, stream, slot, refused));
     slot.index = job.slot;
     engine->add(job, stream);
     return slot;
@@ -164,15 +164,47 @@ TEST_F(DeviceEngineTest, ALaunchOnAnotherStreamWaitsWhereTheArenaComesRoundToIt)
   EXPECT_GT(backend->waits, launches / 2);
 }
 
-TEST_F(DeviceEngineTest, TheRingsBytesAreOverwrittenOnlyOnceTheirLaunchHasFinished) {
+TEST_F(DeviceEngineTest, TheRingsBytesOfCallsNotYetJudgedAreOverwrittenOnlyWhenAskedOnceTheirLaunchHasFinished) {
   CopyRequest ring;
   ring.to = CopyRequest::To::Ring;
   ring.ring_bytes = std::uint64_t{1} << 20;
   const std::uint64_t elements = 8192;  // 32 KiB a tensor, 384 KiB a launch: 2.7 launches fill the ring
   for (int i = 0; i < 2; ++i) call(&stream_a, elements, ring);
   EXPECT_EQ(backend->waits, 0);
-  call(&stream_a, elements, ring);  // over the first launch's bytes, on its stream
+  // Tensors of a third launch until one's room would take over the first launch's bytes, whose
+  // results are not taken (its calls not judged): that one is refused, and nothing waited for.
+  Queued refused = Queued::Yes;
+  std::uint32_t queued = 0;
+  for (; queued < k::kJobsPerLaunch; ++queued) {
+    k::TensorJob job = tensor(elements, 4096 + std::uint64_t{queued} * 4 * elements);
+    Slot slot;
+    engine->make_room(&stream_a);
+    if (!engine->take_slot(job, ring, &stream_a, slot, refused)) break;
+    engine->add(job, &stream_a);
+  }
+  EXPECT_EQ(queued, 8u);  // 256 KiB were left
+  EXPECT_EQ(refused, Queued::RingUnjudged);
+  EXPECT_EQ(backend->waits, 0);
+  ring.overwrite_unjudged = true;  // none can be judged: the launch is waited for, and they go
+  queue(tensor(elements, 1 << 30), &stream_a, ring);
   EXPECT_EQ(backend->waits, 1);
+}
+
+TEST_F(DeviceEngineTest, TheRingsBytesOfJudgedCallsGoWithoutWaiting) {
+  CopyRequest ring;
+  ring.to = CopyRequest::To::Ring;
+  ring.ring_bytes = std::uint64_t{1} << 20;
+  const std::uint64_t elements = 8192;
+  std::vector<Slot> first;
+  for (std::uint32_t j = 0; j < k::kJobsPerLaunch; ++j) {
+    first.push_back(queue(tensor(elements, 4096 + std::uint64_t{j} * 4 * elements), &stream_a, ring));
+  }
+  engine->launch();
+  call(&stream_a, elements, ring);
+  for (const Slot& s : first) engine->wait(s.index), engine->take(s.index, {});  // judged
+  const int waited = backend->waits;
+  call(&stream_a, elements, ring);  // over the first launch's bytes
+  EXPECT_EQ(backend->waits, waited);
 }
 
 TEST_F(DeviceEngineTest, ALaunchReadsTheSameElementsOnceAndAnswersEveryReadOfThem) {

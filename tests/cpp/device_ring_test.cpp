@@ -50,12 +50,16 @@ class DeviceRingTest : public ::testing::Test {
   static constexpr std::uint64_t kCapacity = 4096;
 
   /// Room for `n` bytes written by launch `launch`, filled with `value` as the kernel would.
-  std::optional<DeviceRing::Place> put(std::uint64_t n, std::uint64_t launch, int value, bool allow = true,
+  std::optional<DeviceRing::Place> put(std::uint64_t n, std::uint64_t launch, int value,
+                                       DeviceRing::Overwrite answer = DeviceRing::Overwrite::Yes,
                                        ElementWidener widen = nullptr) {
-    auto place = ring.take(n, n, widen, launch, [&](std::uint64_t l) {
-      asked.push_back(l);
-      return allow;
-    });
+    auto place = ring.take(
+        n, n, widen, launch,
+        [&](std::uint64_t l) {
+          asked.push_back(l);
+          return answer;
+        },
+        not_yet);
     if (place) std::memset(reinterpret_cast<void*>(place->device_address), value, n);  // NOLINT(performance-no-int-to-ptr)
     return place;
   }
@@ -70,6 +74,7 @@ class DeviceRingTest : public ::testing::Test {
   HostMemoryBackend backend;
   DeviceRing ring{backend, reinterpret_cast<std::uintptr_t>(memory.data()), kCapacity};
   std::vector<std::uint64_t> asked;
+  bool not_yet = false;
 };
 
 TEST_F(DeviceRingTest, RoomsFollowEachOtherAndKeepTheirBytes) {
@@ -129,11 +134,29 @@ TEST_F(DeviceRingTest, ARefusedOverwriteTakesNothing) {
   const auto first = put(2048, 5, 1);
   const auto second = put(2048, 6, 2);
   ASSERT_TRUE(first && second);
-  EXPECT_FALSE(put(1024, 6, 3, /*allow=*/false));  // its own launch's bytes would go
+  EXPECT_FALSE(put(1024, 6, 3, DeviceRing::Overwrite::Never));  // its own launch's bytes would go
+  EXPECT_FALSE(not_yet);
   bool ok = false;
   EXPECT_EQ(fetch(first->ticket, 2048, ok), std::vector<std::byte>(2048, std::byte{1}));
   EXPECT_TRUE(ok);
   EXPECT_FALSE(put(kCapacity / 2 + 1, 7, 4));  // more than half the ring: never
+}
+
+TEST_F(DeviceRingTest, BytesOfCallsNotYetJudgedStayAndSaySoUntilTheyMayGo) {
+  const auto first = put(2048, 5, 1);
+  const auto second = put(2048, 6, 2);
+  ASSERT_TRUE(first && second);
+  EXPECT_FALSE(put(1024, 7, 3, DeviceRing::Overwrite::NotYet));
+  EXPECT_TRUE(not_yet);  // the caller judges launch 5's calls, then asks again
+  bool ok = false;
+  EXPECT_EQ(fetch(first->ticket, 2048, ok), std::vector<std::byte>(2048, std::byte{1}));
+  EXPECT_TRUE(ok);
+  const auto third = put(1024, 7, 3);
+  ASSERT_TRUE(third);
+  EXPECT_FALSE(not_yet);
+  EXPECT_EQ(third->device_address, first->device_address);
+  fetch(first->ticket, 2048, ok);
+  EXPECT_FALSE(ok);
 }
 
 void widen_bytes(std::byte* dst, const std::byte* src, std::size_t count) noexcept {
@@ -141,7 +164,7 @@ void widen_bytes(std::byte* dst, const std::byte* src, std::size_t count) noexce
 }
 
 TEST_F(DeviceRingTest, ANarrowFormatIsWidenedWhenFetched) {
-  const auto place = put(100, 0, 7, true, &widen_bytes);
+  const auto place = put(100, 0, 7, DeviceRing::Overwrite::Yes, &widen_bytes);
   ASSERT_TRUE(place);
   bool ok = false;
   EXPECT_EQ(fetch(place->ticket, 200, ok), std::vector<std::byte>(200, std::byte{7}));

@@ -793,6 +793,45 @@ def test_the_ring_keeps_tensors_bytes_on_their_device(tmp_path, ring_bytes):
     assert trigger["bytes_from_device"] > 0 and trigger["files"] == len(kernel_files)
 
 
+# 16 KiB tensors, two calls a 64 KiB ring's worth, then NaN from finite inputs and a call after it.
+CULPRIT_RING_PROGRAM = """
+import torch
+torch.manual_seed(0)
+x = torch.rand(64, 64)
+for step in range(20):
+    x = torch.tanh(x * 1.01 + 0.01)
+y = torch.log(x - 5)
+z = y + 1
+print(float(x.sum()), bool(torch.isnan(z).all()))
+"""
+
+
+def test_a_culprit_keeps_its_bytes_in_a_device_ring_that_came_round_to_them(tmp_path):
+    """The fake device's results land three launches late, as behind a busy GPU, and a 64 KiB
+    ring holds about two calls: the call after the culprit needs the culprit's room before its NaN
+    was seen. The oldest held calls are judged first, so the culprit's bytes stay for its trigger:
+    its files are the CPU run's, byte for byte (its bytes were overwritten there before, and it
+    had none)."""
+    runs = {}
+    for copy in ("auto", "fake-device"):
+        (tmp_path / copy).mkdir()
+        proc = run_script(tmp_path / copy, CULPRIT_RING_PROGRAM, levels="torch_function", nan="warn",
+                          tensor_copy=copy, ring_bytes=64 << 10)
+        runs[copy] = (proc.stdout, tmp_path / copy / "out")
+    (plain, host), (out, device) = runs.values()
+    assert out == plain and out.split()[-1] == "True"
+    culprit = summary(device)["first_nonfinite"]
+    assert culprit["op"] == "torch.log" and culprit["seq"] == summary(host)["first_nonfinite"]["seq"]
+    files = sorted(p.name for p in device.glob("op_*.npy"))
+    assert files == sorted(p.name for p in host.glob("op_*.npy"))
+    assert files == ["op_torch.log_input1_%06d.npy" % culprit["seq"], "op_torch.log_output_%06d.npy" % culprit["seq"]]
+    assert all((device / name).read_bytes() == (host / name).read_bytes() for name in files)
+    lost = [v for r in trace(device) for v in arrays(r, "args") + arrays(r, "outputs")
+            if DEVICE_LOST in (v.get("reason") or "")]
+    assert not lost
+    assert summary(device)["notes"]["device_statistics"]["synchronizations"] > 10  # the ring came round often
+
+
 NO_ROOM = "larger than the OPHOOK_RING_BYTES ring's room on its device: statistics only"
 
 

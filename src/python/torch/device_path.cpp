@@ -185,6 +185,18 @@ bool queue_on_device(ValueCapture& capture, PyObject* tensor, const TorchDtype& 
     if (held.copy) copy.held = &held.fingerprint;
   }
   auto queued = device_statistics::queue(view, dtype.kernel_kind, fake, copy, read.slot);
+  while (queued == device_statistics::Queued::RingUnjudged) {
+    // The ring's room holds bytes of calls not yet judged (a GPU behind the program): the oldest
+    // held calls are judged first, so that a culprit among them keeps its bytes (its trigger then
+    // sends this tensor's to the host). Where none can be (the bytes are this call's own, or wait
+    // for a read through torch), their launch is waited for and they go.
+    if (!device_readback::submit_oldest_held()) {
+      copy.overwrite_unjudged = true;
+    } else if (capture.recorder().ring_trigger_pending()) {
+      return queue_on_device(capture, tensor, dtype, out, read);
+    }
+    queued = device_statistics::queue(view, dtype.kernel_kind, fake, copy, read.slot);
+  }
   if (queued == device_statistics::Queued::StagingFull &&
       make_staging_room(capture, view, fake, read.count * dtype.item_size)) {
     queued = device_statistics::queue(view, dtype.kernel_kind, fake, copy, read.slot);
@@ -207,6 +219,7 @@ bool queue_on_device(ValueCapture& capture, PyObject* tensor, const TorchDtype& 
       return true;
     case device_statistics::Queued::Elsewhere:
     case device_statistics::Queued::StagingFull:
+    case device_statistics::Queued::RingUnjudged:
       return false;
   }
   return false;

@@ -420,6 +420,13 @@ void note_kernel_costs() {
   recorder->add_note("device_statistics", std::move(note));
 }
 
+bool submit_oldest_held() {
+  auto* recorder = core::Recorder::get();
+  if (recorder == nullptr || !submit_oldest(*recorder)) return false;
+  recorder->set_held_records(held.size());
+  return true;
+}
+
 void resolve_held() {
   note_kernel_costs();
   if (held.empty()) return;

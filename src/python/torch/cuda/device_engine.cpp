@@ -37,15 +37,21 @@ const std::shared_ptr<StagingMemory>& DeviceEngine::staging() {
   return staging_;
 }
 
-bool DeviceEngine::take_slot(k::TensorJob& job, const CopyRequest& copy, void* stream, Slot& slot, bool& staging_full) {
-  staging_full = false;
+bool DeviceEngine::take_slot(k::TensorJob& job, const CopyRequest& copy, void* stream, Slot& slot, Queued& refused) {
+  refused = Queued::Elsewhere;
   if (free_.empty()) sweep_abandoned();
   if (free_.empty()) return false;
   const std::uint64_t bytes = copy.to == CopyRequest::To::Nowhere ? 0 : job.count * k::item_size(job.kind);
   if (copy.to == CopyRequest::To::Ring && bytes > 0) {
     if (DeviceRing* ring = ring_for(copy.ring_bytes, copy.check_only)) {
-      const auto place = ring->take(bytes, job.count, copy.widen, next_launch_,
-                                    [this](std::uint64_t launch) { return let_finish(launch); });
+      bool unjudged = false;
+      const auto place = ring->take(
+          bytes, job.count, copy.widen, next_launch_,
+          [&](std::uint64_t launch) { return may_overwrite(launch, copy.overwrite_unjudged); }, unjudged);
+      if (unjudged) {
+        refused = Queued::RingUnjudged;
+        return false;
+      }
       if (place) {
         job.copy_to = place->device_address, slot.ring_ticket = place->ticket;
       } else {
@@ -62,7 +68,7 @@ bool DeviceEngine::take_slot(k::TensorJob& job, const CopyRequest& copy, void* s
       staged = staging_->take(bytes);
     }
     if (!staged.copy) {
-      staging_full = true;
+      refused = Queued::StagingFull;
       return false;
     }
     job.copy_to = staged.device_address;
@@ -260,12 +266,14 @@ DeviceRing* DeviceEngine::ring_for(std::uint64_t bytes, bool check_part) {
   return ring(check_part);
 }
 
-bool DeviceEngine::let_finish(std::uint64_t launch) {
-  if (launch >= next_launch_) return false;
-  if (launch < first_launch_) return true;  // finished and forgotten
+DeviceRing::Overwrite DeviceEngine::may_overwrite(std::uint64_t launch, bool unjudged_too) {
+  using Overwrite = DeviceRing::Overwrite;
+  if (launch >= next_launch_) return Overwrite::Never;
+  if (launch < first_launch_) return Overwrite::Yes;  // finished, its results all taken
   Launch& entry = launches_[launch - first_launch_];
+  if (!unjudged_too) return entry.done && entry.open_slots == 0 ? Overwrite::Yes : Overwrite::NotYet;
   if (!finished(entry)) wait_for(entry);
-  return true;
+  return Overwrite::Yes;
 }
 
 bool DeviceEngine::landed(Launch& entry, std::uint32_t index) {

@@ -43,12 +43,13 @@ class DeviceEngine {
 
   /// A free result slot for the launch being assembled, with the room `copy` asks for the bytes
   /// (`job.copy_to`: in the device's ring, `slot.ring_ticket` then set; else in the staging
-  /// memory); false when all slots or the staging memory are in use (`staging_full` then says the
-  /// latter: records not yet written hold it, staging()->wait_for_room). A tensor the device's ring
-  /// has no room for (larger than half its part, or than what its call leaves there) is not
-  /// copied at all (`slot.ring_refused`): the ring could not keep it, and sending it to the host
-  /// instead would cost the program the bus for bytes no trigger may ever want.
-  bool take_slot(k::TensorJob& job, const CopyRequest& copy, void* stream, Slot& slot, bool& staging_full);
+  /// memory); false when all slots or the staging memory are in use, or when the ring's room holds
+  /// bytes of calls not yet judged (`refused` then says which: Elsewhere, StagingFull, where
+  /// records not yet written hold it, staging()->wait_for_room; RingUnjudged). A tensor the
+  /// device's ring has no room for (larger than half its part, or than what its call leaves there)
+  /// is not copied at all (`slot.ring_refused`): the ring could not keep it, and sending it to the
+  /// host instead would cost the program the bus for bytes no trigger may ever want.
+  bool take_slot(k::TensorJob& job, const CopyRequest& copy, void* stream, Slot& slot, Queued& refused);
 
   /// The slot of a job of the launch being assembled that reads the very elements `job`
   /// describes in the same order (the same address, kind and count, and both in C order or
@@ -146,11 +147,12 @@ class DeviceEngine {
   /// go to the host as in `dump`.
   DeviceRing* ring_for(std::uint64_t bytes, bool check_part);
 
-  /// Before the ring's bytes that `launch` wrote are overwritten: false when it is the launch
-  /// being assembled (its own jobs would write over each other); else true once it has finished.
-  /// Waited for even on the same stream, unlike the arena: its results must be there to be judged
-  /// before its bytes go (a culprit's bytes overwritten before its NaN was seen are lost).
-  bool let_finish(std::uint64_t launch);
+  /// Before the ring's bytes that `launch` wrote are overwritten: Never when it is the launch
+  /// being assembled (its own jobs would write over each other); NotYet while its results are not
+  /// all taken (its calls not yet judged: a culprit's bytes overwritten before its NaN was seen
+  /// would be lost), unless `unjudged_too`: then Yes once it has finished, waited for even on the
+  /// same stream, unlike the arena.
+  DeviceRing::Overwrite may_overwrite(std::uint64_t launch, bool unjudged_too);
 
   Launch& launch_of(std::uint32_t index) { return launches_[slots_[index].launch - first_launch_]; }
 

@@ -13,7 +13,9 @@ namespace ophook::py::device_statistics {
 
 std::optional<DeviceRing::Place> DeviceRing::take(std::uint64_t raw_bytes, std::uint64_t count, ElementWidener widen,
                                                   std::uint64_t launch,
-                                                  const std::function<bool(std::uint64_t)>& may_overwrite) {
+                                                  const std::function<Overwrite(std::uint64_t)>& may_overwrite,
+                                                  bool& not_yet) {
+  not_yet = false;
   const std::uint64_t n = (raw_bytes + 255) & ~std::uint64_t{255};  // whole lines for the kernel's stores
   if (n > capacity_ / 2) return std::nullopt;
   const std::lock_guard lock(mutex_);
@@ -29,7 +31,10 @@ std::optional<DeviceRing::Place> DeviceRing::take(std::uint64_t raw_bytes, std::
     ++victims;
   }
   for (std::size_t i = 0; i < victims; ++i) {
-    if (!may_overwrite(entries_[i].launch)) return std::nullopt;
+    const Overwrite answer = may_overwrite(entries_[i].launch);
+    if (answer == Overwrite::Yes) continue;
+    not_yet = answer == Overwrite::NotYet;
+    return std::nullopt;
   }
   entries_.erase(entries_.begin(), entries_.begin() + static_cast<std::ptrdiff_t>(victims));
   entries_.push_back({next_ticket_, begin, n, raw_bytes, count, launch, widen});

@@ -31,13 +31,21 @@ class DeviceRing final : public core::DeviceHeldBytes {
     std::uint64_t device_address;  // where the kernel copies the bytes
   };
 
+  /// What may become of the bytes of an entry the room for a new one would take over.
+  enum class Overwrite : std::uint8_t {
+    Yes,     // they may go
+    Never,   // not now: the new entry gets no room (its launch wrote them)
+    NotYet,  // not before the calls they belong to are judged: the new entry gets no room, and
+             // `not_yet` says so, so that the caller judges them and asks again
+  };
+
   /// Room for `raw_bytes` that launch `launch` writes, `count` elements widened by `widen` (or
   /// not) when fetched; nullopt when they exceed half the ring or `may_overwrite` refuses. The
   /// room takes over the oldest entries' bytes: `may_overwrite(l)` is asked for the launch `l`
-  /// that wrote each of them, so that the engine can let it finish first (or refuse: the launch
-  /// being assembled would overwrite its own bytes).
+  /// that wrote each of them, so that the engine can let it finish first, refuse (the launch being
+  /// assembled would overwrite its own bytes), or have its calls judged first (`not_yet`).
   std::optional<Place> take(std::uint64_t raw_bytes, std::uint64_t count, ElementWidener widen, std::uint64_t launch,
-                            const std::function<bool(std::uint64_t)>& may_overwrite);
+                            const std::function<Overwrite(std::uint64_t)>& may_overwrite, bool& not_yet);
 
   bool fetch(std::uint64_t ticket, std::byte* dst, std::size_t saved_bytes) noexcept override;
 

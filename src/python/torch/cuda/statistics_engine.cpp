@@ -126,10 +126,8 @@ Queued queue(const DLTensor& view, std::uint32_t kind, bool fake, const CopyRequ
     slot = {device, taken.index, taken.ring_ticket, copy.check_only, taken.ring_refused};
     return Queued::Yes;
   }
-  bool staging_full = false;
-  if (!engine->take_slot(job, copy, stream, taken, staging_full)) {
-    return staging_full ? Queued::StagingFull : Queued::Elsewhere;
-  }
+  Queued refused = Queued::Elsewhere;
+  if (!engine->take_slot(job, copy, stream, taken, refused)) return refused;
   engine->add(job, stream);
   slot = {device, job.slot, taken.ring_ticket, copy.check_only, taken.ring_refused};
   return Queued::Yes;

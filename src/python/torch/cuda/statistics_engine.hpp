@@ -52,6 +52,9 @@ struct CopyRequest {
   // still in flight, else since the copy the host holds (`held`: its fingerprint, core::held_copy).
   bool compare = false;
   const core::StagedFingerprint* held = nullptr;
+  // Ring: bytes of calls not yet judged are overwritten once their launch has finished (waited
+  // for), instead of Queued::RingUnjudged: for when none of those calls can be judged first.
+  bool overwrite_unjudged = false;
 };
 
 /// The part of the ring on a device that holds the bytes of calls no level records (OPHOOK_NAN's
@@ -64,6 +67,8 @@ enum class Queued : std::uint8_t {
   Elsewhere,  // no engine for this tensor (no driver or NVRTC, a shape the kernel does not take…): the generic path reads it
   Capturing,  // its stream is capturing a CUDA graph: not read now
   StagingFull,  // `dump`: records not yet written hold the staging memory its bytes need (wait_for_staging)
+  RingUnjudged,  // the ring's room for its bytes holds those of calls not yet judged for OPHOOK_NAN:
+                 // judge them, or ask again with CopyRequest::overwrite_unjudged
 };
 
 /// Queues the statistics of the tensor `view` (elements of kernel kind `kind`) and the copy of
