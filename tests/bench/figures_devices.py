@@ -22,6 +22,10 @@ ROWS = [
      "(baseline: `trace`)", "—"),
     ("device-host-nan-trace", "same, `trace` + `OPHOOK_NAN=warn`, the idle fake device (baseline: `trace`)", "—"),
     ("device-host-dump", "same, `dump`, the idle fake device (baseline: `trace`)", "—"),
+    ("device-host-stats-behind", "same, `stats`, the idle fake device's results 2,000 launches late (a GPU far "
+     "behind the program: 1,024 records held) (baseline: `trace`)", "—"),
+    ("device-host-nan-behind", "same, `OPHOOK_NAN=warn` with its defaults, 2,000 launches late (baseline: `trace`)",
+     "—"),
     ("device-host-driver-calls", "same loop (50 steps), `stats` through the CUDA backend on the stand-in driver "
      "(`tests/fake_cuda`): CUDA driver calls per recorded call, all but the first call's set-up (baseline: the "
      "floor, the kernel launches per recorded call)", "—"),
@@ -30,6 +34,7 @@ ROWS = [
 ]
 
 IDLE = {"OPHOOK_TENSOR_COPY": "fake-device", "OPHOOK_TEST_FAKE_DEVICE_IDLE": "1"}
+BEHIND = {"OPHOOK_TEST_FAKE_DEVICE_LAG": "2000"}
 
 
 def measure(group, ctx):
@@ -38,7 +43,9 @@ def measure(group, ctx):
                 "device-host-stats": {"OPHOOK_MODE": "stats", **IDLE},
                 "device-host-nan": {"OPHOOK_NAN": "warn", **IDLE},
                 "device-host-nan-trace": {"OPHOOK_MODE": "trace", "OPHOOK_NAN": "warn", **IDLE},
-                "device-host-dump": {"OPHOOK_MODE": "dump", "OPHOOK_MAX_BYTES": "100G", **IDLE}}
+                "device-host-dump": {"OPHOOK_MODE": "dump", "OPHOOK_MAX_BYTES": "100G", **IDLE},
+                "device-host-stats-behind": {"OPHOOK_MODE": "stats", **IDLE, **BEHIND},
+                "device-host-nan-behind": {"OPHOOK_NAN": "warn", **IDLE, **BEHIND}}
     against_trace = {key: "device-host-trace" for key in settings if key != "device-host-trace"}
     return measure_loop(group, ctx, options, settings, {key: None for key in settings}, against_trace)
 

@@ -732,6 +732,65 @@ def test_the_idle_fake_device_does_none_of_a_gpus_work(tmp_path):
     assert note["tensors_read"] >= len(read) and note["kernels_launched"] >= len(records)
 
 
+# A small training loop (about 1,500 records, 10 a step) with a NaN from finite inputs in step 30.
+BEHIND_PROGRAM = """
+import torch
+torch.manual_seed(0)
+net = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 1))
+opt = torch.optim.SGD(net.parameters(), lr=0.01)
+x = torch.randn(64, 16)
+for step in range(150):
+    loss = net(x).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    if step == 30:
+        y = torch.log(x - 10)
+print(float(loss), float(sum(p.sum() for p in net.parameters())))
+"""
+
+
+@pytest.mark.parametrize("settings", [{"mode": "stats"}, {"nan": "warn"}], ids=["stats", "warn"])
+def test_a_device_far_behind_the_program_gives_the_same_records(tmp_path, settings):
+    """The fake device's results 5,000 launches late, as a GPU far behind a large model's program:
+    records are held until 1,024 wait, then the oldest are waited for. Every record and its
+    statistics (in `warn`, up to the culprit), the culprit and its ring's files are those of the
+    run whose results trail by three launches."""
+    runs = {}
+    for lag in ("3", "5000"):
+        (tmp_path / lag).mkdir()
+        proc = run_script(tmp_path / lag, BEHIND_PROGRAM, levels="torch_function", tensor_copy="fake-device",
+                          env={"OPHOOK_TEST_FAKE_DEVICE_LAG": lag}, **settings)
+        runs[lag] = (proc.stdout, tmp_path / lag / "out")
+    (near_out, near), (far_out, far) = runs.values()
+    assert far_out == near_out
+
+    culprit = summary(far)["first_nonfinite"]
+    assert culprit["op"] == "torch.log" and culprit["seq"] == summary(near)["first_nonfinite"]["seq"]
+    # In `warn`, after the culprit which calls' bytes go to the host (and get the writer's
+    # statistics) until the ring is written is the writer's pace: compared up to the culprit.
+    last = culprit["seq"] if settings.get("nan") else None
+
+    def comparable(out):
+        """Its records from step 1 on (step 0 made the model in uninitialised memory), without
+        times, directories and files."""
+        records = [r for r in trace(out) if r["step"] >= 1 and (last is None or r["seq"] <= last)]
+        for r in records:
+            r["source"] = r["source"].replace(str(out.parent), "")
+            for key in ("t_ns", "dur_ns", "pid", "tid"):
+                del r[key]
+            for array in arrays(r) + arrays(r, "outputs"):
+                array.pop("file"), array.pop("reason", None)
+        return records
+
+    assert len(comparable(near)) > (300 if last else 1400) and comparable(far) == comparable(near)
+    if last:  # the ring's files of the culprit
+        for name in ("op_torch.log_input1_%06d.npy" % last, "op_torch.log_output_%06d.npy" % last):
+            assert (far / name).read_bytes() == (near / name).read_bytes()
+    note = summary(far)["notes"]["device_statistics"]
+    assert note["launches_held_most"] > 1000 and note["synchronizations"] > 100, note
+
+
 # ---- the ring on the device -------------------------------------------------------------------------
 
 # 64 KiB tensors of every kind the files widen (bf16, fp8, complex), then NaN from finite inputs.

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <deque>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -42,20 +44,22 @@ struct Expected {
 
 // Never destroyed: they may hold Python references, which must not be released once Python has
 // finalised (at exit, records still held are counted as dropped by the recorder).
-auto& expected = *new std::vector<Expected>;     // of records being built or held
-auto& held = *new std::vector<core::RecordPtr>;  // finished records, in the order they finished
+// By record (being built or held; no empty list), each record's in the order they were captured:
+// a GPU far behind the program leaves a thousand records held, and a list of all their arrays
+// scanned per record made the host's time per call grow with them.
+auto& expected = *new std::unordered_map<const core::CallRecord*, std::vector<Expected>>;
+auto& held = *new std::deque<core::RecordPtr>;  // finished records, in the order they finished
 Clock::time_point held_since;
 std::size_t snapshot_bytes = 0;  // of the entries in `expected`
 std::size_t generic_entries = 0;  // entries of `expected` the generic path (Python) reads back
 
 /// OPHOOK_NAN's check of a held record, done when its kernel results arrive (check_later).
 struct HeldCheck {
-  const core::CallRecord* record;
   std::size_t first_output;
   std::optional<bool> inputs_nonfinite_before;
   bool check_only;  // a call no level records: written, with a seq, only if it is the culprit
 };
-auto& held_checks = *new std::vector<HeldCheck>;
+auto& held_checks = *new std::unordered_map<const core::CallRecord*, HeldCheck>;
 
 /// `dump`'s bytes the program's thread copied out of the staging memory (arrays under
 /// core::kSharedCopyMinBytes, and those widened for their files): the others are lent to records.
@@ -66,7 +70,9 @@ std::uint64_t bytes_copied_from_staging = 0;
 const bool fork_handler_registered = [] {
   pthread_atfork(nullptr, nullptr, [] {
     for (auto& record : held) (void)record.release();
-    for (auto& entry : expected) (void)entry.readback.pending.release();
+    for (auto& [record, entries] : expected) {
+      for (auto& entry : entries) (void)entry.readback.pending.release();
+    }
     held.clear();
     expected.clear();
     snapshot_bytes = 0;
@@ -86,20 +92,21 @@ void unaccount(const Expected& entry) {
   if (entry.readback.pending) --generic_entries;
 }
 
-/// Moves the entries whose record `belongs` out of `expected`, in order.
-template <typename Belongs>
-std::vector<Expected> take_expected(Belongs&& belongs) {
-  std::vector<Expected> taken, kept;
-  for (auto& entry : expected) {
-    if (!belongs(entry.record)) {
-      kept.push_back(std::move(entry));
-      continue;
-    }
-    unaccount(entry);
-    taken.push_back(std::move(entry));
-  }
-  expected.swap(kept);
+/// Moves `record`'s entries out of `expected`, in order.
+std::vector<Expected> take_expected(const core::CallRecord& record) {
+  const auto it = expected.find(&record);
+  if (it == expected.end()) return {};
+  std::vector<Expected> taken = std::move(it->second);
+  expected.erase(it);
+  for (const auto& entry : taken) unaccount(entry);
   return taken;
+}
+
+/// `record`'s entries, still in `expected` (none: an empty list).
+const std::vector<Expected>& entries_of(const core::CallRecord& record) {
+  static const std::vector<Expected> none;
+  const auto it = expected.find(&record);
+  return it == expected.end() ? none : it->second;
 }
 
 /// The bytes of `host`, a uint8 CPU tensor of `nbytes` elements that resolve() made: through the
@@ -274,9 +281,9 @@ void read_back(std::vector<Expected>& batch) {
 
 /// The held check of `record`, if any, taken out of the list.
 std::optional<HeldCheck> take_check(const core::CallRecord& record) {
-  const auto it = std::find_if(held_checks.begin(), held_checks.end(), [&](const HeldCheck& c) { return c.record == &record; });
+  const auto it = held_checks.find(&record);
   if (it == held_checks.end()) return std::nullopt;
-  const HeldCheck check = *it;
+  const HeldCheck check = it->second;
   held_checks.erase(it);
   return check;
 }
@@ -295,8 +302,7 @@ bool judge(core::Recorder& recorder, core::CallRecord& record) {
 /// Whether every array `record` waits for waits for the statistics kernel, and (unless `wait`)
 /// every result is there; with `wait`, waits for them.
 bool kernel_results_in(const core::CallRecord& record, bool wait) {
-  for (const auto& entry : expected) {
-    if (entry.record != &record) continue;
+  for (const auto& entry : entries_of(record)) {
     if (!entry.readback.slot.valid()) return false;
     if (wait) {
       device_statistics::wait(entry.readback.slot);
@@ -312,11 +318,11 @@ bool kernel_results_in(const core::CallRecord& record, bool wait) {
 bool submit_front(core::Recorder& recorder, bool wait) {
   if (held.empty() || !kernel_results_in(*held.front(), wait)) return false;
   core::CallRecord* record = held.front().get();
-  auto batch = take_expected([&](const core::CallRecord* r) { return r == record; });
+  auto batch = take_expected(*record);
   for (const auto& entry : batch) fill_from_kernel(entry);
   const bool written = judge(recorder, *record);
   auto front = std::move(held.front());
-  held.erase(held.begin());
+  held.pop_front();
   if (!held.empty()) held_since = Clock::now();
   if (written) submit_record(recorder, std::move(front));  // else back to the pool, unwritten
   return true;
@@ -336,47 +342,41 @@ bool submit_oldest(core::Recorder& recorder) { return submit_front(recorder, tru
 }  // namespace
 
 void expect(core::CallRecord& record, std::uint32_t index, Readback readback) {
-  expected.push_back({&record, index, std::move(readback)});
-  account(expected.back());
+  auto& entries = expected[&record];
+  entries.push_back({&record, index, std::move(readback)});
+  account(entries.back());
 }
 
 void launch_queued() { device_statistics::launch_queued(); }
 
-bool awaited(const core::CallRecord& record) noexcept {
-  return std::any_of(expected.begin(), expected.end(), [&](const Expected& e) { return e.record == &record; });
-}
+bool awaited(const core::CallRecord& record) noexcept { return expected.contains(&record); }
 
 bool check_later(core::CallRecord& record, std::size_t first_output, std::optional<bool> inputs_nonfinite_before,
                  bool check_only) {
-  bool waits = false;
-  for (const auto& entry : expected) {
-    if (entry.record != &record) continue;
-    if (!entry.readback.slot.valid()) return false;
-    waits = true;
+  const auto& entries = entries_of(record);
+  if (entries.empty() || std::any_of(entries.begin(), entries.end(),
+                                     [](const Expected& entry) { return !entry.readback.slot.valid(); })) {
+    return false;
   }
-  if (waits) held_checks.push_back({&record, first_output, inputs_nonfinite_before, check_only});
-  return waits;
+  held_checks.insert_or_assign(&record, HeldCheck{first_output, inputs_nonfinite_before, check_only});
+  return true;
 }
 
 void resolve(core::CallRecord& record) {
   if (!awaited(record)) return;
-  auto batch = take_expected([&](const core::CallRecord* r) { return r == &record; });
+  auto batch = take_expected(record);
   read_back(batch);
 }
 
 void forget(const core::CallRecord& record) noexcept {
-  std::erase_if(held_checks, [&](const HeldCheck& check) { return check.record == &record; });
-  std::erase_if(expected, [&](const Expected& entry) {
-    if (entry.record != &record) return false;
-    unaccount(entry);
+  held_checks.erase(&record);
+  for (const auto& entry : take_expected(record)) {
     if (entry.readback.slot.valid()) device_statistics::abandon(entry.readback.slot);
-    return true;
-  });
+  }
 }
 
 void defer(core::Recorder& recorder, core::RecordPtr record) {
-  const bool checked_later = std::any_of(held_checks.begin(), held_checks.end(),
-                                         [&](const HeldCheck& check) { return check.record == record.get(); });
+  const bool checked_later = held_checks.contains(record.get());
   if (recorder.config().mode == core::Mode::Trace && !checked_later) {
     // Trace mode reads values for OPHOOK_NAN's check alone; a call that raised is not checked.
     forget(*record);
@@ -432,9 +432,10 @@ void resolve_held() {
   if (held.empty()) return;
   auto records = std::move(held);
   held.clear();
-  auto batch = take_expected([&](const core::CallRecord* r) {
-    return std::any_of(records.begin(), records.end(), [&](const core::RecordPtr& h) { return h.get() == r; });
-  });
+  std::vector<Expected> batch;
+  for (const auto& record : records) {
+    for (auto& entry : take_expected(*record)) batch.push_back(std::move(entry));
+  }
   read_back(batch);  // other threads may hold records meanwhile: they stay in `held`
   auto* recorder = core::Recorder::get();
   if (recorder == nullptr) return;

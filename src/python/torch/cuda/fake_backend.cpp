@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -19,16 +20,20 @@ namespace k = statistics_kernel;
 // fingerprint unlike any other (every compared read has changed): no NaN is ever found, and the
 // staged bytes, never copied, are not the tensors'.
 constexpr const char* kIdleVariable = "OPHOOK_TEST_FAKE_DEVICE_IDLE";
+// For the same benchmarks: how many launches a result trails behind (3 by default), so that the
+// host's side of a GPU far behind the program (a large model's) can be measured too.
+constexpr const char* kLagVariable = "OPHOOK_TEST_FAKE_DEVICE_LAG";
 
 /// Runs each launch's arithmetic at once on the host (CPU tensors, so it reads them where they are,
 /// before the program can change them), but makes its results and their stamps visible only three
-/// launches later (or when waited for): records wait in flight as they do behind a busy GPU, and
+/// launches later (kLagVariable: more), or when waited for: records wait in flight as they do behind a busy GPU, and
 /// a result read before it has landed reads a poisoned slot.
 class FakeBackend final : public Backend {
  public:
   FakeBackend() : results_(kSlots), stamps_(kSlots), on_device_(kSlots) {
     const char* idle = std::getenv(kIdleVariable);
     idle_ = idle != nullptr && std::strcmp(idle, "1") == 0;
+    if (const char* lag = std::getenv(kLagVariable)) lag_ = std::max<std::uint64_t>(1, std::strtoull(lag, nullptr, 10));
   }
 
   const k::Result* results() const override { return results_.data(); }
@@ -66,7 +71,7 @@ class FakeBackend final : public Backend {
   }
 
   bool arrived(std::uint32_t slot, std::uint64_t stamp) override {
-    if (stamps_[slot] != stamp && launches_ >= kLag) land_through(launches_ - kLag);
+    if (stamps_[slot] != stamp && launches_ >= lag_) land_through(launches_ - lag_);
     return stamps_[slot] == stamp;
   }
 
@@ -88,7 +93,7 @@ class FakeBackend final : public Backend {
 
   bool finished(Event event) override {
     const auto launch = static_cast<FakeEvent*>(event)->launch;
-    if (launches_ - launch < kLag) return false;
+    if (launches_ - launch < lag_) return false;
     land_through(launch);
     return true;
   }
@@ -126,7 +131,7 @@ class FakeBackend final : public Backend {
     }
   }
 
-  static constexpr std::uint64_t kLag = 3;  // launches a result trails behind
+  std::uint64_t lag_ = 3;  // launches a result trails behind (kLagVariable)
   std::vector<k::Result> results_;
   std::vector<std::uint64_t> stamps_;
   std::vector<k::Result> on_device_;  // each slot's latest result as the device sees it: at once,
