@@ -164,6 +164,7 @@ void DeviceEngine::launch() {
     if (slots_[params_.job[j].slot].staged) entry.stamped = false;
   }
   reserve_arena(entry);
+  if (!launches_.empty() && launches_.back().stream != entry.stream) last_stream_switch_ = next_launch_;
   for (std::uint32_t j = 0; j < params_.jobs; ++j) params_.job[j].partials = entry.arena_begin + params_.job[j].first_block;
   std::string why;
   bool failed = !backend_->launch(Backend::Kernel::Statistics, params_, blocks_, stream_, why) ||
@@ -374,6 +375,9 @@ void DeviceEngine::reserve_arena(Launch& entry) {
   entry.arena_begin = cursor_;
   entry.arena_end = cursor_ + blocks_;
   cursor_ = entry.arena_end;
+  // All in flight on the launch's own stream (no switch since the oldest): none to wait for, and
+  // none to look through (a GPU far behind keeps a thousand launches in flight).
+  if (launches_.empty() || (last_stream_switch_ <= first_launch_ && launches_.back().stream == entry.stream)) return;
   for (auto& running : launches_) {
     const bool overlaps = running.arena_begin < entry.arena_end && entry.arena_begin < running.arena_end;
     if (!overlaps || running.stream == entry.stream) continue;

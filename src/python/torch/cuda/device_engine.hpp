@@ -211,6 +211,7 @@ class DeviceEngine {
   k::LaunchParams copies_;  // the kCopyIfChanged jobs of params_, for the launch right after it
   std::uint32_t copy_blocks_ = 0;
   void* stream_ = nullptr;
+  std::uint64_t last_stream_switch_ = 0;  // the latest launch on another stream than the one before it
   std::uint32_t cursor_ = 0;
   std::shared_ptr<StagingMemory> staging_;
   bool staging_tried_ = false;
