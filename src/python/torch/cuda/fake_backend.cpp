@@ -26,8 +26,8 @@ constexpr const char* kLagVariable = "OPHOOK_TEST_FAKE_DEVICE_LAG";
 
 /// Runs each launch's arithmetic at once on the host (CPU tensors, so it reads them where they are,
 /// before the program can change them), but makes its results and their stamps visible only three
-/// launches later (kLagVariable: more), or when waited for: records wait in flight as they do behind a busy GPU, and
-/// a result read before it has landed reads a poisoned slot.
+/// launches later (kLagVariable: more), or when waited for: records wait in flight as they do
+/// behind a busy GPU, and a result read before it has landed reads a poisoned slot.
 class FakeBackend final : public Backend {
  public:
   FakeBackend() : results_(kSlots), stamps_(kSlots), on_device_(kSlots) {
