@@ -1,7 +1,9 @@
 #pragma once
 #include "ophook/capture_buffer_pool.hpp"
+#include "ophook/element_widener.hpp"
 #include "ophook/export.hpp"
 #include "ophook/stats.hpp"
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -64,23 +66,47 @@ class SharedCopy {
   /// `lent`'s deleter gives the bytes back, on whichever thread lets the copy go last (often the
   /// writer's): it must not need the GIL.
   explicit SharedCopy(std::shared_ptr<const std::byte> lent) noexcept : lent_(std::move(lent)), bytes_(lent_.get()) {}
+  /// The `count` elements of `narrow`, a copy in a narrower dtype than the file's (a device's
+  /// staged bfloat16 or float8), widened by `widen` into `nbytes` when they are first read: by the
+  /// writer's threads, not by the program's. `narrow` is let go then.
+  SharedCopy(std::shared_ptr<const SharedCopy> narrow, ElementWidener widen, std::size_t count,
+             std::size_t nbytes) noexcept
+      : narrow_(std::move(narrow)), widen_(widen), count_(count), capacity_(nbytes) {}
   SharedCopy(const SharedCopy&) = delete;
   SharedCopy& operator=(const SharedCopy&) = delete;
   ~SharedCopy() {
     if (owned_) CaptureBufferPool::give(std::move(owned_), capacity_);
   }
 
-  const std::byte* bytes() const noexcept { return bytes_; }
+  /// Null only for a narrow copy for whose widened bytes no memory could be had.
+  const std::byte* bytes() const noexcept {
+    if (widen_ != nullptr && !widened_.load(std::memory_order_acquire)) widen_now();
+    return bytes_;
+  }
+
+  /// Whether bytes() widens them first (on the first call): the writer calls it on its threads.
+  bool widens() const noexcept { return widen_ != nullptr; }
 
   /// compute_stats(descr, bytes(), nbytes), computed once for the records that share the copy (the
   /// writer asks for each of them); again only for another dtype.
   OPHOOK_API ArrayStats stats(std::string_view descr, std::size_t nbytes) const;
 
  private:
-  std::unique_ptr<std::byte[]> owned_;
-  std::size_t capacity_ = 0;
+  /// Widens a narrow copy's bytes once, whichever thread comes first. Not std::call_once: the core
+  /// links its own libstdc++, whose once-call state the copies made by the extension (on the
+  /// shared libstdc++) did not find when the shim was imported without the preload (a crash).
+  OPHOOK_API void widen_now() const noexcept;
+
+  // A narrow copy's are set once, by widen_now(), under widen_mutex_, before widened_ is.
+  mutable std::shared_ptr<const SharedCopy> narrow_;
+  ElementWidener widen_ = nullptr;
+  std::size_t count_ = 0;
+  mutable std::mutex widen_mutex_;
+  mutable std::atomic<bool> widened_{false};
+  mutable std::unique_ptr<std::byte[]> owned_;
+  mutable std::size_t capacity_ = 0;
   std::shared_ptr<const std::byte> lent_;
-  const std::byte* bytes_;
+  mutable const std::byte* bytes_ = nullptr;
   mutable std::mutex stats_mutex_;
   mutable std::string stats_descr_;
   mutable std::optional<ArrayStats> stats_;

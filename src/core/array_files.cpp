@@ -119,12 +119,14 @@ void ArrayFiles::add(const CallRecord& record, std::vector<ArrayOutcome>& outcom
     PlannedFile planned{{}, &record, &array, &descr, {}};
     planned.job.outcome = &outcome;
     planned.job.header = encode_npy_header(descr, array.shape);
-    planned.job.data = {array.bytes(), array.nbytes};
+    planned.narrow = array.shared && array.shared->widens();
+    if (!planned.narrow) planned.job.data = {array.bytes(), array.nbytes};
     queued_.push_back(std::move(planned));
   }
 }
 
 void ArrayFiles::write_planned() noexcept {
+  widen_queued();
   take_digests();
   plan_queued();
   make_files();
@@ -134,6 +136,26 @@ void ArrayFiles::write_planned() noexcept {
   settle_links();  // the links not made become writes
   make_files();
   settle_writes();
+}
+
+void ArrayFiles::widen_queued() noexcept {
+  std::size_t bytes = 0;
+  for (const auto& planned : queued_) bytes += planned.narrow ? planned.array->nbytes : 0;
+  if (bytes == 0) return;
+  threads_.run(
+      queued_.size(),
+      [&](std::size_t i) {
+        auto& planned = queued_[i];
+        if (!planned.narrow) return;
+        if (const std::byte* data = planned.array->bytes()) planned.job.data = {data, planned.array->nbytes};
+      },
+      bytes >= kShareBytes);
+  std::erase_if(queued_, [](PlannedFile& planned) {
+    if (!planned.narrow || planned.job.data.data() != nullptr || planned.array->nbytes == 0) return false;
+    log_error("no file and no statistics for {}: no memory to widen its bytes into", planned.job.outcome->file);
+    planned.job.outcome->file.clear();
+    return true;
+  });
 }
 
 void ArrayFiles::take_digests() noexcept {

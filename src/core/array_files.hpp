@@ -69,6 +69,7 @@ class ArrayFiles {
     const ArrayCapture* array;
     const std::string* descr;
     ContentDigest digest;
+    bool narrow = false;  // its copy widens on first read (SharedCopy::widens): job.data set by widen_queued()
   };
   /// One job of a pass over the planned files (make_files).
   struct Work {
@@ -85,6 +86,7 @@ class ArrayFiles {
     const std::string* descr;
   };
 
+  void widen_queued() noexcept;  // the queued narrow copies, all at once
   void take_digests() noexcept;  // of the queued arrays, all at once
   void plan_queued() noexcept;   // in order: each a link, a write or no file
   /// Plans `planned` as a written file within the budget; false (name cleared) when it does not fit.

@@ -3,6 +3,7 @@
 #include "ophook/strided_copy.hpp"
 
 #include <algorithm>
+#include <new>
 
 namespace ophook::core {
 
@@ -45,10 +46,29 @@ constexpr std::size_t kKeptArrayBufferBytes = CaptureBufferPool::kMinBytes;
 constexpr std::size_t kKeptArraySlots = 16;
 }  // namespace
 
+void SharedCopy::widen_now() const noexcept {
+  std::lock_guard lock(widen_mutex_);
+  if (widened_.load(std::memory_order_relaxed)) return;
+  const std::size_t nbytes = capacity_;
+  const std::byte* narrow = narrow_->bytes();
+  SpareBuffer buffer = CaptureBufferPool::take(nbytes);
+  if (!buffer.data) buffer = {std::unique_ptr<std::byte[]>(new (std::nothrow) std::byte[nbytes]), nbytes};
+  if (buffer.data && narrow != nullptr) {
+    widen_(buffer.data.get(), narrow, count_);
+    owned_ = std::move(buffer.data);
+    capacity_ = buffer.capacity;
+    bytes_ = owned_.get();
+  }
+  narrow_.reset();  // its range goes back to the device's staging memory now
+  widened_.store(true, std::memory_order_release);
+}
+
 ArrayStats SharedCopy::stats(std::string_view descr, std::size_t nbytes) const {
   std::lock_guard lock(stats_mutex_);
   if (!stats_ || stats_descr_ != descr) {
-    stats_ = compute_stats(descr, bytes_, nbytes);
+    const std::byte* data = bytes();
+    if (data == nullptr && nbytes > 0) throw std::bad_alloc();  // no memory to widen them into
+    stats_ = compute_stats(descr, data, nbytes);
     stats_descr_ = descr;
   }
   return *stats_;

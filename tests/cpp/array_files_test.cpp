@@ -102,6 +102,43 @@ TEST_F(ArrayFilesTest, EqualArraysAreLinkedAndDifferentOnesWrittenDespiteEqualDi
   }
 }
 
+/// Doubles each byte into a 16-bit word: a stand-in for a narrow float's widening.
+void widen_bytes(std::byte* dst, const std::byte* src, std::size_t count) noexcept {
+  for (std::size_t i = 0; i < count; ++i) dst[2 * i] = dst[2 * i + 1] = src[i];
+}
+
+TEST_F(ArrayFilesTest, NarrowCopiesAreWidenedByTheBatchAndLinkedByTheirWidenedBytes) {
+  // Two arrays whose copies widen when first read (a device's staged bfloat16): the batch widens
+  // them before their digests; the file holds the widened bytes, and the second array, equal once
+  // widened, is a link to it.
+  OutputDir dir((root_ / "files").string());
+  RunSummary summary(*recorder_);
+  ArrayFiles files(dir, *recorder_, summary, /*helpers=*/3);
+  const std::vector<std::byte> staged(256 << 10, std::byte{0x3f});  // within the fixture's 1 MiB budget once widened
+  const std::vector<std::byte> wide(2 * staged.size(), std::byte{0x3f});
+  for (std::uint64_t seq : {0, 1}) {
+    auto& record = *records_.emplace_back(std::make_unique<CallRecord>());
+    record.seq = seq;
+    auto& array = record.new_array();
+    array.shape = {static_cast<std::int64_t>(wide.size() / 4)};
+    array.dtype_id = dtype_;
+    auto narrow = std::make_shared<const SharedCopy>(std::shared_ptr<const std::byte>(staged.data(), [](const std::byte*) {}));
+    array.shared = std::make_shared<const SharedCopy>(std::move(narrow), &widen_bytes, staged.size(), wide.size());
+    array.nbytes = wide.size();
+    array.captured = true;
+    outcomes_.emplace_back(1).front().file = seq == 0 ? "a.npy" : "b.npy";
+    files.add(record, outcomes_.back(), /*files=*/true);
+  }
+  files.write_planned();
+  const auto text = test::slurp(root_ / "files" / "a.npy");
+  const auto header = encode_npy_header("<f4", records_[0]->arrays[0].shape);
+  ASSERT_EQ(text.size(), header.size() + wide.size());
+  EXPECT_EQ(std::memcmp(text.data() + header.size(), wide.data(), wide.size()), 0);
+  EXPECT_EQ(outcomes_[1][0].same_as, "a.npy");
+  EXPECT_EQ(inode(root_ / "files" / "b.npy"), inode(root_ / "files" / "a.npy"));
+  EXPECT_EQ(outcomes_[0][0].stats->xxh64, compute_stats("<f4", wide.data(), wide.size()).xxh64);
+}
+
 TEST_F(ArrayFilesTest, LinksCostNoBudgetAndAreCountedApart) {
   OutputDir dir((root_ / "files").string());
   RunSummary summary(*recorder_);

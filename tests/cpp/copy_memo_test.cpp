@@ -5,7 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "summary_test_arrays.hpp"
@@ -151,6 +153,45 @@ TEST_F(CopyMemo, SharedCopyGivesItsStatisticsPerDtype) {
   for (const char* descr : {"<f4", "<i4", "<f4"}) {
     test::expect_same(out.shared->stats(descr, live.size()), compute_stats(descr, live.data(), live.size()));
   }
+}
+
+/// bfloat16 to float32: the high half of each float.
+void widen_high_halves(std::byte* dst, const std::byte* src, std::size_t count) noexcept {
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint16_t half = 0;
+    std::memcpy(&half, src + 2 * i, 2);
+    const std::uint32_t word = std::uint32_t{half} << 16;
+    std::memcpy(dst + 4 * i, &word, 4);
+  }
+}
+
+TEST_F(CopyMemo, ANarrowCopyIsWidenedOnceWhenFirstReadAndLetsItsBytesGo) {
+  // A device's staged bfloat16 (a lent range, given back by its deleter), read by four writer
+  // threads at once: widened once, by whichever reads first, into the file's float32, and the
+  // staged range goes back then, not when the last record lets the copy go.
+  const auto wide = float_bytes(kSharedCopyMinBytes / 2, 7);
+  std::vector<std::byte> staged(wide.size() / 2);
+  std::vector<std::byte> expected(wide.size());
+  for (std::size_t i = 0; i < staged.size() / 2; ++i) {
+    std::memcpy(&staged[2 * i], &wide[4 * i + 2], 2);  // the float's high half
+    std::memset(&expected[4 * i], 0, 2);
+    std::memcpy(&expected[4 * i + 2], &wide[4 * i + 2], 2);
+  }
+  std::atomic<int> given_back{0};
+  auto narrow = std::make_shared<const SharedCopy>(
+      std::shared_ptr<const std::byte>(staged.data(), [&](const std::byte*) { ++given_back; }));
+  const SharedCopy copy(std::move(narrow), &widen_high_halves, staged.size() / 2, expected.size());
+  EXPECT_TRUE(copy.widens());
+  EXPECT_EQ(given_back, 0);
+  std::vector<const std::byte*> seen(4);
+  std::vector<std::thread> readers;
+  for (std::size_t i = 0; i < seen.size(); ++i) readers.emplace_back([&, i] { seen[i] = copy.bytes(); });
+  for (auto& reader : readers) reader.join();
+  ASSERT_NE(seen[0], nullptr);
+  for (const auto* bytes : seen) EXPECT_EQ(bytes, seen[0]);
+  EXPECT_EQ(std::memcmp(seen[0], expected.data(), expected.size()), 0);
+  EXPECT_EQ(given_back, 1);
+  test::expect_same(copy.stats("<f4", expected.size()), compute_stats("<f4", expected.data(), expected.size()));
 }
 
 TEST_F(CopyMemo, ASlotThatSharedACopyKeepsItsOwnBufferAsItWas) {

@@ -567,6 +567,53 @@ def test_dump_lends_staged_bytes_and_waits_for_the_writer_when_staging_is_full(t
     assert proc.stdout == run_script(tmp_path / "plain", STAGED_CHAIN, preload=False).stdout
 
 
+NARROW_CHAIN = """
+import torch
+torch.manual_seed(0)
+x = torch.randn(256, 512)
+for i in range(20):
+    b = x.to(torch.bfloat16)  # 256 KiB
+    c = torch.mul(b, 0.5)  # b read again while its read is still in flight
+    f = c.to(torch.float8_e4m3fn)  # 128 KiB
+    x = torch.add(x, c.float())
+print(float(x.sum()), float(f.float().sum()))
+"""
+
+
+def test_dump_lends_narrow_staged_bytes_and_the_writer_widens_them(tmp_path):
+    """`dump` on the device: bfloat16 and float8 tensors are widened to float32 for their files,
+    and that is done by the writer's threads from the staged bytes, as for a float32 tensor's lent
+    copy, not by the program's thread: it copies nothing out of the staging memory. Every file
+    holds the tensor as it was at its call, widened (recomputed here); the program's output is the
+    unhooked one."""
+    proc = run_script(tmp_path, NARROW_CHAIN, levels="torch_function", mode="dump", tensor_copy="fake-device")
+    out = tmp_path / "out"
+    records = trace(out)
+    torch.manual_seed(0)
+    x = torch.randn(256, 512)
+    conversions, muls, adds = ops(records, "torch.Tensor.to"), ops(records, "torch.mul"), ops(records, "torch.add")
+    assert len(conversions) == 40 and len(muls) == len(adds) == 20
+    for mul, add in zip(muls, adds):
+        b = x.to(torch.bfloat16)
+        c = torch.mul(b, 0.5)
+        f = c.to(torch.float8_e4m3fn)
+        for array, want in ((arrays(mul)[0], b), (arrays(mul, "outputs")[0], c)):
+            assert array["dtype"] == "bfloat16" and same_bits(load(out, array), want.float().numpy())
+        x = torch.add(x, c.float())
+        assert same_bits(load(out, arrays(add, "outputs")[0]), x.numpy())
+    to_fp8 = [r for r in conversions if arrays(r, "outputs")[0]["dtype"] == "float8_e4m3fn"]
+    assert len(to_fp8) == 20 and same_bits(load(out, arrays(to_fp8[-1], "outputs")[0]), f.float().numpy())
+    note = summary(out)["notes"]["device_statistics"]
+    recorded = [a for r in records for a in arrays(r) + arrays(r, "outputs")]
+    assert note["tensors_read"] == len(recorded), note
+    # the program's thread copied out only the small ones (the last line's two sums, as outputs and
+    # as float()'s inputs), where before it widened every bfloat16 and float8 tensor's bytes
+    sizes = [load(out, a).nbytes for a in recorded]
+    assert note["bytes_copied_from_staging"] == sum(n for n in sizes if n < 64 * 1024) == 4 * 4, note
+    (tmp_path / "plain").mkdir()
+    assert proc.stdout == run_script(tmp_path / "plain", NARROW_CHAIN, preload=False).stdout
+
+
 NAN_PROGRAM = """
 import torch
 torch.manual_seed(0)

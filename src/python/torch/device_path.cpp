@@ -113,14 +113,15 @@ void copy_into_record(ValueCapture& capture, PyObject* tensor, const TorchDtype&
   capture.recorder().count_tensor_copied_by_torch();
 }
 
-/// Room within OPHOOK_QUEUE_BYTES for the bytes the kernel copies (`dump`), and the record's
-/// buffer for them where they are copied out of the staging memory: small arrays, and those
-/// widened for their files. Larger ones are lent where the device staged them. An array refused
-/// by the cap gives its slot back and keeps the reason.
+/// Room within OPHOOK_QUEUE_BYTES for the bytes the kernel copies (`dump`), in the file's dtype,
+/// and the record's buffer for them where they are copied out of the staging memory: small
+/// arrays. Larger ones are lent where the device staged them. An array refused by the cap gives
+/// its slot back and keeps the reason.
 void reserve_for_copy(ValueCapture& capture, const TorchDtype& dtype, core::ArrayCapture& out,
                       device_readback::Readback& read) {
   const std::size_t saved_nbytes = read.count * dtype.saved_item_size;
   read.widen = dtype.widen;
+  read.saved_nbytes = saved_nbytes;
   auto budget = reserve_copy(capture, saved_nbytes, !read.lent());
   if (!budget.copy) {
     out.no_data_reason_id = budget.reason_id;

@@ -188,8 +188,9 @@ void fill_from_kernel(const Expected& entry, const statistics_kernel::Result& re
 }
 
 /// Takes the kernel's result for `entry` (ready or waited for) into its array: in `dump` the
-/// bytes it copied — lent where the device staged them (core::share_staged_copy), widened where
-/// the file's dtype is wider, copied when small; or, where the device found them unchanged and
+/// bytes it copied — lent where the device staged them (core::share_staged_copy; where the file's
+/// dtype is wider, by a copy the writer widens), copied (and widened) when small; or, where the
+/// device found them unchanged and
 /// sent nothing, the copy it compared them with — from which the writer computes the statistics
 /// as for any array; otherwise the statistics.
 void fill_from_kernel(const Expected& entry) {
@@ -201,8 +202,10 @@ void fill_from_kernel(const Expected& entry) {
         if (!r.lent() && !array.data) return;
         if (staged == nullptr) {  // lent: the bytes of a copy the host holds (copy.held)
           core::share_held_copy(array, r.address, r.held_copy, r.nbytes, {});
-        } else if (r.lent()) {
-          core::share_staged_copy(array, r.address, staged, r.nbytes, {result.position, result.by_value});
+        } else if (r.lent()) {  // bytes to widen are widened by the writer, and have no address
+          auto copy = r.widen == nullptr ? staged
+                                         : std::make_shared<const core::SharedCopy>(staged, r.widen, r.count, r.saved_nbytes);
+          core::share_staged_copy(array, r.address, std::move(copy), r.saved_nbytes, {result.position, result.by_value});
         } else {
           if (r.widen != nullptr) {
             r.widen(array.data.get(), staged->bytes(), r.count);

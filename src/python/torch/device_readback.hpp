@@ -25,16 +25,16 @@ struct Readback {
   bool bytes = false;              // a snapshot: its bytes go into the array's reserved buffer
   std::size_t nbytes = 0;          // the tensor's bytes in its own dtype (what the fingerprint covers)
   std::size_t count = 0;           // its elements
-  std::size_t saved_nbytes = 0;    // bytes held in the device's ring: their size in the file's dtype
-  ElementWidener widen = nullptr;  // a snapshot of bf16/fp8/complex32: widened into the buffer
+  std::size_t saved_nbytes = 0;    // its size in the file's dtype: of bytes copied or held in the device's ring
+  ElementWidener widen = nullptr;  // bytes of bf16/fp8/complex32, widened for the file
   const void* address = nullptr;   // its bytes copied by the kernel, a tensor in C order: where it
                                    // lies on its device, under which an earlier copy may be shared
   std::shared_ptr<const core::SharedCopy> held_copy;  // the copy the device compared its bytes with
                                                       // (CopyRequest::held): its bytes if unchanged
   bool awaits() const { return pending || slot.valid(); }
   /// The kernel's copy of its bytes is lent to the array where it was staged (no buffer of the
-  /// array's): not widened, and large enough for shared copies.
-  bool lent() const { return widen == nullptr && nbytes >= core::kSharedCopyMinBytes; }
+  /// array's), large enough for shared copies; bytes to be widened are widened by the writer.
+  bool lent() const { return nbytes >= core::kSharedCopyMinBytes; }
 };
 
 /// Array `index` of `record` (being built) waits for `readback`.

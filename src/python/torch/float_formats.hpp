@@ -2,12 +2,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ophook/element_widener.hpp"
+
 namespace ophook::py {
 
-/// Converts `count` packed source elements at `src` into the wider element type the .npy file
-/// holds, exactly (every source value, including NaN/Inf and signed zero, is representable in the
-/// destination). Pure functions; thread-safe; no Python.
-using ElementWidener = void (*)(std::byte* dst, const std::byte* src, std::size_t count) noexcept;
+using core::ElementWidener;
 
 /// Widening of each of PyTorch's narrow float formats, by torch dtype name ("bfloat16",
 /// "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu" → float32;
