@@ -5,8 +5,9 @@
 #   device tool: command `bash tests/bench/gpu_rows.sh`, carry [".device"], timeout_s about 450.
 # Small GPT-2 (4 layers, width 256, batch 8x128): unhooked (first and last), `trace`, `stats`,
 # OPHOOK_NAN's warn (with its ring, and in `trace` mode) and raise, `dump` (its bytes on disk and
-# what crossed the bus; again with one file helper instead of the CPUs' half), both torch levels
-# in `trace` and `stats`, a do-nothing Python TorchDispatchMode and msprobe statistics. Large
+# what crossed the bus; again with one file helper instead of the CPUs' half; `trace` and `dump`
+# again under bfloat16 autocast, whose bf16 tensors the writer widens for their files), both torch
+# levels in `trace` and `stats`, a do-nothing Python TorchDispatchMode and msprobe statistics. Large
 # GPT-2, the GPU sets the pace (12 layers, width 768, batch 16x512): unhooked (first and last),
 # `trace`, `stats`, OPHOOK_NAN=warn. Then the kernel's cost per op (device_statistics.py), and
 # last each row's ratio to its baseline row.
@@ -49,6 +50,8 @@ row small_trace_nan env LD_PRELOAD="$LIB" OPHOOK_MODE=trace OPHOOK_NAN=warn  # t
 row small_nan_raise env LD_PRELOAD="$LIB" OPHOOK_NAN=raise  # its one wait per call, no NaN to find
 row small_dump env LD_PRELOAD="$LIB" OPHOOK_MODE=dump OPHOOK_MAX_BYTES=30G  # bytes_to_host against bytes_unchanged
 row small_dump_1helper env LD_PRELOAD="$LIB" OPHOOK_MODE=dump OPHOOK_MAX_BYTES=30G OPHOOK_TEST_FILE_HELPERS=1  # the writer and one file helper, as on two cores
+AMP=1 row small_trace_amp env LD_PRELOAD="$LIB" OPHOOK_MODE=trace  # bfloat16 autocast: the next row's baseline
+AMP=1 row small_dump_amp env LD_PRELOAD="$LIB" OPHOOK_MODE=dump OPHOOK_MAX_BYTES=30G  # bf16 tensors the writer widens
 TOOL=noop-dispatch row small_noop_mode
 TOOL=msprobe-stats row small_msprobe
 TOOL=none row small_none_again
@@ -69,7 +72,9 @@ fi
 import sys
 ms = dict((n, float(v)) for n, v in (l.split() for l in open(sys.argv[1])))
 def baseline(n):
-    return "small_trace_both" if n.endswith("_both") else n.split("_")[0] + ("_trace" if n.startswith("small") else "_none")
+    if n.endswith("_both") or n.endswith("_amp"):
+        return "small_trace_" + n.rsplit("_", 1)[1]
+    return n.split("_")[0] + ("_trace" if n.startswith("small") else "_none")
 for n, v in ms.items():
     b = baseline(n)
     print("%-18s %9.2f  %s" % (n, v, "%.2fx %s" % (v / ms[b], b) if b in ms else ""))
