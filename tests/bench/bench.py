@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 from figures import FIGURE_GROUPS
 from measure import Context
@@ -82,7 +83,10 @@ def main():
                 continue
             context = Context(build=os.path.abspath(args.build), python=python, smoke=args.smoke,
                               reps=args.reps, scratch=os.path.join(scratch, group.name), root=ROOT)
+            started = time.monotonic()
             produced, error = group.run(context)
+            # Progress on stderr (the table goes to stdout): which groups the run's time goes to.
+            print("[bench] %s: %.0f s" % (group.name, time.monotonic() - started), file=sys.stderr, flush=True)
             for key in wanted:
                 if key not in produced:
                     failed = True
