@@ -190,9 +190,8 @@ void fill_from_kernel(const Expected& entry, const statistics_kernel::Result& re
 /// Takes the kernel's result for `entry` (ready or waited for) into its array: in `dump` the
 /// bytes it copied — lent where the device staged them (core::share_staged_copy; where the file's
 /// dtype is wider, by a copy the writer widens), copied (and widened) when small; or, where the
-/// device found them unchanged and
-/// sent nothing, the copy it compared them with — from which the writer computes the statistics
-/// as for any array; otherwise the statistics.
+/// device found them unchanged and sent nothing, the copy it compared them with — from which the
+/// writer computes the statistics as for any array; otherwise the statistics.
 void fill_from_kernel(const Expected& entry) {
   auto& array = entry.record->arrays[entry.index];
   const auto& r = entry.readback;
