@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <ctime>
 #include <new>
 
 #include "api_text.hpp"
@@ -14,6 +13,7 @@
 #include "ophook/record_pool.hpp"
 #include "ophook/record_queue.hpp"
 #include "ophook/recorder.hpp"
+#include "ophook/thread_clock.hpp"
 #include "ophook/values.hpp"
 #include "rank_directory.hpp"
 #include "termination_signal.hpp"
@@ -61,12 +61,6 @@ void assign_roles(const CallRecord& record, const OpEntry& op, std::vector<Array
 
 bool names_a_file(const std::vector<ArrayOutcome>& outcomes) {
   return std::any_of(outcomes.begin(), outcomes.end(), [](const ArrayOutcome& o) { return !o.file.empty(); });
-}
-
-std::int64_t monotonic_ns() noexcept {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
 // The earlier run's files go before this run's trace.jsonl is opened in the same directory.

@@ -9,7 +9,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <vector>
 
@@ -21,17 +20,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
+using test::listing;
 using test::slurp;
-
-void spit(const fs::path& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
-
-std::set<std::string> listing(const fs::path& dir) {
-  std::set<std::string> names;
-  for (const auto& entry : fs::directory_iterator(dir)) names.insert(entry.path().filename());
-  return names;
-}
+using test::spit;
 
 class OutputDirTest : public ::testing::Test {
  protected:

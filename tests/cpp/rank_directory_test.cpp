@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <set>
 #include <string>
@@ -15,15 +14,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
+using test::listing;
+using test::spit;
+
 constexpr int kRootPid = 1000;
-
-void spit(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
-
-std::set<std::string> listing(const fs::path& dir) {
-  std::set<std::string> names;
-  for (const auto& entry : fs::directory_iterator(dir)) names.insert(entry.path().filename());
-  return names;
-}
 
 // A process directory left by a process of the root `root_pid`.
 void process_dir(const fs::path& dir, int root_pid) {

@@ -19,7 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::int64_t kElements = 64;
+constexpr std::int64_t kArrayElements = 64;  // of each call's array
 constexpr std::size_t kHeld = 5;  // calls the ring holds
 
 // numpy.negative(x) whose input holds `value` in every element.
@@ -28,10 +28,10 @@ RecordPtr make_call(std::uint64_t seq, std::uint32_t op, std::uint32_t dtype, fl
   record->seq = seq;
   record->op_id = op;
   auto& array = record->new_array();
-  array.shape = {kElements};
+  array.shape = {kArrayElements};
   array.dtype_id = dtype;
-  auto* data = array.reserve_data(kElements * sizeof(float));
-  for (std::int64_t i = 0; i < kElements; ++i) std::memcpy(data + i * sizeof(float), &value, sizeof(float));
+  auto* data = array.reserve_data(kArrayElements * sizeof(float));
+  for (std::int64_t i = 0; i < kArrayElements; ++i) std::memcpy(data + i * sizeof(float), &value, sizeof(float));
   array.captured = true;
   ValueWriter(record->values).array(0);
   record->kwargs_offset = record->outputs_offset = static_cast<std::uint32_t>(record->values.size());
@@ -91,7 +91,7 @@ TEST(RecorderRing, ATriggerWritesTheCallsHeldThenAndEveryOtherCallSaysWhy) {
     EXPECT_EQ(arg.at("stats").at("max").get<double>(), static_cast<double>(seq));  // statistics for all
     if (seq >= 20 - kHeld && seq < 20) {
       const auto name = arg.at("file").get<std::string>();
-      EXPECT_EQ(fs::file_size(run.dir / name), 128 + kElements * sizeof(float)) << seq;
+      EXPECT_EQ(fs::file_size(run.dir / name), 128 + kArrayElements * sizeof(float)) << seq;
       continue;
     }
     EXPECT_TRUE(arg.at("file").is_null()) << seq;

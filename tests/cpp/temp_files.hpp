@@ -1,9 +1,11 @@
 #pragma once
-// Files for the units that write some: a fresh temporary directory, a file's whole content.
+// Files for the units that write some: a fresh temporary directory, a file's whole content, a
+// directory's names.
 #include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -22,6 +24,18 @@ inline std::string slurp(const std::filesystem::path& path) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+/// Writes `text` as the whole of `path`.
+inline void spit(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+/// The names in `dir`.
+inline std::set<std::string> listing(const std::filesystem::path& dir) {
+  std::set<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) names.insert(entry.path().filename());
+  return names;
 }
 
 }  // namespace ophook::test

@@ -8,18 +8,13 @@
 #include <set>
 
 #include "ophook/error.hpp"
+#include "render/json_text.hpp"
 
 namespace ophook::cli {
 
 using nlohmann::json;
 
 namespace {
-
-json nullable(const std::optional<std::string>& value) { return value ? json(*value) : json(); }
-
-std::string compact(const json& value) {
-  return value.dump(-1, ' ', false, json::error_handler_t::replace);
-}
 
 /// The pid a process's records carry (the first record's), for naming it.
 std::int64_t process_pid(const ProcessRun& process) {
@@ -40,9 +35,9 @@ json chrome_event(const TraceRecord& record, std::int64_t fallback_pid) {
     (array.path.rfind("outputs", 0) == 0 ? output_shapes : shapes).push_back(array.shape);
   }
   json args = {{"seq", record.seq},
-               {"source", nullable(record.source)},
-               {"module", nullable(record.module)},
-               {"phase", nullable(record.phase)},
+               {"source", nullable<json>(record.source)},
+               {"module", nullable<json>(record.module)},
+               {"phase", nullable<json>(record.phase)},
                {"shapes", std::move(shapes)},
                {"output_shapes", std::move(output_shapes)}};
   if (record.error) args["error"] = *record.error;

@@ -12,7 +12,7 @@ namespace ophook::cli {
 
 namespace {
 
-constexpr std::size_t kListed = 200;
+constexpr std::size_t kRowsListed = 200;
 
 std::string dash(const std::optional<std::string>& value) { return value ? *value : "-"; }
 
@@ -139,13 +139,13 @@ void add_differing(const CompareResult& r, HtmlPage& page) {
   const std::size_t differing = r.counts.differing_pairs;
   if (differing == 0) return;
   page.heading(fmt::format("Differing calls ({}, {} marked origin{})", differing, r.counts.origins,
-                           differing > kListed ? fmt::format(", first {}", kListed) : ""));
+                           differing > kRowsListed ? fmt::format(", first {}", kRowsListed) : ""));
   std::vector<std::vector<std::string>> rows;
   std::vector<bool> origins;
   for (const ProcessComparison& p : r.processes) {
     for (const PairResult& pair : p.pairs) {
       if (!pair.differs) continue;
-      if (rows.size() == kListed) break;
+      if (rows.size() == kRowsListed) break;
       const auto reasons = pair_reasons(pair, 1);
       origins.push_back(pair.origin());
       rows.push_back({p.base[pair.base].op, seq_cell(p.base_name, p.base[pair.base].seq),
@@ -168,7 +168,7 @@ void add_unmatched(const CompareResult& r, HtmlPage& page) {
   for (const ProcessComparison& p : r.processes) {
     for (const AlignStep& step : p.steps) {
       if (step.paired()) continue;
-      if (rows.size() == kListed) break;
+      if (rows.size() == kRowsListed) break;
       const bool base = step.base >= 0;
       std::vector<std::string> cells{base ? "BASE only" : "NEW only"};
       for (std::string& cell : base ? record_cells(p.base_name, &p.base[step.base])

@@ -9,24 +9,20 @@
 
 #include "compare/referee.hpp"
 #include "render/compare_text.hpp"
+#include "render/json_text.hpp"
 #include "ophook/error.hpp"
 
 namespace ophook::cli {
 
-using json = nlohmann::ordered_json;
+using nlohmann::ordered_json;  // the keys in the order they are written
 
 namespace {
-
-/// One line of JSON; invalid UTF-8 (from file names) is replaced rather than thrown on.
-std::string compact(const json& value) {
-  return value.dump(-1, ' ', false, json::error_handler_t::replace);
-}
 
 /// The items of a list streamed one per line, so that memory does not grow with the run.
 class StreamedList {
  public:
   explicit StreamedList(std::ostream& out) : out_(out) {}
-  void add(const json& item) {
+  void add(const ordered_json& item) {
     out_ << (first_ ? "\n  " : ",\n  ") << compact(item);
     first_ = false;
   }
@@ -36,28 +32,26 @@ class StreamedList {
   bool first_ = true;
 };
 
-json nullable(const std::optional<std::string>& value) { return value ? json(*value) : json(); }
-
-json record_json(const TraceRecord& r) {
+ordered_json record_json(const TraceRecord& r) {
   return {{"seq", r.seq},
           {"op", r.op},
-          {"source", nullable(r.source)},
-          {"module", nullable(r.module)},
-          {"phase", nullable(r.phase)},
+          {"source", nullable<ordered_json>(r.source)},
+          {"module", nullable<ordered_json>(r.module)},
+          {"phase", nullable<ordered_json>(r.phase)},
           {"step", r.step},
           {"line", r.line}};
 }
 
-json name_json(const std::string& name) { return name.empty() ? json() : json(name); }
+ordered_json name_json(const std::string& name) { return name.empty() ? ordered_json() : ordered_json(name); }
 
-json value_json(const ValueResult& v) {
+ordered_json value_json(const ValueResult& v) {
   const ArrayDiff& d = v.diff;
   const std::string base = v.base_text(), other = v.new_text();
-  json j = {{"path", v.path()},
+  ordered_json j = {{"path", v.path()},
             {"method", to_string(v.method)},
             {"differs", v.differs()},
-            {"base", base.empty() ? json() : json(base)},
-            {"new", other.empty() ? json() : json(other)},
+            {"base", base.empty() ? ordered_json() : ordered_json(base)},
+            {"new", other.empty() ? ordered_json() : ordered_json(other)},
             {"shape_mismatch", d.shape_mismatch},
             {"dtype_mismatch", d.dtype_mismatch}};
   if (d.compared) {
@@ -66,39 +60,39 @@ json value_json(const ValueResult& v) {
     j["not_close"] = d.not_close;
     j["nonfinite_mismatch"] = d.nonfinite_mismatch;
     j["max_abs_err"] = number_json(d.max_abs);
-    j["max_rel_err"] = std::isnan(d.max_rel) ? json() : number_json(d.max_rel);
-    j["cosine"] = std::isnan(d.cosine) ? json() : number_json(d.cosine);
-    j["worst_index"] = d.worst_index >= 0 ? json(d.worst_index) : json();
+    j["max_rel_err"] = std::isnan(d.max_rel) ? ordered_json() : number_json(d.max_rel);
+    j["cosine"] = std::isnan(d.cosine) ? ordered_json() : number_json(d.cosine);
+    j["worst_index"] = d.worst_index >= 0 ? ordered_json(d.worst_index) : ordered_json();
   }
   return j;
 }
 
-json pair_json(const ProcessComparison& p, std::size_t process, const PairResult& pair) {
-  json values = json::array();
+ordered_json pair_json(const ProcessComparison& p, std::size_t process, const PairResult& pair) {
+  ordered_json values = ordered_json::array();
   for (const ValueResult& v : pair.values) values.push_back(value_json(v));
   return {{"process", process},
           {"base_seq", p.base[pair.base].seq},
           {"new_seq", p.other[pair.other].seq},
           {"op", p.base[pair.base].op},
           {"differs", pair.differs},
-          {"origin", pair.differs ? json(pair.origin()) : json()},
+          {"origin", pair.differs ? ordered_json(pair.origin()) : ordered_json()},
           {"inputs", to_string(pair.inputs)},
           {"values_compared", pair.has_values},
           {"max_abs_err", number_json(pair.max_abs)},
-          {"max_rel_err", pair.rel_known() ? number_json(pair.max_rel) : json()},
-          {"min_cosine", pair.cosine_known() ? number_json(pair.min_cosine) : json()},
-          {"exception", pair.error_note.empty() ? json() : json(pair.error_note)},
+          {"max_rel_err", pair.rel_known() ? number_json(pair.max_rel) : ordered_json()},
+          {"min_cosine", pair.cosine_known() ? number_json(pair.min_cosine) : ordered_json()},
+          {"exception", pair.error_note.empty() ? ordered_json() : ordered_json(pair.error_note)},
           {"values", std::move(values)}};
 }
 
-json op_json(const OpSummary& s) {
-  json j = {{"op", s.op},
+ordered_json op_json(const OpSummary& s) {
+  ordered_json j = {{"op", s.op},
           {"pairs", s.pairs},
           {"differing", s.differing},
           {"origins", s.origins},
-          {"max_abs_err", s.has_errors ? number_json(s.max_abs) : json()},
-          {"max_rel_err", s.rel_known() ? number_json(s.max_rel) : json()},
-          {"min_cosine", s.cosine_known() ? number_json(s.min_cosine) : json()},
+          {"max_abs_err", s.has_errors ? number_json(s.max_abs) : ordered_json()},
+          {"max_rel_err", s.rel_known() ? number_json(s.max_rel) : ordered_json()},
+          {"min_cosine", s.cosine_known() ? number_json(s.min_cosine) : ordered_json()},
           {"values_not_close", s.not_close_values},
           {"shape_mismatches", s.shape_mismatches},
           {"dtype_mismatches", s.dtype_mismatches},
@@ -113,17 +107,17 @@ json op_json(const OpSummary& s) {
 }
 
 /// A call of `first_divergence` / `first_origin`: its process, both records, why they differ.
-json call_json(const CompareResult& r, const std::optional<CallRef>& call) {
-  if (!call) return json();
+ordered_json call_json(const CompareResult& r, const std::optional<CallRef>& call) {
+  if (!call) return ordered_json();
   const ProcessComparison& p = r.processes[call->process];
   const AlignStep& step = p.steps[call->step];
-  json j = {{"process",
+  ordered_json j = {{"process",
              {{"index", call->process}, {"base", name_json(p.base_name)}, {"new", name_json(p.new_name)}}},
-            {"base", step.base >= 0 ? record_json(p.base[step.base]) : json()},
-            {"new", step.other >= 0 ? record_json(p.other[step.other]) : json()},
-            {"origin", json()},
-            {"inputs", json()},
-            {"reasons", json::array()}};
+            {"base", step.base >= 0 ? record_json(p.base[step.base]) : ordered_json()},
+            {"new", step.other >= 0 ? record_json(p.other[step.other]) : ordered_json()},
+            {"origin", ordered_json()},
+            {"inputs", ordered_json()},
+            {"reasons", ordered_json::array()}};
   if (const PairResult* pair = p.pair_at_step(call->step)) {
     j["origin"] = pair->origin();
     j["inputs"] = to_string(pair->inputs);
@@ -133,14 +127,14 @@ json call_json(const CompareResult& r, const std::optional<CallRef>& call) {
 }
 
 /// The seqs of a process's first divergent call or origin, or null.
-json step_seqs(const ProcessComparison& p, const std::optional<std::size_t>& step) {
-  if (!step) return json();
+ordered_json step_seqs(const ProcessComparison& p, const std::optional<std::size_t>& step) {
+  if (!step) return ordered_json();
   const AlignStep& s = p.steps[*step];
-  return {{"base_seq", s.base >= 0 ? json(p.base[s.base].seq) : json()},
-          {"new_seq", s.other >= 0 ? json(p.other[s.other].seq) : json()}};
+  return {{"base_seq", s.base >= 0 ? ordered_json(p.base[s.base].seq) : ordered_json()},
+          {"new_seq", s.other >= 0 ? ordered_json(p.other[s.other].seq) : ordered_json()}};
 }
 
-json process_json(const ProcessComparison& p) {
+ordered_json process_json(const ProcessComparison& p) {
   const CompareCounts& c = p.counts;
   return {{"base", name_json(p.base_name)},
           {"new", name_json(p.new_name)},
@@ -162,7 +156,7 @@ json process_json(const ProcessComparison& p) {
 
 }  // namespace
 
-json number_json(double value) {
+ordered_json number_json(double value) {
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
   return value;
@@ -170,13 +164,13 @@ json number_json(double value) {
 
 void write_compare_json(const CompareResult& r, std::ostream& out) {
   const CompareCounts& c = r.counts;
-  json processes = json::array();
+  ordered_json processes = ordered_json::array();
   bool identical = true;
   for (const ProcessComparison& p : r.processes) {
     processes.push_back(process_json(p));
     identical = identical && p.matched() && p.identical_sequences;
   }
-  const json head = {{"base", {{"dir", r.base_dir.string()}, {"calls", r.base_calls}}},
+  const ordered_json head = {{"base", {{"dir", r.base_dir.string()}, {"calls", r.base_calls}}},
                      {"new", {{"dir", r.new_dir.string()}, {"calls", r.new_calls}}},
                      {"rtol", r.tolerance.rtol},
                      {"atol", r.tolerance.atol},
@@ -196,7 +190,7 @@ void write_compare_json(const CompareResult& r, std::ostream& out) {
                      {"processes", std::move(processes)},
                      {"warnings", r.warnings}};
   // The head without its closing brace, then the long lists streamed item by item.
-  std::string text = head.dump(1, ' ', false, json::error_handler_t::replace);
+  std::string text = head.dump(1, ' ', false, ordered_json::error_handler_t::replace);
   text.resize(text.find_last_of('}'));
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   out << text << ",\n \"ops\": [";
@@ -208,7 +202,7 @@ void write_compare_json(const CompareResult& r, std::ostream& out) {
     const ProcessComparison& p = r.processes[index];
     for (const AlignStep& step : p.steps) {
       if (step.paired()) continue;
-      json item = step.base >= 0 ? record_json(p.base[step.base]) : record_json(p.other[step.other]);
+      ordered_json item = step.base >= 0 ? record_json(p.base[step.base]) : record_json(p.other[step.other]);
       item["side"] = step.base >= 0 ? "base" : "new";
       item["process"] = index;
       unmatched.add(item);

@@ -9,7 +9,7 @@ namespace ophook::cli {
 
 namespace {
 
-constexpr std::size_t kListed = 10;
+constexpr std::size_t kPairsListed = 10;
 
 /// "" for the root process, else "pid12 " / "rank1 ": the process before a BASE or NEW seq.
 std::string process_prefix(const std::string& name) { return name == "root" ? "" : name + " "; }
@@ -153,12 +153,12 @@ void print_differing(const CompareResult& r, std::ostream& out) {
   if (c.differing_pairs == 0) return;
   out << fmt::format("\ndiffering calls ({} of {} pairs, {}{}):\n", c.differing_pairs, c.pairs,
                      origins_text(c.origins),
-                     c.differing_pairs > kListed ? fmt::format(", first {}", kListed) : "");
+                     c.differing_pairs > kPairsListed ? fmt::format(", first {}", kPairsListed) : "");
   std::size_t shown = 0;
   for (const ProcessComparison& p : r.processes) {
     for (const PairResult& pair : p.pairs) {
       if (!pair.differs) continue;
-      if (shown++ == kListed) return;
+      if (shown++ == kPairsListed) return;
       const TraceRecord& b = p.base[pair.base];
       const TraceRecord& n = p.other[pair.other];
       out << fmt::format("  {:<10}  BASE {}seq={} / NEW {}seq={}  {}  max abs err {}\n",
@@ -175,12 +175,12 @@ void print_unmatched(const CompareResult& r, std::ostream& out) {
   if (total == 0) return;
   out << fmt::format("\nunmatched calls ({} in BASE, {} in NEW{}):\n", r.counts.unmatched_base,
                      r.counts.unmatched_new,
-                     total > 2 * kListed ? fmt::format(", first {}", 2 * kListed) : "");
+                     total > 2 * kPairsListed ? fmt::format(", first {}", 2 * kPairsListed) : "");
   std::size_t shown = 0;
   for (const ProcessComparison& p : r.processes) {
     for (const AlignStep& step : p.steps) {
       if (step.paired()) continue;
-      if (shown++ == 2 * kListed) return;
+      if (shown++ == 2 * kPairsListed) return;
       if (step.base >= 0) {
         out << "  BASE only  " << process_prefix(p.base_name) << record_summary(p.base[step.base])
             << '\n';
