@@ -636,12 +636,15 @@ PLANTED = {"forward": "torch.log(h - 10)", "backward": "torch.sqrt(h * 0)"}
 @pytest.mark.parametrize("where,levels,mode", [("forward", "torch_function", "trace"),
                                                ("forward", "torch_function,torch_dispatch", "trace"),
                                                ("forward", "torch_function", None),
-                                               ("backward", "torch_function", None)])
+                                               ("backward", "torch_function", None),
+                                               ("forward", "torch_function", "dump")])
 def test_kernel_nan_warn_names_the_culprit_of_the_direct_path(tmp_path, where, levels, mode):
-    """OPHOOK_NAN=warn with the kernel's counts (trace) or bytes (the default: dump with the ring)
-    arriving late: every call is judged as its values come in, oldest first — recorded calls and
-    the backward ops no level records alike — and the culprit, its warning, the run's first
-    NaN/Inf and the ring's files are the direct path's; nothing waits but the run's end."""
+    """OPHOOK_NAN=warn with the kernel's counts (trace), with its counts and the ring's bytes on
+    the device (the default: dump with the ring), or with its counts and every tensor's bytes
+    staged for the files (dump: the check takes the counts, not the bytes) arriving late: every
+    call is judged as its values come in, oldest first — recorded calls and the backward ops no
+    level records alike — and the culprit, its warning, the run's first NaN/Inf and the files are
+    the direct path's; nothing waits but the run's end."""
     runs = {}
     for copy in ("auto", "fake-device"):
         (tmp_path / copy).mkdir()
