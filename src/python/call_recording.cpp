@@ -62,7 +62,7 @@ bool any_nonfinite(const core::Recorder& recorder, const core::CallRecord& recor
   for (std::size_t i = from; i < to; ++i) {
     const auto& array = record.arrays[i];
     if (which != Arrays::All && (array.live != nullptr) != (which == Arrays::InPlace)) continue;
-    if (array.given_stats) {  // counted where it was read (a device's kernel): its bytes are not read again
+    if (array.given_stats) {  // counted when its bytes were read (on the host or its device): not read again
       if (array.given_stats->nan + array.given_stats->inf > 0) return true;
       continue;
     }
