@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "render/json_text.hpp"
 #include "render/text_format.hpp"
 
 namespace ophook::cli {
@@ -61,7 +62,7 @@ std::string scalar_text(const ScalarSpec* spec) {
   if (spec->value.is_number_float() && !std::isfinite(spec->value.get<double>())) {
     return format_error(spec->value.get<double>());
   }
-  return spec->value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return compact(spec->value);
 }
 
 }  // namespace

@@ -191,8 +191,8 @@ void fill_from_kernel(const Expected& entry, const statistics_kernel::Result& re
 /// bytes it copied — lent where the device staged them (core::share_staged_copy; where the file's
 /// dtype is wider, by a copy the writer widens), copied (and widened) when small; or, where the
 /// device found them unchanged and sent nothing, the copy it compared them with — from which the
-/// writer computes the statistics as for any array; and in every mode the kernel's statistics,
-/// which with bytes only OPHOOK_NAN's check reads.
+/// writer computes the statistics as for any array; and the kernel's statistics, which with bytes
+/// only OPHOOK_NAN's check reads (so only when it checks).
 void fill_from_kernel(const Expected& entry) {
   auto& array = entry.record->arrays[entry.index];
   const auto& r = entry.readback;
@@ -219,15 +219,19 @@ void fill_from_kernel(const Expected& entry) {
   if (!result || (r.bytes && !copied)) {
     return report_unread(*entry.record, array, {"reading it on the device failed: spec only", "", false});
   }
-  // With bytes too: OPHOOK_NAN's check takes the kernel's counts instead of reading the bytes (and
-  // widening narrow ones) on the program's thread; the writer's statistics are still the bytes'.
-  fill_from_kernel(entry, *result, array);
+  // With bytes too where OPHOOK_NAN checks: the check takes the kernel's counts instead of reading
+  // the bytes (and widening narrow ones) on the program's thread. Nothing else reads them then: the
+  // writer's statistics are the bytes'.
+  auto* recorder = core::Recorder::get();
+  if (!r.bytes || (recorder != nullptr && recorder->config().nan != core::NanPolicy::Off)) {
+    fill_from_kernel(entry, *result, array);
+  }
   if (r.bytes) {
     array.captured = true;
   } else if (r.slot.ring_ticket != 0) {
     array.on_device = {device_statistics::ring_of(r.slot), r.slot.ring_ticket, r.saved_nbytes};
   }
-  if (auto* recorder = core::Recorder::get()) recorder->count_tensor_copied_by_torch();
+  if (recorder != nullptr) recorder->count_tensor_copied_by_torch();
 }
 
 void fill(const Expected& entry, PyObject* result) {
