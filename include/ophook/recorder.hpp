@@ -149,6 +149,8 @@ class OPHOOK_API Recorder {
     if (first) ring_trigger_pending_.store(true, std::memory_order_relaxed);
     return first;
   }
+  /// Whether the first NaN/Inf-producing call has been reported.
+  bool nonfinite_reported() const noexcept { return nonfinite_reported_.load(std::memory_order_relaxed); }
   /// Whether the first NaN/Inf's trigger is on its way to the writer, which has not written the
   /// ring yet: meanwhile the bytes the ring holds on devices must stay (docs/devices.md), so new
   /// tensors' bytes go to the host. The writer calls ring_written() once it has.

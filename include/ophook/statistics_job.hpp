@@ -21,7 +21,7 @@ struct TensorJob {
   u32 ndim = 0;
   u32 kind = kNone;
   u32 group = 1;    // elements per fingerprint word: 4 / item size for 1- and 2-byte words, else 1
-  u32 flags = 0;    // kContiguous | kWords | kWholeGroups | kSmallIndex
+  u32 flags = 0;    // kContiguous | kWords | kWholeGroups | kSmallIndex | …
   u32 first_block = 0;  // of the launch's grid
   u32 blocks = 0;
   u32 slot = 0;     // where its result goes (and its arrival counter)
@@ -49,6 +49,15 @@ constexpr u32 kHeldInSlot = 32;
 // elements (a transposed or channels-last tensor's rows), and c_strides give each element's C
 // index, which its fingerprint weight and its copy's place are taken from.
 constexpr u32 kMemoryOrder = 64;
+// `copy_to` is in the device's part of OPHOOK_RING_BYTES' ring: copied only while the ring's gate
+// lets this launch (LaunchParams::gate), so that the bytes of a call that may be OPHOOK_NAN's
+// culprit stay there until the host has judged it.
+constexpr u32 kRingCopy = 128;
+// An input, or an output, of a call OPHOOK_NAN judges (its outputs' NaN/Inf from finite inputs
+// make it the culprit): a launch whose judged outputs hold NaN/Inf and whose judged inputs hold
+// none closes the gate.
+constexpr u32 kJudgedInput = 256;
+constexpr u32 kJudgedOutput = 512;
 
 /// The job's first element. An address travels as an integer in the kernel's parameter, which
 /// must be the same plain bytes on the host and the device.

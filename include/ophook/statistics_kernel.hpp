@@ -26,22 +26,85 @@ struct Select<false, A, B> {
 constexpr u32 kThreads = 256;          // per block
 constexpr u32 kMaxBlocksPerJob = 1024;  // a larger tensor's blocks stride over it
 constexpr u32 kJobsPerLaunch = 12;     // the launch parameter stays under CUDA's 4 KiB
+constexpr u32 kVerdictSlots = 8192;    // LaunchParams::verdicts, by stamp: launches in flight at most
 
 /// The kernel's one parameter: a call's tensors (up to kJobsPerLaunch), and the device addresses
 /// of the partials arena, the arrival counters, the results and their stamps (host memory the
 /// device writes). A job's last block writes its result, then `stamp` (the launch's, never 0) into
 /// its slot's stamp: the host knows the result is there by reading it, without asking the driver.
+/// The ring's gate (docs/design.md, "the ring's gate"): `gate` holds the stamp of the launch that
+/// closed it (0: never closed); stamps up to `open_through` count as open (their calls were judged
+/// no culprit when this launch was sent). `verdicts` holds kVerdictSlots words by stamp, each
+/// launch's verdict as its judged jobs add it up, then kVerdictSlots more: whether each launch's
+/// judged inputs held NaN/Inf, which `prior_inputs` names for the launch after it (a call that
+/// may write into its inputs reads them in a launch before it runs, its outputs in one after).
+/// `copies` is where a kRingCopy job's last block writes what became of its copy (RingCopy),
+/// before its stamp.
 struct LaunchParams {
   u64 partials = 0;
   u64 arrivals = 0;
   u64 results = 0;
   u64 stamps = 0;
   u64 stamp = 0;
+  u64 gate = 0;
+  u64 open_through = 0;
+  u64 verdicts = 0;
+  u64 prior_inputs = 0;  // the stamp of the launch that read this call's inputs, 0: none
+  u64 copies = 0;
   u32 jobs = 0;
-  u32 reserved = 0;
+  u32 judged_jobs = 0;  // kJudgedInput or kJudgedOutput
   TensorJob job[kJobsPerLaunch];
 };
 static_assert(sizeof(LaunchParams) <= 4096, "a kernel's parameter must fit CUDA's 4 KiB");
+
+/// What became of a kRingCopy job's copy: all its blocks copied, none (the gate was closed), or
+/// some (the gate closed while it ran, from a launch on another stream).
+enum RingCopy : u32 { kCopiedAll = 0, kCopiedNone = 1, kCopiedPart = 2 };
+
+/// A block's arrival adds 1, and kSkippedArrival more when it skipped its copy: the last block
+/// reads how many did.
+constexpr u32 kSkippedArrival = 1u << 16;
+
+OPHOOK_KERNEL_FN RingCopy ring_copy(u32 skipped_blocks, u32 blocks) {
+  return skipped_blocks == 0 ? kCopiedAll : skipped_blocks == blocks ? kCopiedNone : kCopiedPart;
+}
+
+/// Whether the gate, closed by the launch stamped `closed_by` (0: never), lets launch `params`
+/// copy into the ring: open, reopened since (judged no culprit), or closed by this launch or a
+/// later one (on another stream), after this one's room was handed out. All the blocks of a
+/// launch decide alike, whichever of its jobs closes it.
+OPHOOK_KERNEL_FN bool gate_open(u64 closed_by, const LaunchParams& params) {
+  return closed_by <= params.open_through || closed_by >= params.stamp;
+}
+
+/// A launch's verdict (LaunchParams::verdicts), added up by its judged jobs (one atomic add
+/// each): three counts of up to kJobsPerLaunch in a byte each, of the jobs arrived, of the judged
+/// outputs that held NaN/Inf and of the judged inputs that did.
+constexpr u32 kVerdictArrivals = 0xFFu, kOutputNonfinite = 1u << 8, kInputNonfinite = 1u << 16;
+static_assert(kJobsPerLaunch < 256, "a launch's verdict counts its jobs in a byte");
+
+/// A judged job's part of its launch's verdict, from its result.
+OPHOOK_KERNEL_FN u32 verdict_part(const TensorJob& job, const Result& result) {
+  if (result.nonfinite == 0) return 1;
+  return 1 + ((job.flags & kJudgedOutput) ? kOutputNonfinite : kInputNonfinite);
+}
+
+/// Whether a launch whose judged jobs gave `verdict` closes the gate: NaN/Inf in a judged
+/// output, none in the judged inputs it read (`prior_inputs_nonfinite`: nor in the launch before
+/// it that read the call's inputs). The host alone names a culprit (an input read elsewhere, a NaN
+/// scalar); the device only keeps whatever may be one.
+OPHOOK_KERNEL_FN bool closes_gate(u32 verdict, bool prior_inputs_nonfinite = false) {
+  return (verdict / kOutputNonfinite & kVerdictArrivals) != 0 && verdict / kInputNonfinite == 0 &&
+         !prior_inputs_nonfinite;
+}
+
+/// The launch's last judged job, its verdict `verdict` added up: notes whether its judged inputs
+/// held NaN/Inf (for the launch after it: prior_inputs) and says whether it closes the gate.
+OPHOOK_KERNEL_FN bool decide_verdict(u32 verdict, const LaunchParams& params) {
+  volatile u32* inputs = reinterpret_cast<volatile u32*>(params.verdicts) + kVerdictSlots;  // NOLINT(performance-no-int-to-ptr)
+  inputs[params.stamp % kVerdictSlots] = verdict / kInputNonfinite != 0 ? 1u : 0u;
+  return closes_gate(verdict, params.prior_inputs != 0 && inputs[params.prior_inputs % kVerdictSlots] != 0);
+}
 
 /// Takes the values of the elements of a group, its bytes `b`, into `acc` (an Accumulator, or for
 /// float values a FiniteMoments). `Whole`: a group of group_bytes(Kind) (kWholeGroups
@@ -371,5 +434,27 @@ OPHOOK_KERNEL_FN void copy_part(const TensorJob& job, u64 first, u64 stride) {
   }
   for (u64 b = done + first; b < bytes; b += stride) to[b] = from[b];
 }
+
+#if !defined(__CUDACC__)
+/// A statistics launch on one host thread, as the kernel runs it (the fake device, and the tests'
+/// stand-in driver), its gate and verdicts in host memory: each job's Result from
+/// `summarise(job)`, given to `land(slot, result, copied)` with what became of its copy into the
+/// ring, whose gate is asked before the copies and closed by the launch's verdict after them.
+template <typename Summarise, typename Land>
+void run_on_host(const LaunchParams& params, Summarise&& summarise, Land&& land) {
+  u64& gate = *reinterpret_cast<u64*>(params.gate);  // NOLINT(performance-no-int-to-ptr): host memory here
+  const bool open = gate_open(gate, params);  // the same for every block: none closes it meanwhile
+  u32 verdict = 0;
+  for (u32 j = 0; j < params.jobs; ++j) {
+    TensorJob job = params.job[j];
+    const bool skipped = (job.flags & kRingCopy) && !open;
+    if (skipped) job.copy_to = 0;
+    const Result result = summarise(job);
+    if (job.flags & (kJudgedInput | kJudgedOutput)) verdict += verdict_part(job, result);
+    land(job.slot, result, skipped ? kCopiedNone : kCopiedAll);
+  }
+  if (params.judged_jobs > 0 && decide_verdict(verdict, params) && gate_open(gate, params)) gate = params.stamp;
+}
+#endif
 
 }  // namespace ophook::statistics_kernel

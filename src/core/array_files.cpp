@@ -62,8 +62,8 @@ std::string_view to_string(NoFileReason reason) noexcept {
     case NoFileReason::RingEvicted: return "left the OPHOOK_RING_BYTES ring unwritten: no trigger while it was held";
     case NoFileReason::RingNotTriggered: return "in the OPHOOK_RING_BYTES ring when the run ended without a trigger";
     case NoFileReason::RingDeviceLost:
-      return "its bytes, held on its device for the OPHOOK_RING_BYTES ring, were overwritten there by newer calls' "
-             "or could not be copied to the host";
+      return "its bytes, held on its device for the OPHOOK_RING_BYTES ring, were overwritten there by newer calls', "
+             "kept out of it by its gate, or could not be copied to the host";
     case NoFileReason::None: break;
   }
   return "";

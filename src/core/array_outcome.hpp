@@ -16,7 +16,8 @@ enum class NoFileReason : std::uint8_t {
   RingTooLarge,         // the call's arrays alone take more than OPHOOK_RING_BYTES
   RingEvicted,          // newer calls pushed it out of the ring before any trigger
   RingNotTriggered,     // still in the ring when the run ended without a trigger
-  RingDeviceLost,       // its bytes, held on its device, were overwritten there or could not be fetched
+  RingDeviceLost,       // its bytes, held on its device, were overwritten there, not copied there (the
+                        // gate) or could not be fetched
 };
 
 /// The reason's text, "" for None.

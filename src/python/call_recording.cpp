@@ -6,6 +6,7 @@
 #include <vector>
 #include <string_view>
 
+#include "torch/cuda/statistics_engine.hpp"
 #include "torch/device_readback.hpp"
 #include "ophook/log.hpp"
 #include "ophook/npy.hpp"
@@ -182,7 +183,11 @@ void copy_live_arrays(const core::Recorder& recorder, core::CallRecord& record) 
 std::string announce_nonfinite(core::Recorder& recorder, core::CallRecord& record) {
   record.nonfinite_new = true;
   auto where = describe_call(recorder, record);
-  if (recorder.claim_first_nonfinite_report()) core::log_warn("first NaN/Inf from finite inputs: {}", where);
+  if (recorder.claim_first_nonfinite_report()) {
+    core::log_warn("first NaN/Inf from finite inputs: {}", where);
+    // Its trigger, on its way to the writer, fetches what the devices' rings kept: settled first.
+    device_statistics::settle_ring();
+  }
   return where;
 }
 

@@ -26,6 +26,8 @@ ROWS = [
      "behind the program: 1,024 records held) (baseline: `trace`)", "—"),
     ("device-host-nan-behind", "same, `OPHOOK_NAN=warn` with its defaults, 2,000 launches late (baseline: `trace`)",
      "—"),
+    ("device-host-nan-behind-ring-round", "same, 2,000 launches late, a 1 MiB ring, which comes round within the "
+     "lag as a large model's does on a GPU (baseline: `trace`)", "—"),
     ("device-host-driver-calls", "same loop (50 steps), `stats` through the CUDA backend on the stand-in driver "
      "(`tests/fake_cuda`): CUDA driver calls per recorded call, all but the first call's set-up (baseline: the "
      "floor, the kernel launches per recorded call)", "—"),
@@ -45,7 +47,8 @@ def measure(group, ctx):
                 "device-host-nan-trace": {"OPHOOK_MODE": "trace", "OPHOOK_NAN": "warn", **IDLE},
                 "device-host-dump": {"OPHOOK_MODE": "dump", "OPHOOK_MAX_BYTES": "100G", **IDLE},
                 "device-host-stats-behind": {"OPHOOK_MODE": "stats", **IDLE, **BEHIND},
-                "device-host-nan-behind": {"OPHOOK_NAN": "warn", **IDLE, **BEHIND}}
+                "device-host-nan-behind": {"OPHOOK_NAN": "warn", **IDLE, **BEHIND},
+                "device-host-nan-behind-ring-round": {"OPHOOK_NAN": "warn", "OPHOOK_RING_BYTES": "1M", **IDLE, **BEHIND}}
     against_trace = {key: "device-host-trace" for key in settings if key != "device-host-trace"}
     return measure_loop(group, ctx, options, settings, {key: None for key in settings}, against_trace)
 

@@ -1,9 +1,9 @@
 // When one device's statistics engine (src/python/torch/cuda/device_engine.cpp) waits for the
 // GPU: on a backend whose launches never finish until waited for, as behind a GPU the program
 // runs far ahead of. A launch whose partials would overwrite those of one still running on its
-// own stream is ordered after it by the stream and must not wait; one on another stream must. The
-// ring's bytes are another matter: they are overwritten only once their launch's calls have been
-// judged (the caller judges them when told), so that a culprit keeps its bytes.
+// own stream is ordered after it by the stream and must not wait; one on another stream must. So
+// with the ring's bytes: the device's gate keeps a culprit's, so a room over calls not yet judged
+// waits for nothing on its own stream.
 #include "torch/cuda/device_engine.hpp"
 
 #include <gtest/gtest.h>
@@ -31,6 +31,7 @@ class BehindBackend final : public Backend {
  public:
   BehindBackend() : results_(kSlots), stamps_(kSlots) {}
   const k::Result* results() const override { return results_.data(); }
+  const std::uint32_t* ring_copies() const override { return ring_copies_.data(); }
   const std::byte* staging(std::uint64_t& device_address) override {
     if (!staging_) staging_ = std::make_unique_for_overwrite<std::byte[]>(staging_bytes());  // never touched
     device_address = reinterpret_cast<std::uintptr_t>(staging_.get());
@@ -44,6 +45,7 @@ class BehindBackend final : public Backend {
   bool launch(Kernel /*kernel*/, k::LaunchParams& params, std::uint32_t /*blocks*/, void* /*stream*/,
               std::string& /*why*/) override {
     for (std::uint32_t j = 0; j < params.jobs; ++j) in_flight_.emplace_back(params.job[j].slot, params.stamp);
+    last_params = params;
     return true;
   }
   bool arrived(std::uint32_t slot, std::uint64_t stamp) override { return stamps_[slot] == stamp; }
@@ -87,10 +89,12 @@ class BehindBackend final : public Backend {
   bool capturing(void* /*stream*/) override { return false; }
   int dlpack_device_type() const override { return 2; }
   int waits = 0, events = 0, questions = 0;
+  k::LaunchParams last_params;
   bool fail_waits = false;  // a launch waited for fails on the device: its stamps never land
 
  private:
   std::vector<k::Result> results_;
+  std::vector<std::uint32_t> ring_copies_ = std::vector<std::uint32_t>(kSlots, k::kCopiedAll);
   std::unique_ptr<std::byte[]> staging_;
   std::vector<std::uint64_t> stamps_;
   std::vector<std::pair<std::uint32_t, std::uint64_t>> in_flight_;  // (slot, stamp) not landed
@@ -164,30 +168,56 @@ TEST_F(DeviceEngineTest, ALaunchOnAnotherStreamWaitsWhereTheArenaComesRoundToIt)
   EXPECT_GT(backend->waits, launches / 2);
 }
 
-TEST_F(DeviceEngineTest, TheRingsBytesOfCallsNotYetJudgedAreOverwrittenOnlyWhenAskedOnceTheirLaunchHasFinished) {
+TEST_F(DeviceEngineTest, TheRingsRoomsNeverWaitForCallsNotYetJudgedOnTheirStream) {
   CopyRequest ring;
   ring.to = CopyRequest::To::Ring;
   ring.ring_bytes = std::uint64_t{1} << 20;
   const std::uint64_t elements = 8192;  // 32 KiB a tensor, 384 KiB a launch: 2.7 launches fill the ring
-  for (int i = 0; i < 2; ++i) call(&stream_a, elements, ring);
+  // Round the ring ten times, no result ever taken: the gate keeps what may be a culprit's.
+  for (int i = 0; i < 30; ++i) call(&stream_a, elements, ring);
   EXPECT_EQ(backend->waits, 0);
-  // Tensors of a third launch until one's room would take over the first launch's bytes, whose
-  // results are not taken (its calls not judged): that one is refused, and nothing waited for.
-  Queued refused = Queued::Yes;
-  std::uint32_t queued = 0;
-  for (; queued < k::kJobsPerLaunch; ++queued) {
-    k::TensorJob job = tensor(elements, 4096 + std::uint64_t{queued} * 4 * elements);
-    Slot slot;
-    engine->make_room(&stream_a);
-    if (!engine->take_slot(job, ring, &stream_a, slot, refused)) break;
-    engine->add(job, &stream_a);
-  }
-  EXPECT_EQ(queued, 8u);  // 256 KiB were left
-  EXPECT_EQ(refused, Queued::RingUnjudged);
-  EXPECT_EQ(backend->waits, 0);
-  ring.overwrite_unjudged = true;  // none can be judged: the launch is waited for, and they go
-  queue(tensor(elements, 1 << 30), &stream_a, ring);
-  EXPECT_EQ(backend->waits, 1);
+  // Over bytes a launch on another stream may still be copying: that one finishes first.
+  call(&stream_b, elements, ring);
+  EXPECT_GT(backend->waits, 0);
+}
+
+TEST_F(DeviceEngineTest, ARingCopyIsGatedAndItsLaunchCountsTheJudgedJobs) {
+  CopyRequest ring;
+  ring.to = CopyRequest::To::Ring;
+  ring.ring_bytes = std::uint64_t{1} << 20;
+  ring.judged = k::kJudgedOutput;
+  queue(tensor(1024), &stream_a, ring);
+  ring.judged = 0;
+  queue(tensor(1024, 1 << 20), &stream_a, ring);
+  engine->launch();
+  const auto& sent = backend->last_params;
+  ASSERT_EQ(sent.jobs, 2u);
+  EXPECT_EQ(sent.judged_jobs, 1u);
+  EXPECT_TRUE(sent.job[0].flags & k::kRingCopy);
+  EXPECT_TRUE(sent.job[0].flags & k::kJudgedOutput);
+  EXPECT_FALSE(sent.job[1].flags & (k::kJudgedInput | k::kJudgedOutput));
+  EXPECT_EQ(sent.open_through, 0u);  // no launch judged yet
+  EXPECT_EQ(sent.prior_inputs, 0u);
+}
+
+TEST_F(DeviceEngineTest, TheLaunchAfterOneOfJudgedInputsAloneTakesTheirVerdict) {
+  CopyRequest inputs, outputs;
+  inputs.judged = k::kJudgedInput, outputs.judged = k::kJudgedOutput;
+  queue(tensor(1024), &stream_a, inputs);  // read before a call that may write into it
+  engine->launch();
+  const auto before = backend->last_params.stamp;
+  queue(tensor(1024), &stream_a, outputs);  // its output, read after
+  engine->launch();
+  EXPECT_EQ(backend->last_params.prior_inputs, before);
+  queue(tensor(1024), &stream_a, inputs);
+  queue(tensor(1024, 1 << 20), &stream_a, outputs);  // a call read after it ran, inputs and outputs
+  engine->launch();
+  EXPECT_EQ(backend->last_params.prior_inputs, 0u);
+  queue(tensor(1024), &stream_a, inputs);
+  engine->launch();
+  queue(tensor(1024), &stream_b, outputs);  // not ordered after it: its inputs' verdict may not be there
+  engine->launch();
+  EXPECT_EQ(backend->last_params.prior_inputs, 0u);
 }
 
 TEST_F(DeviceEngineTest, TheRingsBytesOfJudgedCallsGoWithoutWaiting) {

@@ -1,12 +1,14 @@
 // The device part of OPHOOK_RING_BYTES' ring (src/python/torch/cuda/device_ring.cpp) on a backend
 // whose "device memory" is a host buffer: where rooms go, which entries a room overwrites (and
-// whose launches it asks about first), what a fetch returns before and after.
+// whose launches it asks about first), which it keeps aside for the gate, what a fetch returns
+// before and after its launch says what it copied.
 #include "torch/cuda/device_ring.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <array>
 #include <cstring>
 #include <functional>
 #include <optional>
@@ -23,6 +25,7 @@ namespace {
 class HostMemoryBackend final : public Backend {
  public:
   const statistics_kernel::Result* results() const override { return nullptr; }
+  const std::uint32_t* ring_copies() const override { return nullptr; }
   const std::byte* staging(std::uint64_t& /*device_address*/) override { return nullptr; }
   std::uint64_t ring_memory(std::uint64_t /*bytes*/, std::string& /*why*/) override { return 0; }
   bool copy_to_host(std::byte* to, std::uint64_t from, std::size_t n) noexcept override {
@@ -49,19 +52,37 @@ class DeviceRingTest : public ::testing::Test {
  protected:
   static constexpr std::uint64_t kCapacity = 4096;
 
-  /// Room for `n` bytes written by launch `launch`, filled with `value` as the kernel would.
+  /// Room for `n` bytes of launch `launch`, `answer` given for the launches of the entries it
+  /// takes over; nothing written or settled yet.
+  std::optional<DeviceRing::Place> room(std::uint64_t n, std::uint64_t launch,
+                                        DeviceRing::Overwrite answer = DeviceRing::Overwrite::Yes,
+                                        ElementWidener widen = nullptr) {
+    return ring.take(n, n, widen, launch, [&](std::uint64_t l) {
+      asked.push_back(l);
+      return answer;
+    });
+  }
+
+  /// room(), filled with `value` as the kernel would, and settled as copied.
   std::optional<DeviceRing::Place> put(std::uint64_t n, std::uint64_t launch, int value,
                                        DeviceRing::Overwrite answer = DeviceRing::Overwrite::Yes,
                                        ElementWidener widen = nullptr) {
-    auto place = ring.take(
-        n, n, widen, launch,
-        [&](std::uint64_t l) {
-          asked.push_back(l);
-          return answer;
-        },
-        not_yet);
-    if (place) std::memset(reinterpret_cast<void*>(place->device_address), value, n);  // NOLINT(performance-no-int-to-ptr)
+    auto place = room(n, launch, answer, widen);
+    if (place) {
+      std::memset(reinterpret_cast<void*>(place->device_address), value, n);  // NOLINT(performance-no-int-to-ptr)
+      ring.settle(place->ticket, statistics_kernel::kCopiedAll);
+    }
     return place;
+  }
+
+  /// Two 2 KiB rooms that fill the ring, filled with 1 and 2 (launches 5 and 6), then room for
+  /// `third_bytes` of launch 7 over the first, whose calls are not judged: kept aside.
+  std::array<DeviceRing::Place, 3> fill_then_keep_first(std::uint64_t third_bytes) {
+    const auto first = put(2048, 5, 1);
+    const auto second = put(2048, 6, 2);
+    const auto third = room(third_bytes, 7, DeviceRing::Overwrite::Keep);
+    EXPECT_TRUE(first && second && third);
+    return {*first, *second, *third};
   }
 
   std::vector<std::byte> fetch(std::uint64_t ticket, std::size_t n, bool& ok) {
@@ -74,7 +95,6 @@ class DeviceRingTest : public ::testing::Test {
   HostMemoryBackend backend;
   DeviceRing ring{backend, reinterpret_cast<std::uintptr_t>(memory.data()), kCapacity};
   std::vector<std::uint64_t> asked;
-  bool not_yet = false;
 };
 
 TEST_F(DeviceRingTest, RoomsFollowEachOtherAndKeepTheirBytes) {
@@ -135,27 +155,80 @@ TEST_F(DeviceRingTest, ARefusedOverwriteTakesNothing) {
   const auto second = put(2048, 6, 2);
   ASSERT_TRUE(first && second);
   EXPECT_FALSE(put(1024, 6, 3, DeviceRing::Overwrite::Never));  // its own launch's bytes would go
-  EXPECT_FALSE(not_yet);
   bool ok = false;
   EXPECT_EQ(fetch(first->ticket, 2048, ok), std::vector<std::byte>(2048, std::byte{1}));
   EXPECT_TRUE(ok);
   EXPECT_FALSE(put(kCapacity / 2 + 1, 7, 4));  // more than half the ring: never
 }
 
-TEST_F(DeviceRingTest, BytesOfCallsNotYetJudgedStayAndSaySoUntilTheyMayGo) {
-  const auto first = put(2048, 5, 1);
-  const auto second = put(2048, 6, 2);
-  ASSERT_TRUE(first && second);
-  EXPECT_FALSE(put(1024, 7, 3, DeviceRing::Overwrite::NotYet));
-  EXPECT_TRUE(not_yet);  // the caller judges launch 5's calls, then asks again
-  bool ok = false;
-  EXPECT_EQ(fetch(first->ticket, 2048, ok), std::vector<std::byte>(2048, std::byte{1}));
+TEST_F(DeviceRingTest, BytesNotYetCopiedOrNotCopiedAtAllAreNotFetched) {
+  const auto pending = room(1024, 5);
+  ASSERT_TRUE(pending);
+  bool ok = true;
+  fetch(pending->ticket, 1024, ok);
+  EXPECT_FALSE(ok);  // its launch's result is not in
+  EXPECT_TRUE(ring.settle(pending->ticket, statistics_kernel::kCopiedNone));
+  EXPECT_FALSE(ring.settle(pending->ticket, statistics_kernel::kCopiedAll));  // once
+  fetch(pending->ticket, 1024, ok);
+  EXPECT_FALSE(ok);  // the gate kept them out
+  const auto half = room(1024, 6);
+  ring.settle(half->ticket, statistics_kernel::kCopiedPart);
+  fetch(half->ticket, 1024, ok);
+  EXPECT_FALSE(ok);
+  EXPECT_EQ(backend.copies, 0);
+}
+
+TEST_F(DeviceRingTest, BytesOfCallsNotYetJudgedAreKeptAsideWhileTheRoomsOverThemCopiedNothing) {
+  // Over the first, whose calls are not judged: taken at once, the first kept aside.
+  const auto [first, second, third] = fill_then_keep_first(1024);
+  EXPECT_EQ(third.device_address, first.device_address);
+  bool ok = true;
+  fetch(first.ticket, 2048, ok);
+  EXPECT_FALSE(ok);  // the third's launch may have copied over them: not known yet
+  ring.settle(third.ticket, statistics_kernel::kCopiedNone);  // the gate was closed
+  EXPECT_EQ(fetch(first.ticket, 2048, ok), std::vector<std::byte>(2048, std::byte{1}));
   EXPECT_TRUE(ok);
-  const auto third = put(1024, 7, 3);
-  ASSERT_TRUE(third);
-  EXPECT_FALSE(not_yet);
-  EXPECT_EQ(third->device_address, first->device_address);
-  fetch(first->ticket, 2048, ok);
+  // A room over the first's other half that copied: gone.
+  const auto fourth = put(1024, 8, 4, DeviceRing::Overwrite::Keep);
+  ASSERT_TRUE(fourth);
+  EXPECT_EQ(fourth->device_address, first.device_address + 1024);
+  fetch(first.ticket, 2048, ok);
+  EXPECT_FALSE(ok);
+  EXPECT_EQ(fetch(fourth->ticket, 1024, ok), std::vector<std::byte>(1024, std::byte{4}));
+  EXPECT_TRUE(ok);
+}
+
+TEST_F(DeviceRingTest, BytesKeptAsideGoWhenTheRoomOverThemCopies) {
+  const auto [first, second, third] = fill_then_keep_first(2048);
+  std::memset(reinterpret_cast<void*>(third.device_address), 3, 2048);  // NOLINT(performance-no-int-to-ptr)
+  ring.settle(third.ticket, statistics_kernel::kCopiedAll);
+  bool ok = true;
+  fetch(first.ticket, 2048, ok);
+  EXPECT_FALSE(ok);
+  EXPECT_EQ(fetch(third.ticket, 2048, ok), std::vector<std::byte>(2048, std::byte{3}));
+  EXPECT_TRUE(ok);
+}
+
+TEST_F(DeviceRingTest, BytesKeptAsideGoOnceTheirCallsAreJudged) {
+  const auto [first, second, third] = fill_then_keep_first(2048);
+  ring.settle(third.ticket, statistics_kernel::kCopiedNone);
+  bool ok = false;
+  fetch(first.ticket, 2048, ok);
+  EXPECT_TRUE(ok);
+  ring.forget_judged(5);  // launch 5 not yet
+  fetch(first.ticket, 2048, ok);
+  EXPECT_TRUE(ok);
+  ring.forget_judged(6);  // its calls judged, no trigger waiting for them
+  fetch(first.ticket, 2048, ok);
+  EXPECT_FALSE(ok);
+  // Bytes the gate kept out are not kept aside: there is nothing of them to keep.
+  const auto fourth = room(2048, 8, DeviceRing::Overwrite::Keep);  // over the second
+  ring.settle(fourth->ticket, statistics_kernel::kCopiedNone);
+  const auto fifth = room(2048, 9, DeviceRing::Overwrite::Keep);  // over the third, which copied nothing
+  ring.settle(fifth->ticket, statistics_kernel::kCopiedNone);
+  EXPECT_EQ(fetch(second.ticket, 2048, ok), std::vector<std::byte>(2048, std::byte{2}));
+  EXPECT_TRUE(ok);
+  fetch(third.ticket, 2048, ok);
   EXPECT_FALSE(ok);
 }
 

@@ -481,5 +481,37 @@ TEST(StatisticsKernel, AnEmptyTensorHasNoFiniteValue) {
   EXPECT_EQ(result.nan + result.nonfinite + result.position + result.by_value, 0U);
 }
 
+TEST(StatisticsKernel, TheRingsGateStopsTheLaunchesAfterOneItClosedUntilThatOneIsJudged) {
+  LaunchParams params;
+  params.stamp = 10, params.open_through = 4;
+  EXPECT_TRUE(gate_open(0, params));   // never closed
+  EXPECT_TRUE(gate_open(4, params));   // closed by a launch judged no culprit since
+  EXPECT_FALSE(gate_open(5, params));  // by one not judged when this launch was sent
+  EXPECT_FALSE(gate_open(9, params));
+  EXPECT_TRUE(gate_open(10, params));  // by this launch (its other blocks copy alike)
+  EXPECT_TRUE(gate_open(11, params));  // by a later one on another stream
+  EXPECT_EQ(ring_copy(0, 8), kCopiedAll);
+  EXPECT_EQ(ring_copy(8, 8), kCopiedNone);
+  EXPECT_EQ(ring_copy(3, 8), kCopiedPart);
+}
+
+TEST(StatisticsKernel, ALaunchClosesTheGateOnNaNInAJudgedOutputOfInputsItFoundFinite) {
+  const std::vector<float> finite = {1.0F, 2.0F}, nan = {1.0F, std::nanf("")};
+  std::vector<std::byte> finite_bytes(sizeof(float) * 2), nan_bytes(sizeof(float) * 2);
+  std::memcpy(finite_bytes.data(), finite.data(), finite_bytes.size());
+  std::memcpy(nan_bytes.data(), nan.data(), nan_bytes.size());
+  const auto part = [](const std::vector<std::byte>& bytes, std::uint32_t role) {
+    TensorJob job = contiguous_job(kFloat32, bytes);
+    job.flags |= role;
+    return verdict_part(job, summarise_job(job));
+  };
+  const u32 input = part(finite_bytes, kJudgedInput), output = part(nan_bytes, kJudgedOutput);
+  EXPECT_TRUE(closes_gate(input + output));
+  EXPECT_TRUE(closes_gate(input + output + output));  // two NaN outputs count, not carry
+  EXPECT_FALSE(closes_gate(input + part(finite_bytes, kJudgedOutput)));
+  EXPECT_FALSE(closes_gate(part(nan_bytes, kJudgedInput) + output));  // NaN in: no culprit
+  EXPECT_EQ((input + output) & kVerdictArrivals, 2U);
+}
+
 }  // namespace
 }  // namespace ophook::statistics_kernel

@@ -39,10 +39,15 @@ constexpr CUresult kSuccess = 0, kInvalidValue = 1, kNotReady = 600, kIllegalAdd
 constexpr std::uint64_t kLag = 3;  // launches a launch's results trail behind
 
 struct Landing {
+  struct Job {
+    std::uint32_t slot;
+    k::Result result;
+    k::RingCopy copied;  // what became of its copy into the ring
+  };
   std::uint64_t launch = 0;  // its number, from 1
   bool failed = false;
-  std::vector<std::pair<std::uint32_t, k::Result>> results;
-  std::uint64_t results_address = 0, stamps_address = 0, stamp = 0;
+  std::vector<Job> results;
+  std::uint64_t results_address = 0, stamps_address = 0, copies_address = 0, stamp = 0;
 };
 
 /// The fake device: launches in flight and the calls counted, behind one lock (the ring's copies
@@ -73,7 +78,10 @@ struct Device {
       if (!landing.failed) {
         auto* results = reinterpret_cast<k::Result*>(landing.results_address);  // NOLINT(performance-no-int-to-ptr)
         auto* stamps = reinterpret_cast<std::uint64_t*>(landing.stamps_address);  // NOLINT(performance-no-int-to-ptr)
-        for (const auto& [slot, result] : landing.results) results[slot] = result, stamps[slot] = landing.stamp;
+        auto* copies = reinterpret_cast<std::uint32_t*>(landing.copies_address);  // NOLINT(performance-no-int-to-ptr)
+        for (const auto& [slot, result, copied] : landing.results) {
+          results[slot] = result, copies[slot] = copied, stamps[slot] = landing.stamp;
+        }
       }
       in_flight.pop_front();
     }
@@ -181,11 +189,12 @@ CUresult cuLaunchKernel(void* function, unsigned /*grid_x*/, unsigned /*grid_y*/
   }
   ++d.launches;
   d.faulted = d.faulted || (d.fail_at != 0 && d.launches >= d.fail_at);
-  Landing landing{d.launches, d.faulted, {}, params.results, params.stamps, params.stamp};
-  for (std::uint32_t j = 0; j < params.jobs && !landing.failed; ++j) {
-    const auto& job = params.job[j];
-    d.on_device[job.slot] = k::summarise_job(job);
-    landing.results.emplace_back(job.slot, d.on_device[job.slot]);
+  Landing landing{d.launches, d.faulted, {}, params.results, params.stamps, params.copies, params.stamp};
+  if (!landing.failed) {  // the ring's gate and the verdicts where the backend put them, in "device memory"
+    k::run_on_host(params, k::summarise_job, [&](std::uint32_t slot, const k::Result& result, k::RingCopy copied) {
+      d.on_device[slot] = result;
+      landing.results.push_back({slot, result, copied});
+    });
   }
   d.in_flight.push_back(std::move(landing));
   if (d.launches > kLag) d.land_through(d.launches - kLag);

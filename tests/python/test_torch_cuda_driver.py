@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from conftest import BUILD_DIR, SHIM_DIR, VENV_PYTHON, arrays, clean_env, run_script, summary, trace
-from test_torch_devices import LEVELS, NAN_PROGRAM, PLANTED, PROGRAM, without
+from test_torch_devices import LEVELS, MASKED_CULPRIT_RING_PROGRAM, NAN_PROGRAM, PLANTED, PROGRAM, without
 
 FAKE_DRIVER_DIR = BUILD_DIR / "tests" / "fake_cuda"
 EVENT_CALLS = {"cuEventCreate", "cuEventRecord", "cuEventQuery", "cuEventSynchronize"}
@@ -104,6 +104,24 @@ def test_warn_through_the_cuda_backend_names_the_fake_devices_culprit(tmp_path, 
         if not name.startswith(("op_torch.empty_output", "op_torch.nn.init.")):
             assert (driver_out / name).read_bytes() == (engine_out / name).read_bytes(), name
     assert calls.get("cuEventRecord", 0) < calls["cuLaunchKernel"] // 2, calls
+
+
+def test_the_rings_gate_through_the_cuda_backend_keeps_the_culprits_bytes(tmp_path, kernel_cache):
+    """A 64 KiB ring that comes round within the stand-in's three-launch lag, -Inf flowing through
+    every step (test_torch_devices' masked culprit program): through the CUDA backend the gate is
+    the word the backend allocated on the device, left open by the calls whose inputs held -Inf
+    and closed by the culprit's launch, as on the fake device: the same culprit files, byte for
+    byte, and the same tensors kept out of the ring."""
+    runs = [run_on(tmp_path, MASKED_CULPRIT_RING_PROGRAM, device, kernel_cache, levels="torch_function", nan="warn",
+                   ring_bytes=64 << 10) for device in ("engine", "driver")]
+    (engine, engine_out, _), (driver, driver_out, _) = runs
+    assert driver.stdout == engine.stdout
+    files = sorted(p.name for p in engine_out.glob("op_*.npy"))
+    assert [name.split("_")[1] for name in files] == ["torch.log", "torch.log"]
+    assert sorted(p.name for p in driver_out.glob("op_*.npy")) == files
+    assert all((driver_out / name).read_bytes() == (engine_out / name).read_bytes() for name in files)
+    skipped = lambda out: summary(out)["notes"]["device_statistics"]["ring_copies_skipped"]
+    assert skipped(driver_out) == skipped(engine_out) > 0
 
 
 def test_a_launch_that_fails_on_the_device_leaves_records_without_values(tmp_path, kernel_cache):

@@ -171,6 +171,17 @@ bool queue_on_device(ValueCapture& capture, PyObject* tensor, const TorchDtype& 
   const bool ring = core::uses_ring(config) && !capture.recorder().ring_trigger_pending();
   const To to = !files ? To::Nowhere : ring ? To::Ring : To::Host;
   device_statistics::CopyRequest copy{to, config.ring_bytes, dtype.widen, capture.check_only()};
+  const auto& op = capture.recorder().op(capture.record().op_id);
+  if (ring && config.nan != core::NanPolicy::Off && !op.uninitialized_output &&
+      !capture.recorder().nonfinite_reported()) {
+    // For the ring's gate: a culprit's outputs hold NaN/Inf, its inputs none (nor a NaN scalar).
+    // Ops whose outputs are left uninitialised (torch.empty) are never judged.
+    if (!capture.in_outputs()) {
+      copy.judged = statistics_kernel::kJudgedInput;
+    } else if (!capture.record().nonfinite_scalar_input) {
+      copy.judged = statistics_kernel::kJudgedOutput;
+    }
+  }
   // In C order, its staged bytes are what lies at its address: an earlier record's copy of the
   // same bytes there is shared (as a CPU array's, which is copied the same way), and the device
   // sends the bytes only if they changed since the latest read there still in flight, or since
@@ -186,18 +197,6 @@ bool queue_on_device(ValueCapture& capture, PyObject* tensor, const TorchDtype& 
     if (held.copy) copy.held = &held.fingerprint;
   }
   auto queued = device_statistics::queue(view, dtype.kernel_kind, fake, copy, read.slot);
-  while (queued == device_statistics::Queued::RingUnjudged) {
-    // The ring's room holds bytes of calls not yet judged (a GPU behind the program): the oldest
-    // held calls are judged first, so that a culprit among them keeps its bytes (its trigger then
-    // sends this tensor's to the host). Where none can be (the bytes are this call's own, or wait
-    // for a read through torch), their launch is waited for and they go.
-    if (!device_readback::submit_oldest_held()) {
-      copy.overwrite_unjudged = true;
-    } else if (capture.recorder().ring_trigger_pending()) {
-      return queue_on_device(capture, tensor, dtype, out, read);
-    }
-    queued = device_statistics::queue(view, dtype.kernel_kind, fake, copy, read.slot);
-  }
   if (queued == device_statistics::Queued::StagingFull &&
       make_staging_room(capture, view, fake, read.count * dtype.item_size)) {
     queued = device_statistics::queue(view, dtype.kernel_kind, fake, copy, read.slot);
@@ -220,7 +219,6 @@ bool queue_on_device(ValueCapture& capture, PyObject* tensor, const TorchDtype& 
       return true;
     case device_statistics::Queued::Elsewhere:
     case device_statistics::Queued::StagingFull:
-    case device_statistics::Queued::RingUnjudged:
       return false;
   }
   return false;

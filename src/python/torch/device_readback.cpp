@@ -424,16 +424,12 @@ void note_kernel_costs() {
                          {"bytes_copied_from_staging", bytes_copied_from_staging},
                          {"staging_waits", costs.staging_waits},
                          {"staging_wait_ms", static_cast<double>(costs.staging_wait_ns) / 1e6}};
-  if (costs.ring_bytes > 0) note["ring_bytes_on_device"] = costs.ring_bytes;
+  if (costs.ring_bytes > 0) {
+    note["ring_bytes_on_device"] = costs.ring_bytes;
+    note["ring_copies_skipped"] = costs.ring_copies_skipped;
+  }
   if (!costs.unavailable.empty()) note["unavailable"] = costs.unavailable;
   recorder->add_note("device_statistics", std::move(note));
-}
-
-bool submit_oldest_held() {
-  auto* recorder = core::Recorder::get();
-  if (recorder == nullptr || !submit_oldest(*recorder)) return false;
-  recorder->set_held_records(held.size());
-  return true;
 }
 
 void resolve_held() {

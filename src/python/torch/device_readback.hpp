@@ -71,11 +71,6 @@ void forget(const core::CallRecord& record) noexcept;
 /// reach 16 MiB. In `trace` mode (read only for OPHOOK_NAN's check) the record goes at once.
 void defer(core::Recorder& recorder, core::RecordPtr record);
 
-/// Waits for the oldest held record's kernel results, then judges (OPHOOK_NAN) and submits it:
-/// before the device's ring overwrites bytes of calls not yet judged. False when none is held or
-/// the oldest waits for a read through torch.
-bool submit_oldest_held();
-
 /// Reads back what every held record waits for and submits them: at ophook.flush(), at the end
 /// of a run and at exit, before the program pauses for a termination signal.
 void resolve_held();

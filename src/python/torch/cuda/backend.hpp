@@ -15,6 +15,8 @@ namespace ophook::py::device_statistics {
 
 inline constexpr std::uint32_t kSlots = 8192;           // results (and arrival counters) in flight
 inline constexpr std::uint32_t kArenaPartials = 1 << 16;  // per-block partials of launches in flight
+// Each launch in flight holds a result slot: no two of them share a verdict.
+static_assert(statistics_kernel::kVerdictSlots >= kSlots);
 
 /// The size of the host memory `dump`'s bytes cross into (Backend::staging): 256 MiB, or
 /// OPHOOK_TEST_STAGING_BYTES for tests that fill it (staging_memory.cpp).
@@ -26,6 +28,9 @@ class Backend {
   virtual ~Backend() = default;
   /// The results, where the host reads them (kSlots of them).
   virtual const statistics_kernel::Result* results() const = 0;
+  /// What became of each slot's copy into the device's ring (statistics_kernel::RingCopy), beside
+  /// its result: valid where the slot's job copied into the ring and its result is in.
+  virtual const std::uint32_t* ring_copies() const = 0;
   /// staging_bytes() of host memory the device writes `dump`'s bytes into (StagingMemory),
   /// allocated at the first call; null when it cannot be had. `device_address` is where the kernel writes it.
   virtual const std::byte* staging(std::uint64_t& device_address) = 0;

@@ -63,15 +63,17 @@ class CudaBackend final : public Backend {
            check(api_->mem_alloc(&partials_, sizeof(k::Partial) * kArenaPartials), "cuMemAlloc", why) &&
            check(api_->mem_alloc(&arrivals_, sizeof(std::uint32_t) * kSlots), "cuMemAlloc", why) &&
            check(api_->memset_d32(arrivals_, 0, kSlots), "cuMemsetD32", why) &&
-           check(api_->host_alloc(&host, kResultBytes + sizeof(std::uint64_t) * kSlots, kHostAllocPortable | kHostAllocDeviceMap),
-                 "cuMemHostAlloc", why) &&
-           (results_ = static_cast<k::Result*>(host),
-            stamps_ = static_cast<std::uint64_t*>(std::memset(static_cast<std::byte*>(host) + kResultBytes, 0,
-                                                              sizeof(std::uint64_t) * kSlots)),
+           check(api_->mem_alloc(&gate_, kGateBytes), "cuMemAlloc", why) &&
+           check(api_->memset_d32(gate_, 0, kGateBytes / 4), "cuMemsetD32", why) &&
+           check(api_->host_alloc(&host, kHostBytes, kHostAllocPortable | kHostAllocDeviceMap), "cuMemHostAlloc", why) &&
+           (results_ = static_cast<k::Result*>(std::memset(host, 0, kHostBytes)),
+            stamps_ = reinterpret_cast<std::uint64_t*>(static_cast<std::byte*>(host) + kResultBytes),
+            ring_copies_ = reinterpret_cast<std::uint32_t*>(stamps_ + kSlots),
             check(api_->host_get_device_pointer(&results_on_device_, host, 0), "cuMemHostGetDevicePointer", why));
   }
 
   const k::Result* results() const override { return results_; }
+  const std::uint32_t* ring_copies() const override { return ring_copies_; }
 
   const std::byte* staging(std::uint64_t& device_address) override {
     if (staging_ == nullptr && !staging_failed_) {
@@ -108,6 +110,8 @@ class CudaBackend final : public Backend {
   bool launch(Kernel kernel, k::LaunchParams& params, std::uint32_t blocks, void* stream, std::string& why) override {
     params.partials = partials_, params.arrivals = arrivals_, params.results = results_on_device_;
     params.stamps = results_on_device_ + kResultBytes;
+    params.copies = params.stamps + sizeof(std::uint64_t) * kSlots;
+    params.gate = gate_, params.verdicts = gate_ + sizeof(std::uint64_t);
     void* arguments[] = {&params};
     ContextScope scope(*api_, context_);
     return check(api_->launch_kernel(kernel == Kernel::Statistics ? statistics_ : copy_changed_, blocks, 1, 1, k::kThreads, 1, 1, 0, static_cast<CUstream>(stream),
@@ -180,7 +184,11 @@ class CudaBackend final : public Backend {
     return false;
   }
 
-  static constexpr std::size_t kResultBytes = sizeof(k::Result) * kSlots;  // the stamps follow
+  // Host memory: the results, then the stamps, then what became of the ring's copies.
+  static constexpr std::size_t kResultBytes = sizeof(k::Result) * kSlots;
+  static constexpr std::size_t kHostBytes = kResultBytes + (sizeof(std::uint64_t) + sizeof(std::uint32_t)) * kSlots;
+  // Device memory: the ring's gate, then the launches' verdicts and inputs' verdicts (LaunchParams).
+  static constexpr std::size_t kGateBytes = sizeof(std::uint64_t) + 2 * sizeof(std::uint32_t) * k::kVerdictSlots;
   // A wait spins (yielding) for about a millisecond, then sleeps between looks.
   static constexpr std::uint32_t kSpinsPerQuery = 64, kSpinsBeforeSleeping = 4096;
 
@@ -190,6 +198,8 @@ class CudaBackend final : public Backend {
   CUdeviceptr partials_ = 0, arrivals_ = 0, results_on_device_ = 0;
   k::Result* results_ = nullptr;
   std::uint64_t* stamps_ = nullptr;  // by slot, after the results
+  std::uint32_t* ring_copies_ = nullptr;  // by slot, after the stamps
+  CUdeviceptr gate_ = 0;
   const std::byte* staging_ = nullptr;
   CUdeviceptr staging_on_device_ = 0;
   bool staging_failed_ = false;

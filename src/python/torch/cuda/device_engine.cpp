@@ -41,19 +41,16 @@ bool DeviceEngine::take_slot(k::TensorJob& job, const CopyRequest& copy, void* s
   refused = Queued::Elsewhere;
   if (free_.empty()) sweep_abandoned();
   if (free_.empty()) return false;
+  job.flags |= copy.judged;
   const std::uint64_t bytes = copy.to == CopyRequest::To::Nowhere ? 0 : job.count * k::item_size(job.kind);
   if (copy.to == CopyRequest::To::Ring && bytes > 0) {
     if (DeviceRing* ring = ring_for(copy.ring_bytes, copy.check_only)) {
-      bool unjudged = false;
-      const auto place = ring->take(
-          bytes, job.count, copy.widen, next_launch_,
-          [&](std::uint64_t launch) { return may_overwrite(launch, copy.overwrite_unjudged); }, unjudged);
-      if (unjudged) {
-        refused = Queued::RingUnjudged;
-        return false;
-      }
+      ring->forget_judged(first_launch_);
+      const auto place = ring->take(bytes, job.count, copy.widen, next_launch_,
+                                    [&](std::uint64_t launch) { return may_overwrite(launch, stream); });
       if (place) {
         job.copy_to = place->device_address, slot.ring_ticket = place->ticket;
+        job.flags |= k::kRingCopy;
       } else {
         slot.ring_refused = true;
       }
@@ -144,6 +141,7 @@ void DeviceEngine::add(k::TensorJob job, void* stream) {
   job.first_block = blocks_;
   params_.job[params_.jobs++] = job;
   blocks_ += job.blocks;
+  if (job.flags & (k::kJudgedInput | k::kJudgedOutput)) ++params_.judged_jobs;
   if (job.flags & k::kCopyIfChanged) {
     job.first_block = copy_blocks_;
     job.blocks = blocks_for(job.count * k::item_size(job.kind) / 16);
@@ -158,6 +156,14 @@ void DeviceEngine::launch() {
   entry.stream = stream_;
   entry.open_slots = entry.jobs = params_.jobs;
   entry.stamp = params_.stamp = next_launch_ + 1;
+  params_.open_through = first_launch_;  // the stamps of the launches whose calls are all judged
+  // A launch of judged inputs alone read a call's inputs before it ran (it may write into them):
+  // the launch right after it on its stream, of the call's outputs, takes their verdict too.
+  bool judged_outputs = false;
+  for (std::uint32_t j = 0; j < params_.jobs; ++j) judged_outputs |= (params_.job[j].flags & k::kJudgedOutput) != 0;
+  params_.prior_inputs = judged_outputs && inputs_launch_stream_ == stream_ ? inputs_launch_ : 0;
+  inputs_launch_ = params_.judged_jobs > 0 && !judged_outputs ? entry.stamp : 0;
+  inputs_launch_stream_ = stream_;
   entry.stamped = copies_.jobs == 0;
   for (std::uint32_t j = 0; j < params_.jobs; ++j) {
     entry.slots[j] = params_.job[j].slot;
@@ -184,7 +190,7 @@ void DeviceEngine::launch() {
     }
   }
   ++next_launch_;
-  params_.jobs = copies_.jobs = 0;
+  params_.jobs = copies_.jobs = params_.judged_jobs = 0;
   blocks_ = copy_blocks_ = 0;
   if (!abandoned_.empty()) sweep_abandoned();
   engine_costs.launches_held_most = std::max<std::uint64_t>(engine_costs.launches_held_most, launches_.size());
@@ -212,6 +218,7 @@ void DeviceEngine::wait(std::uint32_t index) {
 
 std::optional<k::Result> DeviceEngine::take(std::uint32_t index, const ConsumeBytes& consume_bytes) {
   Launch& entry = launch_of(index);
+  settle_ring_copy(index);  // before any of its records can reach a trigger
   std::optional<k::Result> result;
   if (slots_[index].readers > 1) {  // another read it answers is still to come
     --slots_[index].readers;
@@ -267,14 +274,41 @@ DeviceRing* DeviceEngine::ring_for(std::uint64_t bytes, bool check_part) {
   return ring(check_part);
 }
 
-DeviceRing::Overwrite DeviceEngine::may_overwrite(std::uint64_t launch, bool unjudged_too) {
+DeviceRing::Overwrite DeviceEngine::may_overwrite(std::uint64_t launch, void* stream) {
   using Overwrite = DeviceRing::Overwrite;
   if (launch >= next_launch_) return Overwrite::Never;
   if (launch < first_launch_) return Overwrite::Yes;  // finished, its results all taken
   Launch& entry = launches_[launch - first_launch_];
-  if (!unjudged_too) return entry.done && entry.open_slots == 0 ? Overwrite::Yes : Overwrite::NotYet;
-  if (!finished(entry)) wait_for(entry);
-  return Overwrite::Yes;
+  // Still copying on another stream, it could write over the new bytes: it finishes first.
+  if (entry.stream != stream && !finished(entry)) wait_for(entry);
+  return entry.done && entry.open_slots == 0 ? Overwrite::Yes : Overwrite::Keep;
+}
+
+void DeviceEngine::settle_ring_copy(std::uint32_t index) {
+  const auto& slot = slots_[index];
+  if (slot.ring_ticket == 0) return;
+  const auto copied = slot.launch_failed ? k::kCopiedPart : static_cast<k::RingCopy>(backend_->ring_copies()[index]);
+  if (rings_[slot.check_ring ? 1 : 0]->settle(slot.ring_ticket, copied) && copied != k::kCopiedAll) {
+    ++engine_costs.ring_copies_skipped;
+  }
+}
+
+void DeviceEngine::settle_ring() {
+  if (rings_[0] == nullptr) return;
+  launch();
+  for (std::size_t i = 0; i < launches_.size(); ++i) {
+    Launch& entry = launches_[i];
+    for (std::uint32_t j = 0; j < entry.jobs; ++j) {
+      const std::uint32_t index = entry.slots[j];
+      const auto& slot = slots_[index];
+      if (slot.ring_ticket == 0 || slot.launch != first_launch_ + i ||
+          (slot.state != SlotState::Used && slot.state != SlotState::Abandoned)) {
+        continue;
+      }
+      if (!finished(entry)) wait_for(entry);
+      settle_ring_copy(index);
+    }
+  }
 }
 
 bool DeviceEngine::landed(Launch& entry, std::uint32_t index) {
@@ -339,6 +373,7 @@ std::uint32_t DeviceEngine::bytes_holder(std::uint32_t index) const {
 }
 
 void DeviceEngine::release(std::uint32_t index) {
+  settle_ring_copy(index);  // an abandoned slot's (its result is in)
   Launch& entry = launch_of(index);
   --entry.open_slots;
   slots_[index].state = SlotState::Released;

@@ -43,9 +43,9 @@ class DeviceEngine {
 
   /// A free result slot for the launch being assembled, with the room `copy` asks for the bytes
   /// (`job.copy_to`: in the device's ring, `slot.ring_ticket` then set; else in the staging
-  /// memory); false when all slots or the staging memory are in use, or when the ring's room holds
-  /// bytes of calls not yet judged (`refused` then says which: Elsewhere, StagingFull, where
-  /// records not yet written hold it, staging()->wait_for_room; RingUnjudged). A tensor the
+  /// memory); false when all slots or the staging memory are in use (`refused` then says which:
+  /// Elsewhere, StagingFull, where records not yet written hold it, staging()->wait_for_room). A
+  /// tensor the
   /// device's ring has no room for (larger than half its part, or than what its call leaves there)
   /// is not copied at all (`slot.ring_refused`): the ring could not keep it, and sending it to the
   /// host instead would cost the program the bus for bytes no trigger may ever want.
@@ -71,6 +71,11 @@ class DeviceEngine {
 
   /// Launches what is assembled (and the copy launch after it), recording its event.
   void launch();
+
+  /// Before the first NaN's trigger writes the ring: waits for the launches still copying into it
+  /// and settles their entries, so that the writer knows which bytes the gate kept (counted as
+  /// synchronizations; once a run).
+  void settle_ring();
 
   /// Whether the result of slot `index` is known to have landed without asking the driver (its
   /// launch is stamped, or done): ready() then asks no driver, which it may do while a CUDA graph
@@ -147,12 +152,15 @@ class DeviceEngine {
   /// go to the host as in `dump`.
   DeviceRing* ring_for(std::uint64_t bytes, bool check_part);
 
-  /// Before the ring's bytes that `launch` wrote are overwritten: Never when it is the launch
-  /// being assembled (its own jobs would write over each other); NotYet while its results are not
-  /// all taken (its calls not yet judged: a culprit's bytes overwritten before its NaN was seen
-  /// would be lost), unless `unjudged_too`: then Yes once it has finished, waited for even on the
-  /// same stream, unlike the arena.
-  DeviceRing::Overwrite may_overwrite(std::uint64_t launch, bool unjudged_too);
+  /// Before the ring's bytes that `launch` wrote are overwritten by a launch on `stream`: Never
+  /// when it is the launch being assembled (its own jobs would write over each other); Keep while
+  /// its results are not all taken (its calls not yet judged: the gate may keep a culprit's bytes
+  /// from the copies over them); else Yes. One still running on another stream is waited for
+  /// first, as for the arena.
+  DeviceRing::Overwrite may_overwrite(std::uint64_t launch, void* stream);
+
+  /// Tells the ring what became of slot `index`'s copy into it, once its result is in.
+  void settle_ring_copy(std::uint32_t index);
 
   Launch& launch_of(std::uint32_t index) { return launches_[slots_[index].launch - first_launch_]; }
 
@@ -212,6 +220,8 @@ class DeviceEngine {
   std::uint32_t copy_blocks_ = 0;
   void* stream_ = nullptr;
   std::uint64_t last_stream_switch_ = 0;  // the latest launch on another stream than the one before it
+  std::uint64_t inputs_launch_ = 0;        // the stamp of the latest launch if it read judged inputs alone
+  void* inputs_launch_stream_ = nullptr;
   std::uint32_t cursor_ = 0;
   std::shared_ptr<StagingMemory> staging_;
   bool staging_tried_ = false;

@@ -13,9 +13,7 @@ namespace ophook::py::device_statistics {
 
 std::optional<DeviceRing::Place> DeviceRing::take(std::uint64_t raw_bytes, std::uint64_t count, ElementWidener widen,
                                                   std::uint64_t launch,
-                                                  const std::function<Overwrite(std::uint64_t)>& may_overwrite,
-                                                  bool& not_yet) {
-  not_yet = false;
+                                                  const std::function<Overwrite(std::uint64_t)>& may_overwrite) {
   const std::uint64_t n = (raw_bytes + 255) & ~std::uint64_t{255};  // whole lines for the kernel's stores
   if (n > capacity_ / 2) return std::nullopt;
   const std::lock_guard lock(mutex_);
@@ -30,24 +28,86 @@ std::optional<DeviceRing::Place> DeviceRing::take(std::uint64_t raw_bytes, std::
          begin < entries_[victims].begin + entries_[victims].bytes) {
     ++victims;
   }
+  answers_.clear();
   for (std::size_t i = 0; i < victims; ++i) {
-    const Overwrite answer = may_overwrite(entries_[i].launch);
-    if (answer == Overwrite::Yes) continue;
-    not_yet = answer == Overwrite::NotYet;
-    return std::nullopt;
+    answers_.push_back(may_overwrite(entries_[i].launch));
+    if (answers_.back() == Overwrite::Never) return std::nullopt;
+  }
+  Entry entry{next_ticket_, begin, n, raw_bytes, count, launch, widen};
+  for (std::size_t i = 0; i < victims; ++i) {
+    const Entry& victim = entries_[i];
+    const bool has_bytes = !victim.settled || victim.copied == statistics_kernel::kCopiedAll;
+    if (answers_[i] != Overwrite::Keep || !has_bytes) continue;
+    kept_.push_back(victim);
+    if (entry.first_kept == 0) entry.first_kept = victim.ticket;
+    entry.last_kept = victim.ticket;
   }
   entries_.erase(entries_.begin(), entries_.begin() + static_cast<std::ptrdiff_t>(victims));
-  entries_.push_back({next_ticket_, begin, n, raw_bytes, count, launch, widen});
+  entries_.push_back(entry);
   head_ = begin + n;
   return Place{next_ticket_++, base_ + begin};
 }
 
+DeviceRing::Entry* DeviceRing::find(std::uint64_t ticket) {
+  const Entry key{.ticket = ticket};
+  for (auto* entries : {&entries_, &kept_}) {
+    const auto it = std::lower_bound(entries->begin(), entries->end(), key, by_ticket);
+    if (it != entries->end() && it->ticket == ticket) return &*it;
+  }
+  return nullptr;
+}
+
+bool DeviceRing::left_uncopied(const Entry& kept) const {
+  const auto copied = [](const Entry& e) { return !e.settled || e.copied != statistics_kernel::kCopiedNone; };
+  for (const Entry& e : kept_) {
+    if (e.ticket > kept.ticket && e.overlaps(kept) && copied(e)) return false;
+  }
+  // entries_ lie in two runs, each in the order of their places: those past the head (the
+  // oldest), then those before it. In each, the ones over `kept` are a run found by its place.
+  const auto past_head = std::partition_point(entries_.begin(), entries_.end(),
+                                              [&](const Entry& e) { return e.begin >= head_; });
+  for (const auto& [first, last] : {std::pair{entries_.begin(), past_head}, std::pair{past_head, entries_.end()}}) {
+    auto it = std::partition_point(first, last, [&](const Entry& e) { return e.begin + e.bytes <= kept.begin; });
+    for (; it != last && it->begin < kept.begin + kept.bytes; ++it) {
+      if (copied(*it)) return false;
+    }
+  }
+  return true;
+}
+
+bool DeviceRing::settle(std::uint64_t ticket, statistics_kernel::RingCopy copied) {
+  const std::lock_guard lock(mutex_);
+  Entry* entry = find(ticket);
+  if (entry == nullptr || entry->settled) return false;
+  entry->settled = true, entry->copied = copied;
+  const Entry over = *entry;
+  const Entry first{.ticket = over.first_kept}, last{.ticket = over.last_kept};
+  const auto from = std::lower_bound(kept_.begin(), kept_.end(), first, by_ticket);
+  const auto to = std::upper_bound(from, kept_.end(), last, by_ticket);
+  // Marked, not erased: erasing from the middle of kept_ moved its thousands of entries each time
+  // behind a GPU far behind.
+  if (copied == statistics_kernel::kCopiedNone) {
+    layered_ = layered_ || (over.first_kept != 0 && from != to);  // those it kept aside stay under it
+  } else if (!layered_) {
+    for (auto it = from; it != to; ++it) it->gone = true;  // under its room, nothing else is kept aside
+  } else {
+    for (Entry& e : kept_) e.gone = e.gone || (e.ticket < over.ticket && e.overlaps(over));
+  }
+  return true;
+}
+
+void DeviceRing::forget_judged(std::uint64_t launch) {
+  const std::lock_guard lock(mutex_);
+  while (!kept_.empty() && (kept_.front().launch < launch || kept_.front().gone)) kept_.pop_front();
+  if (kept_.empty()) layered_ = false;
+}
+
 bool DeviceRing::fetch(std::uint64_t ticket, std::byte* dst, std::size_t saved_bytes) noexcept {
   const std::lock_guard lock(mutex_);
-  const auto it = std::lower_bound(entries_.begin(), entries_.end(), ticket,
-                                   [](const Entry& e, std::uint64_t t) { return e.ticket < t; });
-  if (it == entries_.end() || it->ticket != ticket) return false;  // overwritten
-  const Entry& entry = *it;
+  const Entry* found = find(ticket);
+  if (found == nullptr || found->gone || !found->settled || found->copied != statistics_kernel::kCopiedAll) return false;
+  const Entry& entry = *found;
+  if (!std::binary_search(entries_.begin(), entries_.end(), entry, by_ticket) && !left_uncopied(entry)) return false;
   std::unique_ptr<std::byte[]> packed;  // a narrow format's bytes, widened into `dst` once here
   if (entry.widen != nullptr) packed.reset(new (std::nothrow) std::byte[entry.raw_bytes]);
   const bool buffer_ok = entry.widen != nullptr ? packed != nullptr : saved_bytes == entry.raw_bytes;

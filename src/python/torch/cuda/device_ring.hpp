@@ -5,8 +5,10 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include "ophook/record.hpp"
+#include "ophook/statistics_kernel.hpp"
 #include "torch/float_formats.hpp"
 
 namespace ophook::py::device_statistics {
@@ -17,9 +19,13 @@ class Backend;
 /// copies the bytes of the tensors of calls the ring may write here, device to device on the
 /// program's stream, instead of to the host; the writer fetches them only when a trigger writes
 /// the ring. Its memory is reused oldest first, so it holds the latest calls' bytes as the ring
-/// holds their records: a record whose bytes were overwritten gets no file and says why. The
-/// program's thread takes space (with the GIL); the writer thread fetches (without it); a lock
-/// keeps the one from overwriting what the other is copying.
+/// holds their records: a record whose bytes were overwritten gets no file and says why.
+/// The host hands rooms out without waiting for the device: a room may take over the bytes of
+/// calls not judged yet, which the device's gate keeps where one of them may be the culprit
+/// (docs/design.md, "the ring's gate"): those entries are kept aside until their calls are
+/// judged, and each entry learns from its launch's result whether its bytes were copied (settle).
+/// The program's thread takes space and settles (with the GIL); the writer thread fetches
+/// (without it); a lock keeps the one from overwriting what the other is copying.
 class DeviceRing final : public core::DeviceHeldBytes {
  public:
   /// `capacity` bytes of device memory at `device_address`, copied out through `backend`.
@@ -27,38 +33,65 @@ class DeviceRing final : public core::DeviceHeldBytes {
       : backend_(backend), base_(device_address), capacity_(capacity) {}
 
   struct Place {
-    std::uint64_t ticket;          // for fetch()
+    std::uint64_t ticket;          // for settle() and fetch()
     std::uint64_t device_address;  // where the kernel copies the bytes
   };
 
   /// What may become of the bytes of an entry the room for a new one would take over.
   enum class Overwrite : std::uint8_t {
-    Yes,     // they may go
-    Never,   // not now: the new entry gets no room (its launch wrote them)
-    NotYet,  // not before the calls they belong to are judged: the new entry gets no room, and
-             // `not_yet` says so, so that the caller judges them and asks again
+    Yes,    // they may go: their calls are judged
+    Keep,   // their calls are not judged yet: kept aside, in case the gate stopped the copies over them
+    Never,  // not now: the new entry gets no room (its launch wrote them)
   };
 
   /// Room for `raw_bytes` that launch `launch` writes, `count` elements widened by `widen` (or
   /// not) when fetched; nullopt when they exceed half the ring or `may_overwrite` refuses. The
   /// room takes over the oldest entries' bytes: `may_overwrite(l)` is asked for the launch `l`
-  /// that wrote each of them, so that the engine can let it finish first, refuse (the launch being
-  /// assembled would overwrite its own bytes), or have its calls judged first (`not_yet`).
+  /// that wrote each of them, so that the engine can let it finish first (on another stream) or
+  /// refuse (the launch being assembled would overwrite its own bytes).
   std::optional<Place> take(std::uint64_t raw_bytes, std::uint64_t count, ElementWidener widen, std::uint64_t launch,
-                            const std::function<Overwrite(std::uint64_t)>& may_overwrite, bool& not_yet);
+                            const std::function<Overwrite(std::uint64_t)>& may_overwrite);
+
+  /// Entry `ticket`'s launch has copied its bytes, or not, or part of them (its result is in):
+  /// the entries kept aside that it copied over are gone. False when it was settled already.
+  bool settle(std::uint64_t ticket, statistics_kernel::RingCopy copied);
+
+  /// The entries kept aside whose launches come before `launch` go: their calls are judged, and
+  /// no culprit among them is waiting for its bytes (a trigger takes no room).
+  void forget_judged(std::uint64_t launch);
 
   bool fetch(std::uint64_t ticket, std::byte* dst, std::size_t saved_bytes) noexcept override;
 
  private:
   struct Entry {
-    std::uint64_t ticket, begin, bytes, raw_bytes, count, launch;  // `bytes`: `raw_bytes` rounded up
-    ElementWidener widen;
+    std::uint64_t ticket = 0, begin = 0, bytes = 0, raw_bytes = 0, count = 0, launch = 0;  // `bytes`: `raw_bytes` rounded up
+    ElementWidener widen = nullptr;
+    bool settled = false;
+    statistics_kernel::RingCopy copied = statistics_kernel::kCopiedAll;  // once settled
+    std::uint64_t first_kept = 0, last_kept = 0;  // the tickets of the entries its room kept aside
+    bool gone = false;  // kept aside, then overwritten by a room that copied: left for forget_judged
+    bool overlaps(const Entry& other) const { return begin < other.begin + other.bytes && other.begin < begin + bytes; }
   };
+
+  static bool by_ticket(const Entry& a, const Entry& b) { return a.ticket < b.ticket; }
+
+  /// The entry `ticket` (in entries_ or kept_), null when it is gone.
+  Entry* find(std::uint64_t ticket);
+
+  /// Whether the bytes of `kept`, an entry kept aside, are still there: every newer room over
+  /// them copied nothing (the gate was closed). An entry of entries_ has no newer room over it.
+  bool left_uncopied(const Entry& kept) const;
 
   Backend& backend_;
   const std::uint64_t base_, capacity_;
   std::mutex mutex_;
-  std::deque<Entry> entries_;  // oldest first; tickets ascending
+  std::deque<Entry> entries_;  // the latest at each place, oldest first; tickets ascending
+  std::deque<Entry> kept_;     // overwritten before their calls were judged; tickets ascending
+  // Whether kept_ may hold entries under a newer room besides the one that kept them aside (a
+  // room that copied nothing left them): only then does a room that copied look through all of
+  // kept_ for what it overwrote, not just at those it kept aside itself.
+  bool layered_ = false;
+  std::vector<Overwrite> answers_;  // take()'s, one per entry its room takes over
   std::uint64_t head_ = 0;     // where the next room begins
   std::uint64_t next_ticket_ = 1;
   bool copy_failed_ = false;  // said once on stderr

@@ -30,13 +30,14 @@ constexpr const char* kLagVariable = "OPHOOK_TEST_FAKE_DEVICE_LAG";
 /// behind a busy GPU, and a result read before it has landed reads a poisoned slot.
 class FakeBackend final : public Backend {
  public:
-  FakeBackend() : results_(kSlots), stamps_(kSlots), on_device_(kSlots) {
+  FakeBackend() : results_(kSlots), stamps_(kSlots), ring_copies_(kSlots), on_device_(kSlots) {
     const char* idle = std::getenv(kIdleVariable);
     idle_ = idle != nullptr && std::strcmp(idle, "1") == 0;
     if (const char* lag = std::getenv(kLagVariable)) lag_ = std::max<std::uint64_t>(1, std::strtoull(lag, nullptr, 10));
   }
 
   const k::Result* results() const override { return results_.data(); }
+  const std::uint32_t* ring_copies() const override { return ring_copies_.data(); }
 
   const std::byte* staging(std::uint64_t& device_address) override {
     if (!staging_) staging_ = std::make_unique_for_overwrite<std::byte[]>(staging_bytes());
@@ -56,17 +57,21 @@ class FakeBackend final : public Backend {
 
   bool launch(Kernel kernel, k::LaunchParams& params, std::uint32_t /*blocks*/, void* /*stream*/,
               std::string& /*why*/) override {
-    if (kernel == Kernel::Statistics) in_flight_.push_back({++launches_, params.stamp, {}});
-    for (std::uint32_t j = 0; j < params.jobs; ++j) {
-      const auto& job = params.job[j];
-      if (kernel == Kernel::CopyChanged) {  // finishes with the launch before it
-        if (!idle_ && !k::unchanged(job, on_device_.data())) k::copy_part(job, 0, 1);
-        continue;
+    if (kernel == Kernel::CopyChanged) {  // finishes with the launch before it
+      for (std::uint32_t j = 0; j < params.jobs; ++j) {
+        if (!idle_ && !k::unchanged(params.job[j], on_device_.data())) k::copy_part(params.job[j], 0, 1);
       }
-      on_device_[job.slot] = idle_ ? idle_result(job) : k::summarise_job(job);
-      in_flight_.back().results.emplace_back(job.slot, on_device_[job.slot]);
-      std::memset(&results_[job.slot], 0xFF, sizeof(k::Result));  // not there until it lands
+      return true;
     }
+    in_flight_.push_back({++launches_, params.stamp, {}});
+    params.gate = reinterpret_cast<std::uintptr_t>(&gate_and_verdicts_[0]);
+    params.verdicts = reinterpret_cast<std::uintptr_t>(&gate_and_verdicts_[1]);
+    const auto summarise = [&](const k::TensorJob& job) { return idle_ ? idle_result(job) : k::summarise_job(job); };
+    k::run_on_host(params, summarise, [&](std::uint32_t slot, const k::Result& result, k::RingCopy copied) {
+      on_device_[slot] = result;
+      in_flight_.back().results.push_back({slot, result, copied});
+      std::memset(&results_[slot], 0xFF, sizeof(k::Result));  // not there until it lands
+    });
     return true;
   }
 
@@ -108,11 +113,18 @@ class FakeBackend final : public Backend {
     std::uint64_t launch = 0;  // the launch count when it was recorded
   };
 
+  /// A job's result, and what became of its copy into the ring.
+  struct Landing {
+    std::uint32_t slot;
+    k::Result result;
+    k::RingCopy copied;
+  };
+
   /// A launch whose results have not landed yet.
   struct InFlight {
     std::uint64_t launch = 0;  // its number, from 1
     std::uint64_t stamp = 0;
-    std::vector<std::pair<std::uint32_t, k::Result>> results;
+    std::vector<Landing> results;
   };
 
   /// What the idle device says of `job`: all finite and zero, its fingerprint its own.
@@ -126,7 +138,9 @@ class FakeBackend final : public Backend {
   /// Lands the results and stamps of the launches up to number `launch`.
   void land_through(std::uint64_t launch) {
     while (!in_flight_.empty() && in_flight_.front().launch <= launch) {
-      for (const auto& [slot, result] : in_flight_.front().results) results_[slot] = result, stamps_[slot] = in_flight_.front().stamp;
+      for (const auto& [slot, result, copied] : in_flight_.front().results) {
+        results_[slot] = result, ring_copies_[slot] = copied, stamps_[slot] = in_flight_.front().stamp;
+      }
       in_flight_.pop_front();
     }
   }
@@ -134,6 +148,9 @@ class FakeBackend final : public Backend {
   std::uint64_t lag_ = 3;  // launches a result trails behind (kLagVariable)
   std::vector<k::Result> results_;
   std::vector<std::uint64_t> stamps_;
+  std::vector<std::uint32_t> ring_copies_;
+  // The ring's gate, then the launches' verdicts (LaunchParams::gate, verdicts): the fake device's memory.
+  std::vector<k::u64> gate_and_verdicts_ = std::vector<k::u64>(1 + k::kVerdictSlots);
   std::vector<k::Result> on_device_;  // each slot's latest result as the device sees it: at once,
                                       // for the copy launch after its statistics launch
   // Left unwritten until used, as device memory is: no page of it is touched before a copy.

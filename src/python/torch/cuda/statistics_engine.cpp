@@ -150,6 +150,12 @@ bool wait_for_staging(const DLTensor& view, bool fake, std::uint64_t bytes, cons
 
 core::DeviceHeldBytes* ring_of(Slot slot) { return engines[slot.device]->ring(slot.check_ring); }
 
+void settle_ring() {
+  for (auto& engine : engines) {
+    if (engine) engine->settle_ring();
+  }
+}
+
 void launch_queued() {
   for (auto& engine : engines) {
     if (engine) engine->launch();

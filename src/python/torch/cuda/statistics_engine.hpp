@@ -52,9 +52,9 @@ struct CopyRequest {
   // still in flight, else since the copy the host holds (`held`: its fingerprint, core::held_copy).
   bool compare = false;
   const core::StagedFingerprint* held = nullptr;
-  // Ring: bytes of calls not yet judged are overwritten once their launch has finished (waited
-  // for), instead of Queued::RingUnjudged: for when none of those calls can be judged first.
-  bool overwrite_unjudged = false;
+  // statistics_kernel::kJudgedInput or kJudgedOutput: the tensor's part in a call OPHOOK_NAN
+  // judges while the ring is in use and no culprit has been reported, for the ring's gate.
+  std::uint32_t judged = 0;
 };
 
 /// The part of the ring on a device that holds the bytes of calls no level records (OPHOOK_NAN's
@@ -67,8 +67,6 @@ enum class Queued : std::uint8_t {
   Elsewhere,  // no engine for this tensor (no driver or NVRTC, a shape the kernel does not take…): the generic path reads it
   Capturing,  // its stream is capturing a CUDA graph: not read now
   StagingFull,  // `dump`: records not yet written hold the staging memory its bytes need (wait_for_staging)
-  RingUnjudged,  // the ring's room for its bytes holds those of calls not yet judged for OPHOOK_NAN:
-                 // judge them, or ask again with CopyRequest::overwrite_unjudged
 };
 
 /// Queues the statistics of the tensor `view` (elements of kernel kind `kind`) and the copy of
@@ -83,6 +81,10 @@ bool wait_for_staging(const DLTensor& view, bool fake, std::uint64_t bytes, cons
 
 /// The ring that holds the bytes of `slot` (queued with a ring ticket): for the record's array.
 core::DeviceHeldBytes* ring_of(Slot slot);
+
+/// The first NaN's culprit is judged and its trigger is about to write the ring: what each
+/// device's ring kept is settled first (DeviceEngine::settle_ring).
+void settle_ring();
 
 /// Launches what is queued, one launch per device (per 12 tensors): after a call's tensors are
 /// captured.
@@ -124,6 +126,7 @@ struct Costs {
   std::uint64_t kernels_launched = 0, tensors_read = 0, bytes_read = 0, bytes_to_host = 0;
   std::uint64_t synchronizations = 0, wait_ns = 0, launch_failures = 0;
   std::uint64_t ring_bytes = 0;  // device memory held for OPHOOK_RING_BYTES' ring
+  std::uint64_t ring_copies_skipped = 0;  // tensors the ring's gate kept out of it (or half out)
   std::uint64_t launches_held_most = 0;  // launches whose results were not all taken, at most at once
   std::uint64_t copies_unchanged = 0, bytes_unchanged = 0;  // `dump`: tensors not sent to the host again
   std::uint64_t reads_shared = 0;  // tensors answered by another read of the same elements in their launch

@@ -3,7 +3,9 @@
 // threads stride over the job's fingerprint groups (ophook/statistics_kernel.hpp holds the
 // arithmetic, shared with the host); the block's merged Partial goes to the partials arena, and
 // the last block of a job to arrive merges them all and writes the job's Result into host memory,
-// then the launch's stamp beside it.
+// then the launch's stamp beside it. A job whose bytes go to the device's ring copies them only
+// while the ring's gate is open, and a launch whose judged outputs hold NaN/Inf (its inputs none)
+// closes it: OPHOOK_NAN's culprit keeps its bytes however far behind the host learns of it.
 // In `dump`, a tensor whose bytes the host may already hold is copied by a second launch right
 // after, ophook_copy_changed, only where its fingerprint says they changed.
 // ophook compiles this file with NVRTC at run time; CI compiles it with nvcc.
@@ -49,6 +51,18 @@ __device__ void load_job(const LaunchParams& params, TensorJob& job) {
   __syncthreads();
 }
 
+/// Closes the ring's gate for the launches after this one (gate_open says which it stops), unless
+/// an earlier launch holds it closed.
+__device__ void close_gate(const LaunchParams& params) {
+  auto* gate = reinterpret_cast<unsigned long long*>(params.gate);
+  unsigned long long seen = *reinterpret_cast<volatile unsigned long long*>(gate);
+  while (gate_open(seen, params)) {
+    const unsigned long long was = atomicCAS(gate, seen, params.stamp);
+    if (was == seen) break;
+    seen = was;
+  }
+}
+
 }  // namespace
 
 // Three blocks per SM at least: the loops' 16-byte loads in flight (24 warps' worth) hide the
@@ -57,9 +71,17 @@ __device__ void load_job(const LaunchParams& params, TensorJob& job) {
 extern "C" __global__ void __launch_bounds__(kThreads, 3) ophook_statistics(const LaunchParams params) {
   __shared__ Partial shared[kThreads];
   __shared__ TensorJob job;
-  __shared__ bool last;
+  __shared__ bool last, skipped;
+  __shared__ u32 arrived;
   load_job(params, job);
   const u32 local = blockIdx.x - job.first_block;
+  if (job.flags & kRingCopy) {  // the same for the whole block: `job` is shared
+    if (threadIdx.x == 0) {
+      skipped = !gate_open(*reinterpret_cast<const volatile u64*>(params.gate), params);
+      if (skipped) job.copy_to = 0;
+    }
+    __syncthreads();
+  }
 
   shared[threadIdx.x] = summarise(job, static_cast<u64>(local) * kThreads + threadIdx.x,
                                   static_cast<u64>(job.blocks) * kThreads);
@@ -74,7 +96,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 3) ophook_statistics(cons
   if (threadIdx.x == 0) {
     partials[local] = shared[0];
     __threadfence();  // the partial before the arrival
-    last = atomicAdd(&arrivals[job.slot], 1u) == job.blocks - 1;
+    const u32 add = 1u + ((job.flags & kRingCopy) && skipped ? kSkippedArrival : 0u);
+    arrived = atomicAdd(&arrivals[job.slot], add) + add;
+    last = (arrived & (kSkippedArrival - 1)) == job.blocks;
   }
   __syncthreads();
   if (!last) return;
@@ -86,6 +110,18 @@ extern "C" __global__ void __launch_bounds__(kThreads, 3) ophook_statistics(cons
   if (threadIdx.x == 0) {
     reinterpret_cast<Result*>(params.results)[job.slot] = shared[0];
     arrivals[job.slot] = 0;  // ready for the slot's next job
+    if (job.flags & kRingCopy) {
+      reinterpret_cast<u32*>(params.copies)[job.slot] = ring_copy(arrived / kSkippedArrival, job.blocks);
+    }
+    if (job.flags & (kJudgedInput | kJudgedOutput)) {  // the launch's last judged job decides
+      u32* verdict = reinterpret_cast<u32*>(params.verdicts) + params.stamp % kVerdictSlots;
+      const u32 part = verdict_part(job, shared[0]);
+      const u32 all = atomicAdd(verdict, part) + part;
+      if ((all & kVerdictArrivals) == params.judged_jobs) {
+        *verdict = 0;  // ready for the launch kVerdictSlots later
+        if (decide_verdict(all, params)) close_gate(params);
+      }
+    }
     __threadfence_system();  // the result reaches the host before its stamp does
     reinterpret_cast<volatile u64*>(params.stamps)[job.slot] = params.stamp;
   }
