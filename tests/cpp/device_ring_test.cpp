@@ -76,11 +76,11 @@ class DeviceRingTest : public ::testing::Test {
   }
 
   /// Two 2 KiB rooms that fill the ring, filled with 1 and 2 (launches 5 and 6), then room for
-  /// `third_bytes` of launch 7 over the first, whose calls are not judged: kept aside.
+  /// `third_bytes` of launch 7 over the first: kept aside.
   std::array<DeviceRing::Place, 3> fill_then_keep_first(std::uint64_t third_bytes) {
     const auto first = put(2048, 5, 1);
     const auto second = put(2048, 6, 2);
-    const auto third = room(third_bytes, 7, DeviceRing::Overwrite::Keep);
+    const auto third = room(third_bytes, 7);
     EXPECT_TRUE(first && second && third);
     return {*first, *second, *third};
   }
@@ -189,7 +189,7 @@ TEST_F(DeviceRingTest, BytesOfCallsNotYetJudgedAreKeptAsideWhileTheRoomsOverThem
   EXPECT_EQ(fetch(first.ticket, 2048, ok), std::vector<std::byte>(2048, std::byte{1}));
   EXPECT_TRUE(ok);
   // A room over the first's other half that copied: gone.
-  const auto fourth = put(1024, 8, 4, DeviceRing::Overwrite::Keep);
+  const auto fourth = put(1024, 8, 4);
   ASSERT_TRUE(fourth);
   EXPECT_EQ(fourth->device_address, first.device_address + 1024);
   fetch(first.ticket, 2048, ok);
@@ -209,24 +209,20 @@ TEST_F(DeviceRingTest, BytesKeptAsideGoWhenTheRoomOverThemCopies) {
   EXPECT_TRUE(ok);
 }
 
-TEST_F(DeviceRingTest, BytesKeptAsideGoOnceTheirCallsAreJudged) {
+TEST_F(DeviceRingTest, BytesTheRoomsOverThemLeftStayAndBytesKeptOutAreNotKeptAside) {
   const auto [first, second, third] = fill_then_keep_first(2048);
   ring.settle(third.ticket, statistics_kernel::kCopiedNone);
+  ring.forget_overwritten();  // nothing copied over the first: it stays, judged or not
   bool ok = false;
-  fetch(first.ticket, 2048, ok);
+  EXPECT_EQ(fetch(first.ticket, 2048, ok), std::vector<std::byte>(2048, std::byte{1}));
   EXPECT_TRUE(ok);
-  ring.forget_judged(5);  // launch 5 not yet
-  fetch(first.ticket, 2048, ok);
-  EXPECT_TRUE(ok);
-  ring.forget_judged(6);  // its calls judged, no trigger waiting for them
-  fetch(first.ticket, 2048, ok);
-  EXPECT_FALSE(ok);
-  // Bytes the gate kept out are not kept aside: there is nothing of them to keep.
-  const auto fourth = room(2048, 8, DeviceRing::Overwrite::Keep);  // over the second
+  const auto fourth = room(2048, 8);  // over the second
   ring.settle(fourth->ticket, statistics_kernel::kCopiedNone);
-  const auto fifth = room(2048, 9, DeviceRing::Overwrite::Keep);  // over the third, which copied nothing
+  const auto fifth = room(2048, 9);  // over the third, which copied nothing: not kept aside
   ring.settle(fifth->ticket, statistics_kernel::kCopiedNone);
   EXPECT_EQ(fetch(second.ticket, 2048, ok), std::vector<std::byte>(2048, std::byte{2}));
+  EXPECT_TRUE(ok);
+  EXPECT_EQ(fetch(first.ticket, 2048, ok), std::vector<std::byte>(2048, std::byte{1}));
   EXPECT_TRUE(ok);
   fetch(third.ticket, 2048, ok);
   EXPECT_FALSE(ok);

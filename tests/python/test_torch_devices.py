@@ -866,8 +866,9 @@ def test_the_ring_keeps_tensors_bytes_on_their_device(tmp_path, ring_bytes):
     """With the kernel, OPHOOK_RING_BYTES' ring keeps the tensors' bytes in their device's memory
     (the fake device's here) and brings them to the host only for a trigger: the ring's files are
     the direct path's, byte for byte (bf16, fp8 and complex widened alike), and until the culprit
-    only the kernel's results crossed. A ring too small for the calls still in flight loses the
-    oldest calls' bytes on the device: those arrays say why, every file written is exact."""
+    only the kernel's results crossed. A ring that comes round within the calls still in flight
+    (1 MiB) loses none of the bytes its trigger writes: the rooms over them behind the culprit's
+    closed gate copied nothing."""
     settings = {"mode": "dump", "ring_bytes": ring_bytes} if ring_bytes else {}
     runs = {}
     for copy in ("auto", "fake-device"):
@@ -884,11 +885,10 @@ def test_the_ring_keeps_tensors_bytes_on_their_device(tmp_path, ring_bytes):
         assert name in direct_files and (kernel / name).read_bytes() == (direct / name).read_bytes(), name
     lost = [v for r in trace(kernel) for v in arrays(r, "args") + arrays(r, "outputs")
             if DEVICE_LOST in (v.get("reason") or "")]
-    if ring_bytes is None:
-        assert kernel_files == direct_files and len(kernel_files) > 60 and not lost
-    else:
-        # what the device lost is what the files lack, and no more
-        assert lost and len(kernel_files) + len(lost) == len(direct_files)
+    # the 1 MiB ring came round within the fake device's lag: the calls' bytes it took over before
+    # the culprit was judged stayed, the rooms over them behind the culprit's closed gate
+    assert kernel_files == direct_files and not lost
+    assert len(kernel_files) > (60 if ring_bytes is None else 10)
     facts = summary(kernel)
     costs, trigger = facts["notes"]["device_statistics"], facts["ring"]["triggers"][0]
     assert costs["ring_bytes_on_device"] == (ring_bytes or 256 << 20) * 5 // 4  # and a quarter for checks

@@ -45,7 +45,7 @@ bool DeviceEngine::take_slot(k::TensorJob& job, const CopyRequest& copy, void* s
   const std::uint64_t bytes = copy.to == CopyRequest::To::Nowhere ? 0 : job.count * k::item_size(job.kind);
   if (copy.to == CopyRequest::To::Ring && bytes > 0) {
     if (DeviceRing* ring = ring_for(copy.ring_bytes, copy.check_only)) {
-      ring->forget_judged(first_launch_);
+      ring->forget_overwritten();
       const auto place = ring->take(bytes, job.count, copy.widen, next_launch_,
                                     [&](std::uint64_t launch) { return may_overwrite(launch, stream); });
       if (place) {
@@ -281,7 +281,7 @@ DeviceRing::Overwrite DeviceEngine::may_overwrite(std::uint64_t launch, void* st
   Launch& entry = launches_[launch - first_launch_];
   // Still copying on another stream, it could write over the new bytes: it finishes first.
   if (entry.stream != stream && !finished(entry)) wait_for(entry);
-  return entry.done && entry.open_slots == 0 ? Overwrite::Yes : Overwrite::Keep;
+  return Overwrite::Yes;
 }
 
 void DeviceEngine::settle_ring_copy(std::uint32_t index) {

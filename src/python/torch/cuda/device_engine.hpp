@@ -153,10 +153,9 @@ class DeviceEngine {
   DeviceRing* ring_for(std::uint64_t bytes, bool check_part);
 
   /// Before the ring's bytes that `launch` wrote are overwritten by a launch on `stream`: Never
-  /// when it is the launch being assembled (its own jobs would write over each other); Keep while
-  /// its results are not all taken (its calls not yet judged: the gate may keep a culprit's bytes
-  /// from the copies over them); else Yes. One still running on another stream is waited for
-  /// first, as for the arena.
+  /// when it is the launch being assembled (its own jobs would write over each other), else Yes
+  /// (the ring keeps them aside: the gate may stop the copies over them). One still running on
+  /// another stream is waited for first, as for the arena.
   DeviceRing::Overwrite may_overwrite(std::uint64_t launch, void* stream);
 
   /// Tells the ring what became of slot `index`'s copy into it, once its result is in.

@@ -37,7 +37,7 @@ std::optional<DeviceRing::Place> DeviceRing::take(std::uint64_t raw_bytes, std::
   for (std::size_t i = 0; i < victims; ++i) {
     const Entry& victim = entries_[i];
     const bool has_bytes = !victim.settled || victim.copied == statistics_kernel::kCopiedAll;
-    if (answers_[i] != Overwrite::Keep || !has_bytes) continue;
+    if (!has_bytes) continue;
     kept_.push_back(victim);
     if (entry.first_kept == 0) entry.first_kept = victim.ticket;
     entry.last_kept = victim.ticket;
@@ -96,9 +96,9 @@ bool DeviceRing::settle(std::uint64_t ticket, statistics_kernel::RingCopy copied
   return true;
 }
 
-void DeviceRing::forget_judged(std::uint64_t launch) {
+void DeviceRing::forget_overwritten() {
   const std::lock_guard lock(mutex_);
-  while (!kept_.empty() && (kept_.front().launch < launch || kept_.front().gone)) kept_.pop_front();
+  while (!kept_.empty() && kept_.front().gone) kept_.pop_front();
   if (kept_.empty()) layered_ = false;
 }
 

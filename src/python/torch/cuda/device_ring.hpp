@@ -22,8 +22,9 @@ class Backend;
 /// holds their records: a record whose bytes were overwritten gets no file and says why.
 /// The host hands rooms out without waiting for the device: a room may take over the bytes of
 /// calls not judged yet, which the device's gate keeps where one of them may be the culprit
-/// (docs/design.md, "the ring's gate"): those entries are kept aside until their calls are
-/// judged, and each entry learns from its launch's result whether its bytes were copied (settle).
+/// (docs/design.md, "the ring's gate"): the entries a room takes over are kept aside until it
+/// says what it copied (each entry learns that from its launch's result: settle), and stay while
+/// the rooms over them copied nothing (behind a closed gate, the culprit's and the calls' before it).
 /// The program's thread takes space and settles (with the GIL); the writer thread fetches
 /// (without it); a lock keeps the one from overwriting what the other is copying.
 class DeviceRing final : public core::DeviceHeldBytes {
@@ -39,16 +40,15 @@ class DeviceRing final : public core::DeviceHeldBytes {
 
   /// What may become of the bytes of an entry the room for a new one would take over.
   enum class Overwrite : std::uint8_t {
-    Yes,    // they may go: their calls are judged
-    Keep,   // their calls are not judged yet: kept aside, in case the gate stopped the copies over them
+    Yes,    // the room may take them: they are kept aside until it says what it copied
     Never,  // not now: the new entry gets no room (its launch wrote them)
   };
 
   /// Room for `raw_bytes` that launch `launch` writes, `count` elements widened by `widen` (or
   /// not) when fetched; nullopt when they exceed half the ring or `may_overwrite` refuses. The
-  /// room takes over the oldest entries' bytes: `may_overwrite(l)` is asked for the launch `l`
-  /// that wrote each of them, so that the engine can let it finish first (on another stream) or
-  /// refuse (the launch being assembled would overwrite its own bytes).
+  /// room takes over the oldest entries' bytes, kept aside: `may_overwrite(l)` is asked for the
+  /// launch `l` that wrote each of them, so that the engine can let it finish first (on another
+  /// stream) or refuse (the launch being assembled would overwrite its own bytes).
   std::optional<Place> take(std::uint64_t raw_bytes, std::uint64_t count, ElementWidener widen, std::uint64_t launch,
                             const std::function<Overwrite(std::uint64_t)>& may_overwrite);
 
@@ -56,9 +56,8 @@ class DeviceRing final : public core::DeviceHeldBytes {
   /// the entries kept aside that it copied over are gone. False when it was settled already.
   bool settle(std::uint64_t ticket, statistics_kernel::RingCopy copied);
 
-  /// The entries kept aside whose launches come before `launch` go: their calls are judged, and
-  /// no culprit among them is waiting for its bytes (a trigger takes no room).
-  void forget_judged(std::uint64_t launch);
+  /// The entries kept aside that rooms copied over go (those at the front of the list).
+  void forget_overwritten();
 
   bool fetch(std::uint64_t ticket, std::byte* dst, std::size_t saved_bytes) noexcept override;
 
@@ -69,7 +68,7 @@ class DeviceRing final : public core::DeviceHeldBytes {
     bool settled = false;
     statistics_kernel::RingCopy copied = statistics_kernel::kCopiedAll;  // once settled
     std::uint64_t first_kept = 0, last_kept = 0;  // the tickets of the entries its room kept aside
-    bool gone = false;  // kept aside, then overwritten by a room that copied: left for forget_judged
+    bool gone = false;  // kept aside, then overwritten by a room that copied: left for forget_overwritten
     bool overlaps(const Entry& other) const { return begin < other.begin + other.bytes && other.begin < begin + bytes; }
   };
 
@@ -86,7 +85,7 @@ class DeviceRing final : public core::DeviceHeldBytes {
   const std::uint64_t base_, capacity_;
   std::mutex mutex_;
   std::deque<Entry> entries_;  // the latest at each place, oldest first; tickets ascending
-  std::deque<Entry> kept_;     // overwritten before their calls were judged; tickets ascending
+  std::deque<Entry> kept_;     // taken over by newer rooms; tickets ascending
   // Whether kept_ may hold entries under a newer room besides the one that kept them aside (a
   // room that copied nothing left them): only then does a room that copied look through all of
   // kept_ for what it overwrote, not just at those it kept aside itself.
