@@ -28,10 +28,8 @@ std::optional<DeviceRing::Place> DeviceRing::take(std::uint64_t raw_bytes, std::
          begin < entries_[victims].begin + entries_[victims].bytes) {
     ++victims;
   }
-  answers_.clear();
   for (std::size_t i = 0; i < victims; ++i) {
-    answers_.push_back(may_overwrite(entries_[i].launch));
-    if (answers_.back() == Overwrite::Never) return std::nullopt;
+    if (may_overwrite(entries_[i].launch) == Overwrite::Never) return std::nullopt;
   }
   Entry entry{next_ticket_, begin, n, raw_bytes, count, launch, widen};
   for (std::size_t i = 0; i < victims; ++i) {
@@ -87,19 +85,27 @@ bool DeviceRing::settle(std::uint64_t ticket, statistics_kernel::RingCopy copied
   // Marked, not erased: erasing from the middle of kept_ moved its thousands of entries each time
   // behind a GPU far behind.
   if (copied == statistics_kernel::kCopiedNone) {
-    layered_ = layered_ || (over.first_kept != 0 && from != to);  // those it kept aside stay under it
-  } else if (!layered_) {
-    for (auto it = from; it != to; ++it) it->gone = true;  // under its room, nothing else is kept aside
+    for (auto it = from; it != to; ++it) {  // those it kept aside stay under it
+      if (!it->gone && !std::exchange(it->under_uncopied, true)) ++survivors_;
+    }
+  } else if (survivors_ == 0) {
+    for (auto it = from; it != to; ++it) mark_gone(*it);  // under its room, nothing else is kept aside
   } else {
-    for (Entry& e : kept_) e.gone = e.gone || (e.ticket < over.ticket && e.overlaps(over));
+    for (Entry& e : kept_) {
+      if (e.ticket < over.ticket && e.overlaps(over)) mark_gone(e);
+    }
   }
   return true;
+}
+
+void DeviceRing::mark_gone(Entry& kept) {
+  if (std::exchange(kept.gone, true)) return;
+  if (kept.under_uncopied) --survivors_;
 }
 
 void DeviceRing::forget_overwritten() {
   const std::lock_guard lock(mutex_);
   while (!kept_.empty() && kept_.front().gone) kept_.pop_front();
-  if (kept_.empty()) layered_ = false;
 }
 
 bool DeviceRing::fetch(std::uint64_t ticket, std::byte* dst, std::size_t saved_bytes) noexcept {

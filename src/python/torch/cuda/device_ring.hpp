@@ -5,7 +5,6 @@
 #include <functional>
 #include <mutex>
 #include <optional>
-#include <vector>
 
 #include "ophook/record.hpp"
 #include "ophook/statistics_kernel.hpp"
@@ -69,6 +68,7 @@ class DeviceRing final : public core::DeviceHeldBytes {
     statistics_kernel::RingCopy copied = statistics_kernel::kCopiedAll;  // once settled
     std::uint64_t first_kept = 0, last_kept = 0;  // the tickets of the entries its room kept aside
     bool gone = false;  // kept aside, then overwritten by a room that copied: left for forget_overwritten
+    bool under_uncopied = false;  // kept aside under a room that copied nothing (counted in survivors_)
     bool overlaps(const Entry& other) const { return begin < other.begin + other.bytes && other.begin < begin + bytes; }
   };
 
@@ -76,6 +76,9 @@ class DeviceRing final : public core::DeviceHeldBytes {
 
   /// The entry `ticket` (in entries_ or kept_), null when it is gone.
   Entry* find(std::uint64_t ticket);
+
+  /// Marks an entry of kept_ overwritten.
+  void mark_gone(Entry& kept);
 
   /// Whether the bytes of `kept`, an entry kept aside, are still there: every newer room over
   /// them copied nothing (the gate was closed). An entry of entries_ has no newer room over it.
@@ -86,11 +89,10 @@ class DeviceRing final : public core::DeviceHeldBytes {
   std::mutex mutex_;
   std::deque<Entry> entries_;  // the latest at each place, oldest first; tickets ascending
   std::deque<Entry> kept_;     // taken over by newer rooms; tickets ascending
-  // Whether kept_ may hold entries under a newer room besides the one that kept them aside (a
-  // room that copied nothing left them): only then does a room that copied look through all of
-  // kept_ for what it overwrote, not just at those it kept aside itself.
-  bool layered_ = false;
-  std::vector<Overwrite> answers_;  // take()'s, one per entry its room takes over
+  // Entries of kept_ under a room that copied nothing, not gone: only while there are any may one
+  // lie under a newer room besides the one that kept it aside, and does a room that copied look
+  // through all of kept_ for what it overwrote, not just at those it kept aside itself.
+  std::uint64_t survivors_ = 0;
   std::uint64_t head_ = 0;     // where the next room begins
   std::uint64_t next_ticket_ = 1;
   bool copy_failed_ = false;  // said once on stderr
