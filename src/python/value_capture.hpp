@@ -64,6 +64,12 @@ class ValueCapture {
   /// A tensor of this call was queued for the device statistics kernel: the call's launch is due.
   void note_queued_on_device() { queued_on_device_ = true; }
   bool queued_on_device() const { return queued_on_device_; }
+  /// OPHOOK_RING_BYTES' ring on a device: `bytes` more of the call's arrays held there, as the host
+  /// will hold them once fetched; the call's total so far.
+  std::uint64_t claim_ring_bytes(std::uint64_t bytes) { return ring_bytes_claimed_ += bytes; }
+  /// The call's arrays take more than the ring on the host: the writer will not hold it.
+  void note_outgrew_ring() { outgrew_ring_ = true; }
+  bool outgrew_ring() const { return outgrew_ring_; }
   /// The call may write into an input (a ufunc's positional output, out=, inplace=).
   void note_inputs_may_be_written() { inputs_may_be_written_ = true; }
   bool inputs_may_be_written() const { return inputs_may_be_written_; }
@@ -104,6 +110,8 @@ class ValueCapture {
   bool summarises_in_place_;
   bool inputs_may_be_written_ = false;
   bool queued_on_device_ = false;
+  std::uint64_t ring_bytes_claimed_ = 0;
+  bool outgrew_ring_ = false;
   bool in_outputs_ = false;
   // Set up at the first array large enough to share: most calls, and every call in other modes
   // than `stats`, never pay for constructing one.

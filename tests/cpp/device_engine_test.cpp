@@ -220,6 +220,31 @@ TEST_F(DeviceEngineTest, TheLaunchAfterOneOfJudgedInputsAloneTakesTheirVerdict) 
   EXPECT_EQ(backend->last_params.prior_inputs, 0u);
 }
 
+TEST_F(DeviceEngineTest, ARingCopyWithdrawnBeforeItsLaunchIsNotMade) {
+  CopyRequest ring;
+  ring.to = CopyRequest::To::Ring;
+  ring.ring_bytes = std::uint64_t{1} << 20;
+  const auto before = engine_costs.ring_copies_withdrawn;
+  const Slot shared = queue(tensor(1024), &stream_a, ring);
+  const Slot withdrawn = queue(tensor(1024, 1 << 20), &stream_a, ring);
+  queue(tensor(1024), &stream_a, ring);  // answered by the first's read
+  ASSERT_NE(withdrawn.ring_ticket, 0U);
+  engine->withdraw_ring_copy(withdrawn.index);
+  engine->withdraw_ring_copy(shared.index);  // another read of it stays: still copied
+  engine->launch();
+  const auto& sent = backend->last_params;
+  ASSERT_EQ(sent.jobs, 2U);
+  EXPECT_TRUE(sent.job[0].flags & k::kRingCopy);
+  EXPECT_NE(sent.job[0].copy_to, 0U);
+  EXPECT_FALSE(sent.job[1].flags & k::kRingCopy);
+  EXPECT_EQ(sent.job[1].copy_to, 0U);
+  EXPECT_EQ(engine_costs.ring_copies_withdrawn, before + 1);
+  const Slot launched = queue(tensor(1024, 1 << 21), &stream_a, ring);
+  engine->launch();
+  engine->withdraw_ring_copy(launched.index);  // too late: the device may be copying it
+  EXPECT_EQ(engine_costs.ring_copies_withdrawn, before + 1);
+}
+
 TEST_F(DeviceEngineTest, TheRingsBytesOfJudgedCallsGoWithoutWaiting) {
   CopyRequest ring;
   ring.to = CopyRequest::To::Ring;

@@ -228,6 +228,35 @@ TEST_F(DeviceRingTest, BytesTheRoomsOverThemLeftStayAndBytesKeptOutAreNotKeptAsi
   EXPECT_FALSE(ok);
 }
 
+TEST_F(DeviceRingTest, AWithdrawnRoomLeavesWhatItTookOverAndGoesBackWhenNewest) {
+  const auto [first, second, third] = fill_then_keep_first(1024);
+  ring.withdraw(third.ticket);  // its call outgrew the ring: nothing copied there
+  bool ok = false;
+  EXPECT_EQ(fetch(first.ticket, 2048, ok), std::vector<std::byte>(2048, std::byte{1}));
+  EXPECT_TRUE(ok);
+  fetch(third.ticket, 1024, ok);
+  EXPECT_FALSE(ok);
+  EXPECT_FALSE(ring.settle(third.ticket, statistics_kernel::kCopiedAll));  // its launch's answer changes nothing
+  // The next room begins where the withdrawn one did; a withdrawn room with a newer one after it
+  // keeps its place.
+  const auto fourth = room(512, 8), fifth = room(512, 8);
+  ASSERT_TRUE(fourth && fifth);
+  EXPECT_EQ(fourth->device_address, third.device_address);
+  ring.withdraw(fourth->ticket);
+  const auto sixth = room(512, 9);
+  ASSERT_TRUE(sixth);
+  EXPECT_EQ(sixth->device_address, fifth->device_address + 512);
+  fetch(first.ticket, 2048, ok);
+  EXPECT_FALSE(ok);  // the fifth and sixth may copy over it: not known yet
+  ring.settle(fifth->ticket, statistics_kernel::kCopiedNone);
+  ring.settle(sixth->ticket, statistics_kernel::kCopiedNone);
+  EXPECT_EQ(fetch(first.ticket, 2048, ok), std::vector<std::byte>(2048, std::byte{1}));
+  EXPECT_TRUE(ok);
+  EXPECT_TRUE(put(1024, 10, 5));  // a room that copies over the rest of it: gone
+  fetch(first.ticket, 2048, ok);
+  EXPECT_FALSE(ok);
+}
+
 void widen_bytes(std::byte* dst, const std::byte* src, std::size_t count) noexcept {
   for (std::size_t i = 0; i < count; ++i) dst[2 * i] = dst[2 * i + 1] = src[i];
 }

@@ -963,6 +963,53 @@ def test_a_culprit_keeps_its_bytes_in_a_device_ring_that_came_round_to_them(tmp_
         assert costs["synchronizations"] <= lag + 1
 
 
+# Calls of two 16 KiB tensors, a 256 KiB ring's window of them; then a call whose bfloat16 tensors,
+# 66 KiB each on the device, take 133 KiB each on the host (widened), more than the ring together;
+# then the culprit.
+OUTGROWN_RING_PROGRAM = """
+import torch
+torch.manual_seed(0)
+big = torch.rand(34000, dtype=torch.bfloat16)
+x = torch.rand(64, 64)
+for step in range(12):
+    x = torch.tanh(x * 1.01 + 0.01)
+doubled = big * 2
+y = torch.log(x - 5)
+print(float(x.sum()), float(doubled.sum()))
+"""
+TOO_LARGE = "larger than the OPHOOK_RING_BYTES ring"
+
+
+def test_a_call_larger_than_the_ring_leaves_the_device_ring_to_the_calls_it_holds(tmp_path):
+    """The writer's ring holds no call whose arrays take more than OPHOOK_RING_BYTES on the host,
+    and the device's part of the ring must not spend its memory on one either: the call's tensor
+    copies not yet launched are withdrawn (its input's here, 200 launches behind), so the calls
+    before it that the writer holds keep their bytes. Their files are the CPU run's, byte for byte
+    (before, they lost theirs: the call's 133 KiB on the device overwrote them)."""
+    runs = {}
+    for copy in ("auto", "fake-device"):
+        (tmp_path / copy).mkdir()
+        proc = run_script(tmp_path / copy, OUTGROWN_RING_PROGRAM, levels="torch_function", nan="warn", mode="dump",
+                          tensor_copy=copy, ring_bytes=256 << 10, env={"OPHOOK_TEST_FAKE_DEVICE_LAG": "200"})
+        runs[copy] = (proc.stdout, tmp_path / copy / "out")
+    (plain, host), (out, device) = runs.values()
+    assert out == plain
+    records = {r["seq"]: r for r in trace(device)}
+    large = next(seq for seq, r in records.items() if r["op"] == "torch.Tensor.mul" and
+                 arrays(r, "args")[0]["dtype"] == "bfloat16")
+    for run in (host, device):
+        large_arrays = [v for r in trace(run) if r["seq"] == large for v in arrays(r, "args") + arrays(r, "outputs")]
+        assert [v["reason"] for v in large_arrays] == [TOO_LARGE, TOO_LARGE]
+    files = sorted(p.name for p in device.glob("op_*.npy"))
+    assert files == sorted(p.name for p in host.glob("op_*.npy"))
+    assert sum(int(name[-10:-4]) < large for name in files) >= 4  # calls before it, not only the culprit's
+    assert all((device / name).read_bytes() == (host / name).read_bytes() for name in files)
+    lost = [v for r in records.values() for v in arrays(r, "args") + arrays(r, "outputs")
+            if DEVICE_LOST in (v.get("reason") or "")]
+    assert not lost
+    assert summary(device)["notes"]["device_statistics"]["ring_copies_withdrawn"] == 1
+
+
 NO_ROOM = "larger than the OPHOOK_RING_BYTES ring's room on its device: statistics only"
 
 

@@ -143,6 +143,29 @@ bool make_staging_room(ValueCapture& capture, const DLTensor& view, bool fake, s
   return device_statistics::wait_for_staging(view, fake, bytes, [&] { return recorder.bytes_queued() > 0; });
 }
 
+/// Whether a tensor whose bytes take `saved_nbytes` on the host once fetched leaves its call within
+/// OPHOOK_RING_BYTES. The writer does not hold a call that takes more than the ring
+/// (ArrayRing::too_large, as with CPU arrays), and its tensors' bytes would only push those of the
+/// calls it holds out of the device's ring. So when the call outgrows the ring, the copies of its
+/// earlier tensors not yet sent to the device are withdrawn and its later tensors copied nowhere.
+/// Each counts in the record as the host will hold it (HeldOnDevice's saved_bytes, its source set
+/// once the result is in): the writer finds the call too large as it would a CPU one, by the
+/// record's footprint, which is asked for only once the call's bytes pass half the ring (it walks
+/// every array, and a foreach call has hundreds).
+bool fits_ring(ValueCapture& capture, core::ArrayCapture& out, std::size_t saved_nbytes) {
+  out.on_device.saved_bytes = saved_nbytes;
+  if (capture.outgrew_ring()) return false;
+  const auto ring_bytes = capture.recorder().config().ring_bytes;
+  // `out` joins the record once captured: its bytes are not in the footprint yet.
+  if (capture.claim_ring_bytes(saved_nbytes) <= ring_bytes / 2 ||
+      capture.record().footprint() + saved_nbytes <= ring_bytes) {
+    return true;
+  }
+  capture.note_outgrew_ring();
+  device_readback::withdraw_ring_copies(capture.record());
+  return false;
+}
+
 /// Why a tensor the device's part of OPHOOK_RING_BYTES' ring had no room for has statistics and
 /// no file (statistics_engine.cpp, take_slot).
 constexpr const char* kNoRoomInDeviceRing = "larger than the OPHOOK_RING_BYTES ring's room on its device: statistics only";
@@ -169,7 +192,8 @@ bool queue_on_device(ValueCapture& capture, PyObject* tensor, const TorchDtype& 
   // ring's bytes on the device stay put.
   const bool files = config.mode == core::Mode::Dump && capture.recorder().op(capture.record().op_id).dumped;
   const bool ring = core::uses_ring(config) && !capture.recorder().ring_trigger_pending();
-  const To to = !files ? To::Nowhere : ring ? To::Ring : To::Host;
+  const bool outgrew_ring = files && ring && !fits_ring(capture, out, read.count * dtype.saved_item_size);
+  const To to = !files || outgrew_ring ? To::Nowhere : ring ? To::Ring : To::Host;
   device_statistics::CopyRequest copy{to, config.ring_bytes, dtype.widen, capture.check_only()};
   const auto& op = capture.recorder().op(capture.record().op_id);
   if (ring && config.nan != core::NanPolicy::Off && !op.uninitialized_output &&

@@ -356,6 +356,13 @@ void expect(core::CallRecord& record, std::uint32_t index, Readback readback) {
   account(entries.back());
 }
 
+void withdraw_ring_copies(const core::CallRecord& record) {
+  const auto& entries = entries_of(record);
+  for (auto it = entries.rbegin(); it != entries.rend(); ++it) {  // newest first: their rooms go back
+    if (it->readback.slot.ring_ticket != 0) device_statistics::withdraw_ring_copy(it->readback.slot);
+  }
+}
+
 void launch_queued() { device_statistics::launch_queued(); }
 
 bool awaited(const core::CallRecord& record) noexcept { return expected.contains(&record); }
@@ -427,6 +434,7 @@ void note_kernel_costs() {
   if (costs.ring_bytes > 0) {
     note["ring_bytes_on_device"] = costs.ring_bytes;
     note["ring_copies_skipped"] = costs.ring_copies_skipped;
+    note["ring_copies_withdrawn"] = costs.ring_copies_withdrawn;
   }
   if (!costs.unavailable.empty()) note["unavailable"] = costs.unavailable;
   recorder->add_note("device_statistics", std::move(note));

@@ -40,6 +40,10 @@ struct Readback {
 /// Array `index` of `record` (being built) waits for `readback`.
 void expect(core::CallRecord& record, std::uint32_t index, Readback readback);
 
+/// The copies into a device's ring of `record`'s arrays (being captured) whose launch has not been
+/// sent are not made (device_statistics::withdraw_ring_copy): its call outgrew OPHOOK_RING_BYTES.
+void withdraw_ring_copies(const core::CallRecord& record);
+
 /// Whether arrays of `record` wait for a read-back. A few loads when none does.
 bool awaited(const core::CallRecord& record) noexcept;
 

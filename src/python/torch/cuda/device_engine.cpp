@@ -150,6 +150,19 @@ void DeviceEngine::add(k::TensorJob job, void* stream) {
   }
 }
 
+void DeviceEngine::withdraw_ring_copy(std::uint32_t index) {
+  auto& slot = slots_[index];
+  if (slot.ring_ticket == 0 || slot.launch != next_launch_ || slot.readers > 1) return;
+  for (std::uint32_t j = 0; j < params_.jobs; ++j) {
+    auto& job = params_.job[j];
+    if (job.slot != index || !(job.flags & k::kRingCopy)) continue;
+    job.flags &= ~k::kRingCopy;
+    job.copy_to = 0;
+    rings_[slot.check_ring ? 1 : 0]->withdraw(slot.ring_ticket);
+    ++engine_costs.ring_copies_withdrawn;
+  }
+}
+
 void DeviceEngine::launch() {
   if (params_.jobs == 0) return;
   Launch entry;

@@ -63,6 +63,12 @@ class DeviceEngine {
   /// Adds `job` (its slot taken) to the launch being assembled on `stream`.
   void add(k::TensorJob job, void* stream);
 
+  /// The copy into the ring that slot `index`'s job was given is not made after all (its call
+  /// turned out larger than OPHOOK_RING_BYTES: the writer will not hold it), so that the bytes
+  /// its room took over stay for the calls the writer holds: only while its launch is being
+  /// assembled and no other read shares the slot. Its ring entry is settled as copied nothing.
+  void withdraw_ring_copy(std::uint32_t index);
+
   /// The device's ring for the recorded calls, or (`check_part`) for the calls no level records.
   DeviceRing* ring(bool check_part) { return rings_[check_part ? 1 : 0]; }
 

@@ -32,6 +32,7 @@ std::optional<DeviceRing::Place> DeviceRing::take(std::uint64_t raw_bytes, std::
     if (may_overwrite(entries_[i].launch) == Overwrite::Never) return std::nullopt;
   }
   Entry entry{next_ticket_, begin, n, raw_bytes, count, launch, widen};
+  entry.head_before = head_;
   for (std::size_t i = 0; i < victims; ++i) {
     const Entry& victim = entries_[i];
     const bool has_bytes = !victim.settled || victim.copied == statistics_kernel::kCopiedAll;
@@ -75,6 +76,18 @@ bool DeviceRing::left_uncopied(const Entry& kept) const {
 
 bool DeviceRing::settle(std::uint64_t ticket, statistics_kernel::RingCopy copied) {
   const std::lock_guard lock(mutex_);
+  return settle_locked(ticket, copied);
+}
+
+void DeviceRing::withdraw(std::uint64_t ticket) {
+  const std::lock_guard lock(mutex_);
+  settle_locked(ticket, statistics_kernel::kCopiedNone);  // what its room took over stays under it
+  if (entries_.empty() || entries_.back().ticket != ticket) return;
+  head_ = entries_.back().head_before;
+  entries_.pop_back();
+}
+
+bool DeviceRing::settle_locked(std::uint64_t ticket, statistics_kernel::RingCopy copied) {
   Entry* entry = find(ticket);
   if (entry == nullptr || entry->settled) return false;
   entry->settled = true, entry->copied = copied;

@@ -55,6 +55,11 @@ class DeviceRing final : public core::DeviceHeldBytes {
   /// the entries kept aside that it copied over are gone. False when it was settled already.
   bool settle(std::uint64_t ticket, statistics_kernel::RingCopy copied);
 
+  /// Entry `ticket`'s bytes are not copied after all (its call outgrew OPHOOK_RING_BYTES): settled
+  /// as copied nothing, its room given back when it is the newest, so that the next room begins
+  /// where it began.
+  void withdraw(std::uint64_t ticket);
+
   /// The entries kept aside that rooms copied over go (those at the front of the list).
   void forget_overwritten();
 
@@ -67,6 +72,7 @@ class DeviceRing final : public core::DeviceHeldBytes {
     bool settled = false;
     statistics_kernel::RingCopy copied = statistics_kernel::kCopiedAll;  // once settled
     std::uint64_t first_kept = 0, last_kept = 0;  // the tickets of the entries its room kept aside
+    std::uint64_t head_before = 0;  // where the head was before its room
     bool gone = false;  // kept aside, then overwritten by a room that copied: left for forget_overwritten
     bool under_uncopied = false;  // kept aside under a room that copied nothing (counted in survivors_)
     bool overlaps(const Entry& other) const { return begin < other.begin + other.bytes && other.begin < begin + bytes; }
@@ -76,6 +82,9 @@ class DeviceRing final : public core::DeviceHeldBytes {
 
   /// The entry `ticket` (in entries_ or kept_), null when it is gone.
   Entry* find(std::uint64_t ticket);
+
+  /// settle(), the lock held.
+  bool settle_locked(std::uint64_t ticket, statistics_kernel::RingCopy copied);
 
   /// Marks an entry of kept_ overwritten.
   void mark_gone(Entry& kept);

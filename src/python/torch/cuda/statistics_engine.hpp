@@ -82,6 +82,10 @@ bool wait_for_staging(const DLTensor& view, bool fake, std::uint64_t bytes, cons
 /// The ring that holds the bytes of `slot` (queued with a ring ticket): for the record's array.
 core::DeviceHeldBytes* ring_of(Slot slot);
 
+/// `slot`'s bytes are not copied into its device's ring after all, where its launch has not been
+/// sent yet (DeviceEngine::withdraw_ring_copy): its call is larger than OPHOOK_RING_BYTES.
+void withdraw_ring_copy(Slot slot);
+
 /// The first NaN's culprit is judged and its trigger is about to write the ring: what each
 /// device's ring kept is settled first (DeviceEngine::settle_ring).
 void settle_ring();
@@ -127,6 +131,7 @@ struct Costs {
   std::uint64_t synchronizations = 0, wait_ns = 0, launch_failures = 0;
   std::uint64_t ring_bytes = 0;  // device memory held for OPHOOK_RING_BYTES' ring
   std::uint64_t ring_copies_skipped = 0;  // tensors the ring's gate kept out of it (or half out)
+  std::uint64_t ring_copies_withdrawn = 0;  // tensors of calls larger than the ring, not copied into it
   std::uint64_t launches_held_most = 0;  // launches whose results were not all taken, at most at once
   std::uint64_t copies_unchanged = 0, bytes_unchanged = 0;  // `dump`: tensors not sent to the host again
   std::uint64_t reads_shared = 0;  // tensors answered by another read of the same elements in their launch
