@@ -88,6 +88,8 @@ class BehindBackend final : public Backend {
   void recycle(Event /*event*/) override {}
   bool capturing(void* /*stream*/) override { return false; }
   int dlpack_device_type() const override { return 2; }
+  /// Slot `slot`'s result, as its launch would write it.
+  k::Result& result(std::uint32_t slot) { return results_[slot]; }
   int waits = 0, events = 0, questions = 0;
   k::LaunchParams last_params;
   bool fail_waits = false;  // a launch waited for fails on the device: its stamps never land
@@ -243,6 +245,45 @@ TEST_F(DeviceEngineTest, ARingCopyWithdrawnBeforeItsLaunchIsNotMade) {
   engine->launch();
   engine->withdraw_ring_copy(launched.index);  // too late: the device may be copying it
   EXPECT_EQ(engine_costs.ring_copies_withdrawn, before + 1);
+}
+
+TEST_F(DeviceEngineTest, AnInputReadInTheLaunchBeforeSharesItsRoomInTheRingWhileItsBytesAreAlike) {
+  CopyRequest output, input;
+  output.to = input.to = CopyRequest::To::Ring;
+  output.ring_bytes = input.ring_bytes = std::uint64_t{1} << 20;
+  input.may_share = true;
+  const Slot made = queue(tensor(1024), &stream_a, output);  // a call's output
+  engine->launch();
+  const Slot read = queue(tensor(1024), &stream_a, input);  // the next call's input: the same bytes
+  const Slot other = queue(tensor(1024, 1 << 20), &stream_a, input);  // elsewhere: a room of its own
+  engine->launch();
+  EXPECT_EQ(read.ring_ticket, made.ring_ticket);
+  EXPECT_NE(other.ring_ticket, made.ring_ticket);
+  const auto& sent = backend->last_params;
+  EXPECT_FALSE(sent.job[0].flags & k::kRingCopy);
+  EXPECT_EQ(sent.job[0].copy_to, 0U);
+  EXPECT_TRUE(sent.job[1].flags & k::kRingCopy);
+  queue(tensor(1024, 1 << 21), &stream_a, output);
+  engine->launch();
+  const Slot after = queue(tensor(1024), &stream_a, input);  // two launches after it: a room of its own
+  engine->launch();
+  EXPECT_NE(after.ring_ticket, made.ring_ticket);
+  EXPECT_NE(after.ring_ticket, read.ring_ticket);
+  const Slot elsewhere = queue(tensor(1024), &stream_b, input);  // another stream: not ordered after it
+  engine->launch();
+  EXPECT_NE(elsewhere.ring_ticket, after.ring_ticket);
+  backend->catch_up();
+  backend->result(made.index).position = 7, backend->result(read.index).position = 7;
+  EXPECT_TRUE(engine->holds_its_ring_bytes(read.index));
+  backend->result(read.index).position = 8;  // written in between by no recorded call
+  const auto changed = engine_costs.ring_shares_changed;
+  EXPECT_FALSE(engine->holds_its_ring_bytes(read.index));
+  EXPECT_EQ(engine_costs.ring_shares_changed, changed + 1);
+  EXPECT_TRUE(engine->holds_its_ring_bytes(made.index));  // its own copy
+  engine->take(made.index, {});  // the earlier result stays for the later read's comparison
+  EXPECT_FALSE(engine->holds_its_ring_bytes(read.index));
+  backend->result(read.index).position = 7;
+  EXPECT_TRUE(engine->holds_its_ring_bytes(read.index));
 }
 
 TEST_F(DeviceEngineTest, TheRingsBytesOfJudgedCallsGoWithoutWaiting) {

@@ -1010,6 +1010,46 @@ def test_a_call_larger_than_the_ring_leaves_the_device_ring_to_the_calls_it_hold
     assert summary(device)["notes"]["device_statistics"]["ring_copies_withdrawn"] == 1
 
 
+# Each call's input is the call before's output; one is written in between by no recorded call.
+SHARED_ROOM_PROGRAM = """
+import ctypes, torch
+torch.manual_seed(0)
+x = torch.rand(64, 64)
+y = x * 2
+ctypes.memset(y.data_ptr(), 0, y.numel() * 4)  # written by no call ophook records
+z = y + 1
+w = z * 3
+v = torch.log(w - 5)
+print(float(y.sum()), float(w.sum()))
+"""
+SHARE_CHANGED = "changed on its device, by no recorded call, since the read whose copy in the OPHOOK_RING_BYTES ring it shares"
+
+
+def test_an_input_the_call_before_wrote_shares_its_copy_in_the_device_ring_unless_it_changed(tmp_path):
+    """A call's input read just before as the call before's output is not copied into the device's
+    ring again: it shares that copy, and its files are the CPU run's, byte for byte. Where the bytes
+    changed in between by no recorded call (ctypes here; on a GPU, another library's kernel), the
+    two reads' fingerprints differ: that input gets no file and says why, never the earlier bytes."""
+    runs = {}
+    for copy in ("auto", "fake-device"):
+        (tmp_path / copy).mkdir()
+        proc = run_script(tmp_path / copy, SHARED_ROOM_PROGRAM, levels="torch_function", nan="warn", tensor_copy=copy)
+        runs[copy] = (proc, tmp_path / copy / "out")
+    (plain, host), (proc, device) = runs.values()
+    assert proc.stdout == plain.stdout
+    assert "changed on its device since the call before read it" in proc.stderr
+    records = {r["op"] + str(r["seq"]): r for r in trace(device)}
+    changed = arrays(records["torch.Tensor.add2"], "args")[0]
+    assert changed["file"] is None and changed["reason"].startswith(SHARE_CHANGED)
+    assert changed["stats"]["max"] == 0  # its statistics are its own read's
+    files = sorted(p.name for p in device.glob("op_*.npy"))
+    assert files == sorted(p.name for p in host.glob("op_*.npy") if p.name != "op_torch.Tensor.add_input1_000002.npy")
+    assert "op_torch.Tensor.mul_input1_000003.npy" in files  # the share found unchanged
+    assert all((device / name).read_bytes() == (host / name).read_bytes() for name in files)
+    costs = summary(device)["notes"]["device_statistics"]
+    assert costs["ring_shares_changed"] == 1 and costs["ring_copies_shared"] >= 3
+
+
 NO_ROOM = "larger than the OPHOOK_RING_BYTES ring's room on its device: statistics only"
 
 

@@ -195,6 +195,7 @@ bool queue_on_device(ValueCapture& capture, PyObject* tensor, const TorchDtype& 
   const bool outgrew_ring = files && ring && !fits_ring(capture, out, read.count * dtype.saved_item_size);
   const To to = !files || outgrew_ring ? To::Nowhere : ring ? To::Ring : To::Host;
   device_statistics::CopyRequest copy{to, config.ring_bytes, dtype.widen, capture.check_only()};
+  copy.may_share = !capture.in_outputs();
   const auto& op = capture.recorder().op(capture.record().op_id);
   if (ring && config.nan != core::NanPolicy::Off && !op.uninitialized_output &&
       !capture.recorder().nonfinite_reported()) {

@@ -13,6 +13,7 @@
 
 #include "call_recording.hpp"
 #include "ophook/copy_memo.hpp"
+#include "ophook/log.hpp"
 #include "ophook/stats.hpp"
 #include "ophook/strided_copy.hpp"
 #include "program_pause.hpp"
@@ -34,6 +35,11 @@ constexpr std::size_t kHeldSnapshotBytes = std::size_t{16} << 20;
 // Records waiting for the statistics kernel alone complete as its results arrive; this many are
 // held at most (a GPU far behind the program), then the oldest are waited for.
 constexpr std::size_t kHeldKernelRecords = 1024;
+
+/// Why a tensor that shared the ring's copy of an earlier read has no bytes (note_ring_share_changed).
+constexpr const char* kRingShareChanged =
+    "changed on its device, by no recorded call, since the read whose copy in the OPHOOK_RING_BYTES ring it shares: "
+    "no bytes kept";
 
 /// An array waiting for its read-back.
 struct Expected {
@@ -193,10 +199,24 @@ void fill_from_kernel(const Expected& entry, const statistics_kernel::Result& re
 /// device found them unchanged and sent nothing, the copy it compared them with — from which the
 /// writer computes the statistics as for any array; and the kernel's statistics, which with bytes
 /// only OPHOOK_NAN's check reads (so only when it checks).
+/// A tensor that shared the ring's copy of the read before it at its place (the call before's
+/// output) found other bytes there: something no recorded call wrote them in between (a kernel of
+/// another library, a write through DLPack). The copy is not its bytes, so it has none: said once.
+void note_ring_share_changed(core::Recorder& recorder, const core::CallRecord& record, core::ArrayCapture& array) {
+  array.no_data_reason_id = recorder.intern(kRingShareChanged);
+  if (device_statistics::costs().ring_shares_changed == 1) {
+    core::log_warn("a tensor of {} (seq {}) changed on its device since the call before read it, by no call ophook "
+                   "records: the OPHOOK_RING_BYTES ring has no bytes for it (its array says why; "
+                   "notes.device_statistics.ring_shares_changed counts them)",
+                   recorder.op(record.op_id).name, record.seq);
+  }
+}
+
 void fill_from_kernel(const Expected& entry) {
   auto& array = entry.record->arrays[entry.index];
   const auto& r = entry.readback;
   bool copied = r.count == 0;
+  const bool ring_bytes_its_own = r.slot.ring_ticket == 0 || device_statistics::holds_its_ring_bytes(r.slot);
   const auto result = device_statistics::take(
       r.slot, [&](const std::shared_ptr<const core::SharedCopy>& staged, const statistics_kernel::Result& result) {
         if (!r.lent() && !array.data) return;
@@ -228,8 +248,10 @@ void fill_from_kernel(const Expected& entry) {
   }
   if (r.bytes) {
     array.captured = true;
-  } else if (r.slot.ring_ticket != 0) {
+  } else if (ring_bytes_its_own && r.slot.ring_ticket != 0) {
     array.on_device = {device_statistics::ring_of(r.slot), r.slot.ring_ticket, r.saved_nbytes};
+  } else if (r.slot.ring_ticket != 0 && recorder != nullptr) {
+    note_ring_share_changed(*recorder, *entry.record, array);
   }
   if (recorder != nullptr) recorder->count_tensor_copied_by_torch();
 }
@@ -435,6 +457,9 @@ void note_kernel_costs() {
     note["ring_bytes_on_device"] = costs.ring_bytes;
     note["ring_copies_skipped"] = costs.ring_copies_skipped;
     note["ring_copies_withdrawn"] = costs.ring_copies_withdrawn;
+    note["ring_bytes_copied"] = costs.ring_bytes_copied;
+    note["ring_copies_shared"] = costs.ring_copies_shared;
+    note["ring_shares_changed"] = costs.ring_shares_changed;
   }
   if (!costs.unavailable.empty()) note["unavailable"] = costs.unavailable;
   recorder->add_note("device_statistics", std::move(note));

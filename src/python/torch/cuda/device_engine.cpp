@@ -43,8 +43,14 @@ bool DeviceEngine::take_slot(k::TensorJob& job, const CopyRequest& copy, void* s
   if (free_.empty()) return false;
   job.flags |= copy.judged;
   const std::uint64_t bytes = copy.to == CopyRequest::To::Nowhere ? 0 : job.count * k::item_size(job.kind);
+  std::uint32_t shares = kNone;
   if (copy.to == CopyRequest::To::Ring && bytes > 0) {
-    if (DeviceRing* ring = ring_for(copy.ring_bytes, copy.check_only)) {
+    if (DeviceRing* ring = ring_for(copy.ring_bytes, copy.check_only);
+        ring != nullptr && (shares = ring_read_to_share(job, copy, stream)) != kNone) {
+      slot.ring_ticket = slots_[shares].ring_ticket;
+      ++slots_[shares].followers;
+      ++engine_costs.ring_copies_shared;
+    } else if (ring != nullptr) {
       ring->forget_overwritten();
       const auto place = ring->take(bytes, job.count, copy.widen, next_launch_,
                                     [&](std::uint64_t launch) { return may_overwrite(launch, stream); });
@@ -78,8 +84,32 @@ bool DeviceEngine::take_slot(k::TensorJob& job, const CopyRequest& copy, void* s
   taken = {SlotState::Used, next_launch_, std::move(staged.copy), staged_bytes,
            (job.flags & k::kCopyIfChanged) ? job : k::TensorJob{}, job.data, stream};
   taken.to = copy.to, taken.check_ring = copy.check_only;
-  taken.ring_ticket = slot.ring_ticket, taken.ring_refused = slot.ring_refused;
+  taken.ring_ticket = slot.ring_ticket, taken.ring_refused = slot.ring_refused, taken.ring_follows = shares;
+  taken.kind = job.kind, taken.count = job.count;
+  if ((job.flags & k::kRingCopy) && (job.flags & k::kContiguous)) latest_at_[job.data] = job.slot;
   return true;
+}
+
+std::uint32_t DeviceEngine::ring_read_to_share(const k::TensorJob& job, const CopyRequest& copy, void* stream) const {
+  if (!copy.may_share || !(job.flags & k::kContiguous)) return kNone;
+  const auto at = latest_at_.find(job.data);
+  if (at == latest_at_.end()) return kNone;
+  const auto& earlier = slots_[at->second];
+  const bool shares = earlier.state == SlotState::Used && earlier.to == CopyRequest::To::Ring &&
+                      earlier.ring_ticket != 0 && earlier.ring_follows == kNone && earlier.check_ring == copy.check_only &&
+                      earlier.stream == stream && earlier.launch + 1 == next_launch_ && earlier.kind == job.kind &&
+                      earlier.count == job.count;
+  return shares ? at->second : kNone;
+}
+
+bool DeviceEngine::holds_its_ring_bytes(std::uint32_t index) {
+  const auto& slot = slots_[index];
+  if (slot.ring_follows == kNone || slot.launch_failed) return true;  // a failed launch has no result at all
+  const auto* results = backend_->results();
+  const auto &now = results[index], &then = results[slot.ring_follows];
+  const bool alike = !slots_[slot.ring_follows].launch_failed && now.position == then.position && now.by_value == then.by_value;
+  if (!alike) ++engine_costs.ring_shares_changed;
+  return alike;
 }
 
 bool DeviceEngine::share(const k::TensorJob& job, const CopyRequest& copy, Slot& slot) {
@@ -158,6 +188,7 @@ void DeviceEngine::withdraw_ring_copy(std::uint32_t index) {
     if (job.slot != index || !(job.flags & k::kRingCopy)) continue;
     job.flags &= ~k::kRingCopy;
     job.copy_to = 0;
+    if (const auto at = latest_at_.find(job.data); at != latest_at_.end() && at->second == index) latest_at_.erase(at);
     rings_[slot.check_ring ? 1 : 0]->withdraw(slot.ring_ticket);
     ++engine_costs.ring_copies_withdrawn;
   }
@@ -199,7 +230,9 @@ void DeviceEngine::launch() {
     engine_costs.kernels_launched += copies_.jobs > 0 ? 2 : 1;
     engine_costs.tensors_read += params_.jobs;
     for (std::uint32_t j = 0; j < params_.jobs; ++j) {
-      engine_costs.bytes_read += params_.job[j].count * k::item_size(params_.job[j].kind);
+      const auto bytes = params_.job[j].count * k::item_size(params_.job[j].kind);
+      engine_costs.bytes_read += bytes;
+      if (params_.job[j].flags & k::kRingCopy) engine_costs.ring_bytes_copied += bytes;
     }
   }
   ++next_launch_;
@@ -299,7 +332,7 @@ DeviceRing::Overwrite DeviceEngine::may_overwrite(std::uint64_t launch, void* st
 
 void DeviceEngine::settle_ring_copy(std::uint32_t index) {
   const auto& slot = slots_[index];
-  if (slot.ring_ticket == 0) return;
+  if (slot.ring_ticket == 0 || slot.ring_follows != kNone) return;  // a shared room is settled by its own read
   const auto copied = slot.launch_failed ? k::kCopiedPart : static_cast<k::RingCopy>(backend_->ring_copies()[index]);
   if (rings_[slot.check_ring ? 1 : 0]->settle(slot.ring_ticket, copied) && copied != k::kCopiedAll) {
     ++engine_costs.ring_copies_skipped;
@@ -403,11 +436,11 @@ void DeviceEngine::release(std::uint32_t index) {
 void DeviceEngine::free_when_unfollowed(std::uint32_t index) {
   auto& slot = slots_[index];
   if (slot.state != SlotState::Released || slot.followers > 0) return;
-  const bool followed = (slot.copy_if_changed.flags & k::kHeldInSlot) != 0;
-  const std::uint32_t earlier = slot.copy_if_changed.held_slot;
+  const std::uint32_t earlier =
+      (slot.copy_if_changed.flags & k::kHeldInSlot) != 0 ? slot.copy_if_changed.held_slot : slot.ring_follows;
   slot = SlotEntry{};
   free_.push_back(index);
-  if (followed && --slots_[earlier].followers == 0) free_when_unfollowed(earlier);
+  if (earlier != kNone && --slots_[earlier].followers == 0) free_when_unfollowed(earlier);
 }
 
 void DeviceEngine::sweep_abandoned() {

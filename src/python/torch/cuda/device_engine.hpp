@@ -44,9 +44,12 @@ class DeviceEngine {
   /// A free result slot for the launch being assembled, with the room `copy` asks for the bytes
   /// (`job.copy_to`: in the device's ring, `slot.ring_ticket` then set; else in the staging
   /// memory); false when all slots or the staging memory are in use (`refused` then says which:
-  /// Elsewhere, StagingFull, where records not yet written hold it, staging()->wait_for_room). A
-  /// tensor the
-  /// device's ring has no room for (larger than half its part, or than what its call leaves there)
+  /// Elsewhere, StagingFull, where records not yet written hold it, staging()->wait_for_room).
+  /// A call's input in C order whose bytes the ring holds already from the read at its address in
+  /// the launch before on the same stream (the output of the call before, read again as this
+  /// call's input: ring_read_to_share), is not copied again: it shares that read's room (ring_follows), and its bytes are
+  /// known to be there only once both results are in and their fingerprints agree
+  /// (holds_its_ring_bytes). A tensor the device's ring has no room for (larger than half its part, or than what its call leaves there)
   /// is not copied at all (`slot.ring_refused`): the ring could not keep it, and sending it to the
   /// host instead would cost the program the bus for bytes no trigger may ever want.
   bool take_slot(k::TensorJob& job, const CopyRequest& copy, void* stream, Slot& slot, Queued& refused);
@@ -62,6 +65,11 @@ class DeviceEngine {
 
   /// Adds `job` (its slot taken) to the launch being assembled on `stream`.
   void add(k::TensorJob job, void* stream);
+
+  /// Whether the ring's room that slot `index`'s ticket names holds the bytes its read found: its
+  /// own copy's, or the earlier read's it shares (ring_follows) where both found the same
+  /// fingerprint. Once its result is in, before it is taken.
+  bool holds_its_ring_bytes(std::uint32_t index);
 
   /// The copy into the ring that slot `index`'s job was given is not made after all (its call
   /// turned out larger than OPHOOK_RING_BYTES: the writer will not hold it), so that the bytes
@@ -99,6 +107,8 @@ class DeviceEngine {
   // compared with it (followers) until the last of them is released.
   enum class SlotState : std::uint8_t { Free, Used, Abandoned, Released };
 
+  static constexpr std::uint32_t kNone = ~0u;  // no slot
+
   /// A result slot: what its job asked for and what keeps it.
   struct SlotEntry {
     SlotState state = SlotState::Free;
@@ -113,6 +123,9 @@ class DeviceEngine {
     CopyRequest::To to = CopyRequest::To::Nowhere;  // with the ring's answer, for share()
     bool check_ring = false;
     std::uint64_t ring_ticket = 0;
+    std::uint32_t ring_follows = kNone;  // the earlier read whose room in the ring it shares
+    std::uint32_t kind = 0;              // its job's, for a later read that would share its room
+    std::uint64_t count = 0;
     bool ring_refused = false;
     bool launch_failed = false;   // its result and bytes never came
   };
@@ -183,6 +196,14 @@ class DeviceEngine {
 
   static constexpr std::uint32_t kHeldByHost = ~0u, kLost = ~1u;
 
+  /// The read at `job`'s address whose room in the ring `job` (a call's input, asked for the same
+  /// part of it, on `stream`) may share: the latest there, if it copied into the ring, of as many
+  /// elements of the same kind in C order, in flight on the same stream (its result lands before
+  /// the job's), in the launch sent just before (the call before's: another tensor at the same
+  /// address since would have been made by no recorded call; the launch being assembled may yet
+  /// withdraw its copies). kNone: none.
+  std::uint32_t ring_read_to_share(const k::TensorJob& job, const CopyRequest& copy, void* stream) const;
+
   /// The slot whose staged bytes are those of slot `index` (whose launch is done): its own where
   /// the device copied them; kHeldByHost where they are those of the copy the host holds for it;
   /// the earlier read's where it found them unchanged since that one (kHeldInSlot), or kHeldByHost
@@ -218,8 +239,9 @@ class DeviceEngine {
   std::uint64_t first_launch_ = 0, next_launch_ = 0;  // ids of launches_.front() and of the one assembled
   k::LaunchParams params_;
   std::uint32_t blocks_ = 0;
-  // The latest read staged at each device address that later reads there may be compared with
-  // (compare_with_earlier), until it is taken.
+  // The latest read at each device address that later reads there may rely on until it is taken:
+  // staged, to be compared with (compare_with_earlier); copied into the ring, to share its room
+  // (ring_read_to_share).
   std::unordered_map<std::uint64_t, std::uint32_t> latest_at_;
   k::LaunchParams copies_;  // the kCopyIfChanged jobs of params_, for the launch right after it
   std::uint32_t copy_blocks_ = 0;

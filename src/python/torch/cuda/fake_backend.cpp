@@ -17,8 +17,9 @@ namespace k = statistics_kernel;
 // For the benchmarks of the host's side of the device path: "1" makes the fake device do none of
 // a GPU's work (no arithmetic, no copies), so that what a run costs beyond `trace` is what a GPU
 // run costs the program's thread. Its results say every element is finite and zero, with a
-// fingerprint unlike any other (every compared read has changed): no NaN is ever found, and the
-// staged bytes, never copied, are not the tensors'.
+// fingerprint unlike any other (every compared read has changed, every input that shares the ring's
+// copy of the read before it is found changed, and the host pays for both): no NaN is ever found,
+// and the staged bytes, never copied, are not the tensors'.
 constexpr const char* kIdleVariable = "OPHOOK_TEST_FAKE_DEVICE_IDLE";
 // For the same benchmarks: how many launches a result trails behind (3 by default), so that the
 // host's side of a GPU far behind the program (a large model's) can be measured too.

@@ -150,6 +150,8 @@ bool wait_for_staging(const DLTensor& view, bool fake, std::uint64_t bytes, cons
 
 core::DeviceHeldBytes* ring_of(Slot slot) { return engines[slot.device]->ring(slot.check_ring); }
 
+bool holds_its_ring_bytes(Slot slot) { return engines[slot.device]->holds_its_ring_bytes(slot.index); }
+
 void withdraw_ring_copy(Slot slot) { engines[slot.device]->withdraw_ring_copy(slot.index); }
 
 void settle_ring() {

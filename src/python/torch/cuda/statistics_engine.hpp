@@ -47,6 +47,8 @@ struct CopyRequest {
   ElementWidener widen = nullptr;  // Ring: how its bytes become the file's when fetched
   bool check_only = false;         // Ring: a call no level records, judged soon and then kept only
                                    // if it is the culprit: its bytes go to the ring's smaller part
+  bool may_share = false;          // Ring: a call's input, whose bytes the ring may hold already from
+                                   // the read before at its place (DeviceEngine::ring_read_to_share)
   // Host, a tensor in C order whose bytes the host may have (core::copy_or_share remembers it):
   // they are copied by a second launch, and only if they changed since the latest read of them
   // still in flight, else since the copy the host holds (`held`: its fingerprint, core::held_copy).
@@ -81,6 +83,11 @@ bool wait_for_staging(const DLTensor& view, bool fake, std::uint64_t bytes, cons
 
 /// The ring that holds the bytes of `slot` (queued with a ring ticket): for the record's array.
 core::DeviceHeldBytes* ring_of(Slot slot);
+
+/// Whether the ring's room `slot`'s ticket names holds the bytes `slot`'s read found (its own
+/// copy, or an earlier read's whose room it shares, found alike: DeviceEngine::holds_its_ring_bytes).
+/// Asked once its result is in, before take(); a shared room that does not is counted in costs().
+bool holds_its_ring_bytes(Slot slot);
 
 /// `slot`'s bytes are not copied into its device's ring after all, where its launch has not been
 /// sent yet (DeviceEngine::withdraw_ring_copy): its call is larger than OPHOOK_RING_BYTES.
@@ -132,6 +139,9 @@ struct Costs {
   std::uint64_t ring_bytes = 0;  // device memory held for OPHOOK_RING_BYTES' ring
   std::uint64_t ring_copies_skipped = 0;  // tensors the ring's gate kept out of it (or half out)
   std::uint64_t ring_copies_withdrawn = 0;  // tensors of calls larger than the ring, not copied into it
+  std::uint64_t ring_bytes_copied = 0;  // into the ring, device to device (the gate may have skipped some)
+  std::uint64_t ring_copies_shared = 0;  // tensors whose bytes the ring held from the read before at their place
+  std::uint64_t ring_shares_changed = 0;  // of those, found changed in between (by no recorded call): no bytes
   std::uint64_t launches_held_most = 0;  // launches whose results were not all taken, at most at once
   std::uint64_t copies_unchanged = 0, bytes_unchanged = 0;  // `dump`: tensors not sent to the host again
   std::uint64_t reads_shared = 0;  // tensors answered by another read of the same elements in their launch
