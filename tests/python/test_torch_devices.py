@@ -1053,23 +1053,34 @@ def test_an_input_the_call_before_wrote_shares_its_copy_in_the_device_ring_unles
 NO_ROOM = "larger than the OPHOOK_RING_BYTES ring's room on its device: statistics only"
 
 
+# RING_PROGRAM with a 128 KiB tensor made each step by a call with no tensor input.
+NO_ROOM_PROGRAM = RING_PROGRAM.replace("    kinds = [", "    wide = torch.rand(128, 128, dtype=torch.float64)\n    kinds = [")
+
+
 def test_tensors_the_device_ring_has_no_room_for_stay_on_the_device(tmp_path):
     """A tensor larger than half the device's part of the ring (128 KiB float64 here, with a
-    192 KiB ring) is neither kept in the ring nor sent to the host: its statistics are the
-    kernel's, its reason says why it has no file, and only results (and the calls after the
-    culprit) crossed to the host; the culprit is still named and the smaller tensors' files
-    written."""
+    192 KiB ring) whose call the ring holds (the call that made it) is neither kept in the ring
+    nor sent to the host: its statistics are the kernel's, its reason says why it has no file, and
+    only results (and the calls after the culprit) crossed to the host; the culprit is still named
+    and the smaller tensors' files written. A call larger than the ring (the 64 KiB float32 input
+    and 128 KiB output of `double` and of the complex `mul`) is held by neither part, as on the CPU."""
     runs = {}
     for mode, settings in (("ring", {"nan": "warn", "mode": "dump", "ring_bytes": 192 << 10}), ("stats", {"mode": "stats"})):
         (tmp_path / mode).mkdir()
-        proc = run_script(tmp_path / mode, RING_PROGRAM, levels="torch_function", tensor_copy="fake-device", **settings)
+        proc = run_script(tmp_path / mode, NO_ROOM_PROGRAM, levels="torch_function", tensor_copy="fake-device", **settings)
         runs[mode] = (proc, tmp_path / mode / "out")
     (ring_proc, ring), (stats_proc, stats) = runs.values()
     assert ring_proc.stdout == stats_proc.stdout and "first NaN/Inf from finite inputs" in ring_proc.stderr
     by_place = {(r["seq"], i): v for r in trace(stats) for i, v in enumerate(arrays(r, "args") + arrays(r, "outputs"))}
-    refused = [(r["seq"], i, v) for r in trace(ring) for i, v in enumerate(arrays(r, "args") + arrays(r, "outputs"))
+    culprit = summary(ring)["first_nonfinite"]["seq"]
+    before = [r for r in trace(ring) if r["seq"] < culprit]  # after it, the writer's pace decides the path
+    refused = [(r["seq"], i, v) for r in before for i, v in enumerate(arrays(r, "args") + arrays(r, "outputs"))
                if v.get("reason") == NO_ROOM]
-    assert refused and all(v["dtype"] in ("complex64", "float64") and v["file"] is None for _, _, v in refused)
+    assert len(refused) == 16 and all(v["dtype"] == "float64" and v["file"] is None for _, _, v in refused)
+    too_large = [r for r in before if r["op"] in ("torch.Tensor.double", "torch.Tensor.mul") and
+                 arrays(r, "outputs")[0]["dtype"] in ("float64", "complex64")]
+    assert len(too_large) == 32
+    assert all(v["reason"] == TOO_LARGE for r in too_large for v in arrays(r, "args") + arrays(r, "outputs"))
     assert all(v["stats"] == by_place[(seq, i)]["stats"] for seq, i, v in refused)  # the kernel's statistics
     assert any(p.name.startswith("op_torch.log_output") for p in ring.glob("op_*.npy"))  # the culprit's file
     facts = summary(ring)

@@ -240,6 +240,7 @@ bool queue_on_device(ValueCapture& capture, PyObject* tensor, const TorchDtype& 
       }
       return true;
     case device_statistics::Queued::Capturing:
+      out.on_device = {};  // not counted as bytes the ring will hold (fits_ring)
       report_unread(capture.record(), out, {"not read while a CUDA graph is being captured: spec only", "", false});
       return true;
     case device_statistics::Queued::Elsewhere:

@@ -46,12 +46,13 @@ class DeviceEngine {
   /// memory); false when all slots or the staging memory are in use (`refused` then says which:
   /// Elsewhere, StagingFull, where records not yet written hold it, staging()->wait_for_room).
   /// A call's input in C order whose bytes the ring holds already from the read at its address in
-  /// the launch before on the same stream (the output of the call before, read again as this
-  /// call's input: ring_read_to_share), is not copied again: it shares that read's room (ring_follows), and its bytes are
-  /// known to be there only once both results are in and their fingerprints agree
-  /// (holds_its_ring_bytes). A tensor the device's ring has no room for (larger than half its part, or than what its call leaves there)
-  /// is not copied at all (`slot.ring_refused`): the ring could not keep it, and sending it to the
-  /// host instead would cost the program the bus for bytes no trigger may ever want.
+  /// the launch before on the same stream (the call before's output, read again as this call's
+  /// input: ring_read_to_share) is not copied again: it shares that read's room (ring_follows),
+  /// and its bytes are known to be there only once both results are in and their fingerprints
+  /// agree (holds_its_ring_bytes). A tensor the device's ring has no room for (larger than half
+  /// its part, or than what its call leaves there) is not copied at all (`slot.ring_refused`): the
+  /// ring could not keep it, and sending it to the host instead would cost the program the bus
+  /// for bytes no trigger may ever want.
   bool take_slot(k::TensorJob& job, const CopyRequest& copy, void* stream, Slot& slot, Queued& refused);
 
   /// The slot of a job of the launch being assembled that reads the very elements `job`
