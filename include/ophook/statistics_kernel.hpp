@@ -399,18 +399,20 @@ OPHOOK_KERNEL_FN Partial summarise(const TensorJob& job, u64 first, u64 stride) 
 /// The whole job on one thread: the fake device's kernel, and the tests' reference.
 OPHOOK_KERNEL_FN Result summarise_job(const TensorJob& job) { return summarise(job, 0, 1); }
 
+/// Whether two reads' results have the same fingerprint: taken for the same bytes. Equal
+/// fingerprints of unequal bytes would need two 64-bit sums equal by chance, which `ophook
+/// compare` already takes for equal bytes.
+OPHOOK_KERNEL_FN bool same_fingerprint(const Result& a, const Result& b) {
+  return a.position == b.position && a.by_value == b.by_value;
+}
+
 /// Whether the bytes the result of a kCopyIfChanged `job` summarises (`results`: every slot's)
 /// are those the host holds or will hold a copy of: the same fingerprint as the held copy's, or
 /// as the earlier read's in results[held_slot] (kHeldInSlot). The device skips the copy on it, and
-/// the host gives the record that copy on it. Equal fingerprints of unequal bytes would give the
-/// record the other bytes: two 64-bit sums equal by chance, which `ophook compare` already takes
-/// for equal bytes.
+/// the host gives the record that copy on it (same_fingerprint).
 OPHOOK_KERNEL_FN bool unchanged(const TensorJob& job, const Result* results) {
   const Result& now = results[job.slot];
-  if (job.flags & kHeldInSlot) {
-    const Result& then = results[job.held_slot];
-    return now.position == then.position && now.by_value == then.by_value;
-  }
+  if (job.flags & kHeldInSlot) return same_fingerprint(now, results[job.held_slot]);
   return now.position == job.held_position && now.by_value == job.held_by_value;
 }
 

@@ -106,8 +106,7 @@ bool DeviceEngine::holds_its_ring_bytes(std::uint32_t index) {
   const auto& slot = slots_[index];
   if (slot.ring_follows == kNone || slot.launch_failed) return true;  // a failed launch has no result at all
   const auto* results = backend_->results();
-  const auto &now = results[index], &then = results[slot.ring_follows];
-  const bool alike = !slots_[slot.ring_follows].launch_failed && now.position == then.position && now.by_value == then.by_value;
+  const bool alike = !slots_[slot.ring_follows].launch_failed && k::same_fingerprint(results[index], results[slot.ring_follows]);
   if (!alike) ++engine_costs.ring_shares_changed;
   return alike;
 }
