@@ -3,9 +3,9 @@
 #include <exception>
 #include <string>
 
-#include "ophook/config.hpp"
+#include "ophook/config/config.hpp"
 #include "ophook/log.hpp"
-#include "ophook/recorder.hpp"
+#include "ophook/process/recorder.hpp"
 
 namespace ophook::preload {
 namespace {

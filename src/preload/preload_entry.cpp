@@ -16,9 +16,9 @@
 #include "core_handoff.hpp"
 #include "debug_allocator.hpp"
 #include "empty_root_run.hpp"
-#include "ophook/config.hpp"
+#include "ophook/config/config.hpp"
 #include "ophook/export.hpp"
-#include "ophook/recorder.hpp"
+#include "ophook/process/recorder.hpp"
 #include "python_api.hpp"
 
 namespace ophook::preload {

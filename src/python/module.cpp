@@ -6,22 +6,22 @@
 #include <cstdlib>
 #include <optional>
 
-#include "torch/device_readback.hpp"
 #include "import_guard.hpp"
 #include "numpy/hooks.hpp"
-#include "overrides.hpp"
-#include "program_pause.hpp"
-#include "ophook/config.hpp"
+#include "ophook/config/config.hpp"
 #include "ophook/error.hpp"
 #include "ophook/log.hpp"
-#include "ophook/process_rank.hpp"
-#include "ophook/recorder.hpp"
+#include "ophook/process/process_rank.hpp"
+#include "ophook/process/recorder.hpp"
+#include "overrides.hpp"
+#include "program_pause.hpp"
 #include "python_common.hpp"
-#include "source_location.hpp"
-#include "step_counter.hpp"
+#include "recording/device_reads.hpp"
+#include "recording/source_location.hpp"
+#include "recording/step_counter.hpp"
 #include "thread_state.hpp"
 #include "torch/bindings.hpp"
-#include "torch/tensors.hpp"
+#include "torch/tensors/tensors.hpp"
 
 namespace pb = pybind11;
 using ophook::core::Recorder;
@@ -118,7 +118,7 @@ PYBIND11_MODULE(_ophook, m) {
   m.def("set_recording", [](bool on) { RecordingGate::set(RecordingGate::kOn, on); });
   m.def("is_recording", [] { return RecordingGate::on() && Recorder::get() && !Recorder::get()->finished(); });
   m.def("flush", [] {
-    device_readback::resolve_held();
+    resolve_held_device_reads();
     pb::gil_scoped_release release;
     if (auto* r = Recorder::get()) r->flush();
   });
@@ -141,7 +141,7 @@ PYBIND11_MODULE(_ophook, m) {
   m.def("finish", [] {
     RecordingGate::set(RecordingGate::kOn, false);
     import_guard::uninstall();
-    device_readback::resolve_held();
+    resolve_held_device_reads();
     pb::gil_scoped_release release;
     if (auto* r = Recorder::get()) r->finish();
   });

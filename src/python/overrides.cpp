@@ -4,7 +4,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ophook/recorder.hpp"
+#include "ophook/process/recorder.hpp"
 
 namespace ophook::py {
 namespace {

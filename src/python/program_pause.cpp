@@ -6,9 +6,9 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "torch/device_readback.hpp"
-#include "ophook/program_pause.hpp"
+#include "ophook/process/program_pause.hpp"
 #include "python_common.hpp"
+#include "recording/device_reads.hpp"
 #include "thread_state.hpp"
 
 namespace ophook::py {
@@ -22,7 +22,7 @@ bool g_stopped = false;
 // held for their device statistics are submitted first, unless ophook's own code is the one
 // interrupted (then they are counted as dropped).
 int stop_here(void*) {
-  if (!thread_state().busy) device_readback::resolve_held();
+  if (!thread_state().busy) resolve_held_device_reads();
   {
     std::lock_guard lock(g_mu);
     g_stopped = true;

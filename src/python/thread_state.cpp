@@ -1,6 +1,7 @@
 #include "thread_state.hpp"
 
-#include <pthread.h>
+#include "ophook/process/fork_handlers.hpp"
+
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -10,7 +11,7 @@ thread_local ThreadState state;
 
 // After fork() the child's only thread has a new tid; the cached one belongs to the parent.
 const bool reset_registered = [] {
-  pthread_atfork(nullptr, nullptr, [] { state.tid = 0; });
+  core::set_fork_handler(core::ForkStage::ThreadState, {nullptr, nullptr, []() noexcept { state.tid = 0; }});
   return true;
 }();
 }  // namespace

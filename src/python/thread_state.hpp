@@ -3,8 +3,8 @@
 #include <atomic>
 #include <cstdint>
 
-#include "ophook/record.hpp"
-#include "ophook/thread_clock.hpp"
+#include "ophook/capture/thread_clock.hpp"
+#include "ophook/model/record.hpp"
 
 namespace ophook::py {
 

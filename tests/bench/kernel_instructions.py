@@ -1,5 +1,5 @@
 """How many SASS instructions the device statistics kernel's contiguous loop costs per element kind,
-without a GPU: each kind's loop (summarise_whole_groups, include/ophook/statistics_kernel.hpp)
+without a GPU: each kind's loop (summarise_whole_groups, src/device/kernel/statistics_kernel.hpp)
 compiled alone by nvcc into a probe kernel for one GPU generation, disassembled by cuobjdump
 (scripts/setup.sh installs NVIDIA's nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm packages into
 .venv), and the instructions of its unrolled iteration counted: four 16-byte loads, the copy's
@@ -28,8 +28,8 @@ KINDS = {"bool": (1, 16), "int8": (2, 16), "uint8": (3, 16), "int16": (4, 8), "u
          "uint32": (7, 4), "int64": (8, 2), "uint64": (9, 2), "float16": (10, 8), "bfloat16": (11, 8),
          "float32": (12, 4), "float64": (13, 2), "complex64": (14, 2), "complex128": (15, 1),
          "float8_e4m3fn": (16, 16), "float8_e5m2": (17, 16)}
-PROBE = """#include "ophook/statistics_kernel.hpp"
-using namespace ophook::statistics_kernel;
+PROBE = """#include "device/kernel/statistics_kernel.hpp"
+using namespace ophook::device::statistics_kernel;
 extern "C" __global__ void probe(const TensorJob job, Partial* out) {
   out[threadIdx.x] = summarise_whole_groups<%d>(job, threadIdx.x, blockDim.x);
 }
@@ -77,7 +77,7 @@ def count(kind, arch, workdir, nvcc, cuobjdump):
     cubin = os.path.join(workdir, kind + ".cubin")
     with open(source, "w") as f:
         f.write(PROBE % number)
-    subprocess.run([nvcc, "-arch=" + arch, "-cubin", "-I", os.path.join(ROOT, "include"), "-o", cubin, source],
+    subprocess.run([nvcc, "-arch=" + arch, "-cubin", "-I", os.path.join(ROOT, "src"), "-o", cubin, source],
                    check=True, capture_output=True)
     env = dict(os.environ, PATH=os.path.dirname(cuobjdump) + os.pathsep + os.environ.get("PATH", ""))
     sass = subprocess.run([cuobjdump, "--dump-sass", cubin], check=True, capture_output=True, text=True,

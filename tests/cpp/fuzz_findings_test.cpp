@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "compare/array_diff.hpp"
-#include "ophook/config.hpp"
+#include "compare/values/array_diff.hpp"
+#include "ophook/config/config.hpp"
 
 namespace ophook {
 namespace {

@@ -28,11 +28,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ophook/statistics_kernel.hpp"
+#include "device/kernel/statistics_kernel.hpp"
 
 namespace {
 
-namespace k = ophook::statistics_kernel;
+namespace k = ophook::device::statistics_kernel;
 
 using CUresult = int;
 constexpr CUresult kSuccess = 0, kInvalidValue = 1, kNotReady = 600, kIllegalAddress = 700;

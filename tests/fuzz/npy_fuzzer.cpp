@@ -5,10 +5,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "compare/array_diff.hpp"
-#include "read/mapped_npy.hpp"
+#include "compare/values/array_diff.hpp"
 #include "memory_file.hpp"
 #include "ophook/error.hpp"
+#include "read/mapped_npy.hpp"
 
 namespace {
 // Keep each input's work bounded: a small file may still announce a large zero-size-item array.

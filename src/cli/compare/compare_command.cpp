@@ -4,14 +4,14 @@
 #include <iostream>
 #include <string>
 
-#include "compare/engine.hpp"
-#include "render/compare_html.hpp"
 #include "compare/referee.hpp"
+#include "compare/run_comparison.hpp"
+#include "exit_codes.hpp"
+#include "read/parallel_for.hpp"
 #include "render/compare_json.hpp"
 #include "render/compare_text.hpp"
-#include "exit_codes.hpp"
-#include "render/html_page.hpp"
-#include "read/parallel_for.hpp"
+#include "render/html/compare_html.hpp"
+#include "render/html/html_page.hpp"
 
 namespace ophook::cli {
 

@@ -7,10 +7,10 @@
 #include <fstream>
 #include <unordered_map>
 
-#include "render/compare_json.hpp"
 #include "ophook/error.hpp"
-#include "replay/python_engine.hpp"
+#include "render/compare_json.hpp"
 #include "render/text_format.hpp"
+#include "replay/replay_interpreter.hpp"
 
 namespace ophook::cli {
 

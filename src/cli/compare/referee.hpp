@@ -4,7 +4,7 @@
 #include <string>
 
 #include "compare/result.hpp"
-#include "render/html_page.hpp"
+#include "render/html/html_page.hpp"
 
 namespace ophook::cli {
 

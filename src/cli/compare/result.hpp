@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "compare/alignment.hpp"
-#include "compare/array_diff.hpp"
+#include "compare/align/alignment.hpp"
 #include "compare/referee_verdict.hpp"
+#include "compare/values/array_diff.hpp"
 #include "read/trace_model.hpp"
 
 namespace ophook::cli {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "ophook/half.hpp"
+#include "ophook/stats/half.hpp"
 
 namespace ophook::cli {
 

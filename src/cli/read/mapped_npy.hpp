@@ -5,8 +5,8 @@
 #include <span>
 #include <vector>
 
+#include "ophook/files/npy.hpp"
 #include "read/mapped_file.hpp"
-#include "ophook/npy.hpp"
 
 namespace ophook::cli {
 

@@ -8,7 +8,7 @@
 #include "ophook/error.hpp"
 #include "read/parallel_for.hpp"
 #include "read/process_dirs.hpp"
-#include "replay/python_engine.hpp"
+#include "replay/replay_interpreter.hpp"
 
 namespace ophook::cli {
 

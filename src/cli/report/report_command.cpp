@@ -2,10 +2,10 @@
 
 #include <iostream>
 
-#include "render/chrome_trace.hpp"
 #include "exit_codes.hpp"
-#include "render/html_page.hpp"
-#include "render/report_html.hpp"
+#include "render/chrome_trace.hpp"
+#include "render/html/html_page.hpp"
+#include "render/html/report_html.hpp"
 #include "render/report_text.hpp"
 #include "report/report_contents.hpp"
 

@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "ophook/error.hpp"
-#include "ophook/op_kinds.hpp"
+#include "ophook/model/op_kinds.hpp"
 #include "read/parallel_for.hpp"
 #include "read/process_dirs.hpp"
 #include "read/trace_reader.hpp"

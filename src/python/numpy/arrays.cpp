@@ -5,10 +5,10 @@
 #include <string>
 #include <unordered_map>
 
-#include "capture_budget.hpp"
-#include "ophook/copy_memo.hpp"
-#include "ophook/strided_copy.hpp"
-#include "value_capture.hpp"
+#include "ophook/capture/copy_memo.hpp"
+#include "ophook/capture/strided_copy.hpp"
+#include "recording/capture_budget.hpp"
+#include "recording/value_capture.hpp"
 
 namespace ophook::py {
 namespace {

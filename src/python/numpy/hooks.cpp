@@ -2,9 +2,9 @@
 
 #include <array>
 
-#include "call_recording.hpp"
-#include "ophook/log.hpp"
 #include "numpy/pointer_table.hpp"
+#include "ophook/log.hpp"
+#include "recording/call_recording.hpp"
 
 namespace ophook::py {
 namespace {

@@ -6,21 +6,21 @@
 #include <tuple>
 #include <vector>
 
-#include "torch/device_readback.hpp"
+#include "device/driver/nvrtc_compiler.hpp"
 #include "python_common.hpp"
-#include "source_location.hpp"
-#include "step_counter.hpp"
+#include "recording/source_location.hpp"
+#include "recording/step_counter.hpp"
 #include "thread_state.hpp"
-#include "torch/backward_check.hpp"
-#include "torch/backward_modules.hpp"
+#include "torch/backward/backward_check.hpp"
+#include "torch/backward/backward_modules.hpp"
+#include "torch/backward/node_modules.hpp"
 #include "torch/compiled_kernels.hpp"
-#include "torch/cuda/nvrtc_compiler.hpp"
-#include "torch/device_path.hpp"
+#include "torch/devices/device_path.hpp"
+#include "torch/devices/device_readback.hpp"
 #include "torch/handlers.hpp"
+#include "torch/libtorch_symbols.hpp"
 #include "torch/module_stack.hpp"
-#include "torch/native.hpp"
-#include "torch/node_modules.hpp"
-#include "torch/tensors.hpp"
+#include "torch/tensors/tensors.hpp"
 
 namespace pb = pybind11;
 
@@ -230,7 +230,7 @@ void bind_torch(pb::module_& m) {
       "torch_compile_statistics_kernel",
       [](int major, int minor) {
         std::string why;
-        const auto kernel = cuda::compile_statistics_kernel(major, minor, nvrtc_libraries(), why);
+        const auto kernel = device::compile_statistics_kernel(major, minor, nvrtc_libraries(), why);
         if (!kernel) throw std::runtime_error(why);
         return pb::make_tuple(kernel->target, pb::bytes(kernel->image), kernel->from_cache);
       },

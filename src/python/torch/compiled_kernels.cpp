@@ -8,7 +8,7 @@
 
 #include <structmember.h>
 
-#include "call_recording.hpp"
+#include "recording/call_recording.hpp"
 #include "torch/handlers.hpp"
 #include "torch/module_stack.hpp"
 

@@ -5,10 +5,10 @@
 #include <utility>
 #include <vector>
 
-#include "call_recording.hpp"
-#include "torch/backward_check.hpp"
+#include "recording/call_recording.hpp"
+#include "torch/backward/backward_check.hpp"
+#include "torch/libtorch_symbols.hpp"
 #include "torch/module_stack.hpp"
-#include "torch/native.hpp"
 
 namespace ophook::py::torch_handlers {
 namespace {

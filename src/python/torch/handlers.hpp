@@ -1,7 +1,7 @@
 #pragma once
 #include <vector>
 
-#include "ophook/record.hpp"
+#include "ophook/model/record.hpp"
 #include "python_common.hpp"
 #include "thread_state.hpp"
 

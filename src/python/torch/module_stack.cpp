@@ -5,11 +5,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ophook/recorder.hpp"
+#include "ophook/process/recorder.hpp"
 #include "thread_state.hpp"
-#include "torch/backward_modules.hpp"
-#include "torch/native.hpp"
-#include "torch/node_modules.hpp"
+#include "torch/backward/backward_modules.hpp"
+#include "torch/backward/node_modules.hpp"
+#include "torch/libtorch_symbols.hpp"
 
 namespace ophook::py::module_stack {
 namespace {

@@ -2,7 +2,7 @@
 #include <cstdint>
 #include <string>
 
-#include "ophook/record.hpp"
+#include "ophook/model/record.hpp"
 #include "python_common.hpp"
 
 namespace ophook::py {

@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "array_files.hpp"
 #include "bench_pairs.hpp"
-#include "file_threads.hpp"
-#include "ophook/output_dir.hpp"
-#include "ophook/recorder.hpp"
-#include "run_summary.hpp"
+#include "files/array_files.hpp"
+#include "files/file_threads.hpp"
+#include "ophook/files/output_dir.hpp"
+#include "ophook/process/recorder.hpp"
+#include "writer/run_summary.hpp"
 
 namespace {
 

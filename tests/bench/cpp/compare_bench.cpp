@@ -7,8 +7,8 @@
 #include <cstring>
 #include <vector>
 
-#include "compare/array_diff.hpp"
 #include "bench_pairs.hpp"
+#include "compare/values/array_diff.hpp"
 
 namespace {
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "bench_pairs.hpp"
-#include "ophook/npy.hpp"
-#include "ophook/output_dir.hpp"
+#include "ophook/files/npy.hpp"
+#include "ophook/files/output_dir.hpp"
 
 namespace {
 

@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "api_text.hpp"
 #include "bench_pairs.hpp"
-#include "ophook/recorder.hpp"
-#include "ophook/values.hpp"
-#include "record_json.hpp"
+#include "lines/api_text.hpp"
+#include "lines/record_json.hpp"
+#include "ophook/model/values.hpp"
+#include "ophook/process/recorder.hpp"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "bench_pairs.hpp"
-#include "ophook/record_queue.hpp"
+#include "ophook/model/record_queue.hpp"
 
 namespace {
 

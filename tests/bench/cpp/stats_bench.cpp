@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "bench_pairs.hpp"
-#include "ophook/stats.hpp"
+#include "ophook/stats/stats.hpp"
 
 namespace {
 

@@ -1,0 +1,78 @@
+#pragma once
+// The value parsers that the settings table (settings_table.cpp) applies to each OPHOOK_* variable.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <spdlog/common.h>
+
+#include "ophook/config/config.hpp"
+
+namespace ophook::core {
+
+/// A keyword's accepted spelling (lower case) and its value.
+template <typename T>
+struct Choice {
+  std::string_view name;
+  T value;
+};
+
+std::string lower(std::string_view s);
+std::string_view trim(std::string_view s);
+
+/// The contract's spelling of a log level (spdlog's own names say "warning"/"error"/"critical").
+std::string_view log_level_name(spdlog::level::level_enum level);
+
+/// "a, b, c" for --help and error messages.
+template <typename T, std::size_t N>
+std::string accepted_list(const Choice<T> (&choices)[N]) {
+  std::string out;
+  for (const auto& c : choices) {
+    if (!out.empty()) out += ", ";
+    out += c.name;
+  }
+  return out;
+}
+
+/// Fills a Config from one lookup, collecting an error for each rejected value; a rejected value
+/// leaves the default in place. Keywords are matched case-insensitively after trimming blanks, so
+/// "Dump " is as good as "dump". An empty string counts as unset. Not thread-safe (one per parse).
+class SettingParser {
+ public:
+  explicit SettingParser(const SettingLookup& lookup) : lookup_(lookup) {}
+
+  /// The value of `variable`, or nullopt when unset or empty.
+  std::optional<std::string> get(std::string_view variable) const;
+  bool given(std::string_view variable) const { return get(variable).has_value(); }
+  void reject(std::string_view variable, std::string value, std::string accepted);
+
+  template <typename T, std::size_t N>
+  void keyword(std::string_view variable, T& field, const Choice<T> (&choices)[N]) {
+    const auto value = get(variable);
+    if (!value) return;
+    const std::string key = lower(trim(*value));
+    for (const auto& c : choices) {
+      if (key == c.name) {
+        field = c.value;
+        return;
+      }
+    }
+    reject(variable, *value, accepted_list(choices));
+  }
+
+  void text(std::string_view variable, std::string& field);
+  void boolean(std::string_view variable, bool& field);
+  void regex(std::string_view variable, std::string& field);
+  void byte_size(std::string_view variable, std::uint64_t& field, std::uint64_t minimum, std::string_view accepted);
+  void levels(std::string_view variable, Levels& field);
+  void ranges(std::string_view variable, RangeSet& field);
+
+  ConfigResult& result() { return result_; }
+
+ private:
+  const SettingLookup& lookup_;
+  ConfigResult result_;
+};
+
+}  // namespace ophook::core
