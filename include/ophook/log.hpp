@@ -3,10 +3,14 @@
 #include <fmt/format.h>
 #include <spdlog/common.h>
 
+#include <cstdint>
+
 namespace ophook::core {
 
+enum class LogLevel : std::uint8_t;  // ophook/config/config.hpp
+
 // ophook's lines on stderr ("[ophook pid:tid] level: message"), through a process-wide spdlog
-// logger that only log.cpp sees: spdlog is header-only here (libophook.so links nothing but libc
+// logger that only log.cpp sees: spdlog is header-only here (libophook_core.so links nothing but libc
 // and libstdc++), and its logger's header costs a dozen seconds of compilation in every file that
 // includes it. Callers format with fmt, checked at compile time as spdlog would.
 
@@ -39,7 +43,7 @@ void log_error(fmt::format_string<Args...> format, Args&&... args) noexcept {
 }
 
 /// Sets the level from an OPHOOK_LOG_LEVEL value already validated by the config parser.
-OPHOOK_API void set_log_level(spdlog::level::level_enum level);
+OPHOOK_API void set_log_level(LogLevel level);
 
 /// Installs a fresh logger (same level) in place of the old one, which is deliberately leaked
 /// because its sink mutex may be held by a thread fork() dropped; call only in a just-forked child.

@@ -2,15 +2,17 @@
 # to run user code. It is loaded through the import system's cached bytecode (compiling even these
 # lines cost every hooked interpreter about a millisecond). The C side defines _OPHOOK_PACKAGE_INIT
 # (this package's __init__.py), _OPHOOK_CONFIG_ERRORS (the OPHOOK_* variables' errors, NUL-
-# separated) and _OPHOOK_WRITE_EMPTY_ROOT_RUN (see _startup.start).
+# separated), _OPHOOK_WRITE_EMPTY_ROOT_RUN (see _startup.start) and _OPHOOK_RUN_ROOT (the root
+# variables' names and the default output directory, NUL-separated: _settings.run_root).
 # Kept to syntax every Python 3 understands: on an interpreter the extension was not built for
 # it prints one warning line and leaves the program alone.
-def _ophook_bootstrap(init, config_errors, write_empty_root_run):
+def _ophook_bootstrap(init, config_errors, write_empty_root_run, run_root):
     import os
     import sys
 
     config_errors = config_errors.split("\0") if config_errors else []
-    startup_options = {"config_errors": config_errors, "write_empty_root_run": write_empty_root_run}
+    startup_options = {"config_errors": config_errors, "write_empty_root_run": write_empty_root_run,
+                       "run_root": run_root.split("\0")}
     if "ophook" in sys.modules and hasattr(sys.modules["ophook"], "_startup"):
         sys.modules["ophook"]._startup.start(origin="preload", **startup_options)
         return
@@ -34,4 +36,4 @@ def _ophook_bootstrap(init, config_errors, write_empty_root_run):
     module._startup.start(origin="preload", **startup_options)
 
 
-_ophook_bootstrap(_OPHOOK_PACKAGE_INIT, _OPHOOK_CONFIG_ERRORS, _OPHOOK_WRITE_EMPTY_ROOT_RUN)
+_ophook_bootstrap(_OPHOOK_PACKAGE_INIT, _OPHOOK_CONFIG_ERRORS, _OPHOOK_WRITE_EMPTY_ROOT_RUN, _OPHOOK_RUN_ROOT)

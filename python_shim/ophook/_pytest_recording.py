@@ -85,7 +85,7 @@ class PerTestRecording:
         self.scratch = record is None
         self.root = tempfile.mkdtemp(prefix="ophook-pytest-") if self.scratch else os.path.abspath(record)
         _end_process_recording(native)
-        for name in ("OPHOOK_ROOT_PID", "OPHOOK_ROOT_OUTPUT"):
+        for name in _settings.run_root()[:2]:
             os.environ.pop(name, None)  # a recorded parent's: this process's tests are roots
         self.recorded = 0
         self.unchanged, self.moved, self.without_baseline = [], [], []

@@ -2,8 +2,8 @@
 import os
 
 ALIASES = {"output_path": "output"}  # the seed API tracer's keyword
-# Variables the recorder exports to the processes below the root: not settings.
-_INTERNAL = ("OPHOOK_ROOT_PID", "OPHOOK_ROOT_OUTPUT")
+# The recorder's names of its root variables and its default output directory (run_root).
+_run_root = None
 
 
 def _text(value):
@@ -32,11 +32,29 @@ def keywords():
     return [row["keyword"] for row in _ophook.settings()]
 
 
+def use_run_root(names):
+    """Keeps the names the preload's bootstrap handed over, before the extension is loaded."""
+    global _run_root
+    _run_root = tuple(names)
+
+
+def run_root():
+    """(the variable naming the run's root pid, the variable naming its output directory, the
+    default output directory): the recorder's own names (src/core: process/run_root.hpp,
+    config/config.hpp), as the preload handed them, else from the extension."""
+    if _run_root is None:
+        from . import _ophook
+
+        use_run_root(_ophook.run_root_names())
+    return _run_root
+
+
 def collect(**options):
     """The OPHOOK_* mapping: environment values, then `options` (lower-case names) on top. The
-    recorder reads the variables it knows and ignores the others."""
+    recorder reads the variables it knows and ignores the others (the root variables it exports
+    to the processes below the root among them)."""
     settings = {name: _environment_value(name) for name in os.environ
-                if name.startswith("OPHOOK_") and name not in _INTERNAL and os.environ[name]}
+                if name.startswith("OPHOOK_") and os.environ[name]}
     accepted = keywords() if options else ()
     for key, value in options.items():
         if value is None:

@@ -124,16 +124,17 @@ def _claim_root_output(settings):
     """`settings` with OPHOOK_OUTPUT made absolute now (the contract: relative to the working
     directory at start), exporting the recorder's root variables when no process above this one
     did, so that children started before this process records anything still write below it."""
-    output = os.path.abspath(settings.get("OPHOOK_OUTPUT") or "np_op_dumps")
+    root_pid, root_output, default_output = _settings.run_root()
+    output = os.path.abspath(settings.get("OPHOOK_OUTPUT") or default_output)
     settings = dict(settings, OPHOOK_OUTPUT=output)
-    if not (os.environ.get("OPHOOK_ROOT_PID") and os.environ.get("OPHOOK_ROOT_OUTPUT")):
-        os.environ["OPHOOK_ROOT_PID"] = str(os.getpid())
-        os.environb[b"OPHOOK_ROOT_OUTPUT"] = os.fsencode(output)
+    if not (os.environ.get(root_pid) and os.environ.get(root_output)):
+        os.environ[root_pid] = str(os.getpid())
+        os.environb[os.fsencode(root_output)] = os.fsencode(output)
     return settings
 
 
 def _is_root():
-    return os.environ.get("OPHOOK_ROOT_PID") == str(os.getpid())
+    return os.environ.get(_settings.run_root()[0]) == str(os.getpid())
 
 
 def _start_deferred():
@@ -193,16 +194,20 @@ def _finish_at_exit():
         native.finish()
 
 
-def start(origin, config_errors=None, write_empty_root_run=None):
+def start(origin, config_errors=None, write_empty_root_run=None, run_root=None):
     """Entry of the preload bootstrap and of the shim's site/usercustomize; runs once.
     `config_errors`: the settings' errors as the preload already found them, so that the
     extension loads only once a framework is imported (None: check them here).
-    `write_empty_root_run`: the preload's writer of an empty run (see _write_empty_root_run)."""
+    `write_empty_root_run`: the preload's writer of an empty run (see _write_empty_root_run).
+    `run_root`: the recorder's root variables and default output directory, as the preload hands
+    them (None: the extension says, _settings.run_root)."""
     global _started, _deferred, _write_empty_root_run
     if _started:
         return
     _started = True
     _write_empty_root_run = write_empty_root_run
+    if run_root is not None:
+        _settings.use_run_root(run_root)
     settings = _settings.collect()
     if _settings.truthy(settings, "DISABLE"):
         return

@@ -104,7 +104,7 @@ def _accumulator(device):
 
 def _magnitudes(chunk, accumulator):
     """Real values in `accumulator`: complex numbers by their magnitude, computed as the writer
-    computes it from the bytes (src/core/stats.cpp): sqrt(re^2 + im^2) in double for complex64,
+    computes it from the bytes (src/core/stats/stats.cpp): sqrt(re^2 + im^2) in double for complex64,
     hypot for complex128."""
     if not chunk.is_complex():
         return chunk.to(accumulator)
@@ -299,7 +299,7 @@ def resolve(pending):
 
 
 def nvrtc_libraries():
-    """Paths of NVRTC libraries for ophook's statistics kernel (src/python/torch/cuda), the one
+    """Paths of NVRTC libraries for ophook's statistics kernel (src/device), the one
     this torch was built against first: one already loaded, torch's own lib directory's, the
     NVIDIA wheels' (nvidia/*/lib, nvidia/cu*/lib)."""
     found = []

@@ -3,9 +3,10 @@
 #include <exception>
 #include <string>
 
-#include "ophook/config/config.hpp"
+#include "ophook/config/settings.hpp"
 #include "ophook/log.hpp"
 #include "ophook/process/recorder.hpp"
+#include "ophook/process/run_facts.hpp"
 
 namespace ophook::preload {
 namespace {
@@ -35,7 +36,7 @@ bool write_empty_root_run(std::string_view encoded_settings, std::string_view py
     }
     core::set_log_level(parsed.config.log_level);
     auto& recorder = core::Recorder::start(parsed.config, core::WriterThread::Inline);
-    recorder.set_version("python", python_version);
+    recorder.facts().set_version("python", python_version);
     core::log_info("{}", start_message);
     recorder.finish();
     return true;

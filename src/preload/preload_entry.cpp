@@ -16,9 +16,10 @@
 #include "core_handoff.hpp"
 #include "debug_allocator.hpp"
 #include "empty_root_run.hpp"
-#include "ophook/config/config.hpp"
+#include "ophook/config/settings.hpp"
 #include "ophook/export.hpp"
 #include "ophook/process/recorder.hpp"
+#include "ophook/process/run_root.hpp"
 #include "python_api.hpp"
 
 namespace ophook::preload {
@@ -88,6 +89,11 @@ bool define(PyObjectOpaque* globals, const char* name, PyObjectOpaque* value) {
   return ok;
 }
 
+// The root variables' names and the default output directory, NUL-separated, for the Python
+// package, which needs them before it loads the extension (python_shim/ophook/_settings.py).
+const std::string kRunRoot = std::string(core::kRootPidVariable) + '\0' + core::kRootOutputVariable + '\0' +
+                             core::kDefaultOutput;
+
 // Compiled per process, so kept to one line: the bootstrap proper comes from its cached bytecode.
 constexpr char kBootstrapLoader[] =
     "exec(__import__('_frozen_importlib_external').SourceFileLoader('ophook._bootstrap', "
@@ -111,7 +117,8 @@ void run_bootstrap() {
         define(globals, "_OPHOOK_BOOTSTRAP", api.unicode_decode_fs_default(bootstrap.data(), bootstrap.size())) &&
         define(globals, "_OPHOOK_PACKAGE_INIT", api.unicode_decode_fs_default(init.data(), init.size())) &&
         define(globals, "_OPHOOK_CONFIG_ERRORS", api.unicode_decode_utf8(errors.data(), errors.size(), "replace")) &&
-        define(globals, "_OPHOOK_WRITE_EMPTY_ROOT_RUN", api.cfunction_new(&write_empty_root_run_def, nullptr, nullptr));
+        define(globals, "_OPHOOK_WRITE_EMPTY_ROOT_RUN", api.cfunction_new(&write_empty_root_run_def, nullptr, nullptr)) &&
+        define(globals, "_OPHOOK_RUN_ROOT", api.unicode_decode_utf8(kRunRoot.data(), kRunRoot.size(), "strict"));
     auto* result = defined ? api.run_string_flags(kBootstrapLoader, PythonApi::kFileInput, globals, globals, nullptr) : nullptr;
     if (result != nullptr) {
       api.dec_ref(result);

@@ -8,11 +8,14 @@
 
 #include "import_guard.hpp"
 #include "numpy/hooks.hpp"
-#include "ophook/config/config.hpp"
+#include "ophook/config/config_json.hpp"
+#include "ophook/config/settings.hpp"
 #include "ophook/error.hpp"
 #include "ophook/log.hpp"
 #include "ophook/process/process_rank.hpp"
 #include "ophook/process/recorder.hpp"
+#include "ophook/process/run_facts.hpp"
+#include "ophook/process/run_root.hpp"
 #include "overrides.hpp"
 #include "program_pause.hpp"
 #include "python_common.hpp"
@@ -148,16 +151,25 @@ PYBIND11_MODULE(_ophook, m) {
   m.def("exported_environment", [] {
     // What the recorder exported with setenv(), which os.environ does not see by itself.
     pb::dict out;
-    for (const char* name : {"OPHOOK_ROOT_PID", "OPHOOK_ROOT_OUTPUT", ophook::core::ProcessRank::kHeldRankVar}) {
+    for (const char* name : {ophook::core::kRootPidVariable, ophook::core::kRootOutputVariable,
+                             ophook::core::ProcessRank::kHeldRankVar}) {
       if (const char* value = std::getenv(name)) out[name] = os_text(value);
     }
     return out;
   });
+  m.def(
+      "run_root_names",
+      [] {
+        return pb::make_tuple(ophook::core::kRootPidVariable, ophook::core::kRootOutputVariable,
+                              ophook::core::kDefaultOutput);
+      },
+      "(the root pid variable, the root output variable, the default output directory): the names the "
+      "recorder uses.");
   m.def("output_path", [] { return os_text(running_recorder().output_path()); });
   m.def("config", [] { return ophook::core::config_to_json(running_recorder().config()).dump(); });
-  m.def("set_version", [](const std::string& k, const std::string& v) { running_recorder().set_version(k, v); });
+  m.def("set_version", [](const std::string& k, const std::string& v) { running_recorder().facts().set_version(k, v); });
   m.def("add_note", [](const std::string& k, const std::string& json) {
-    running_recorder().add_note(k, nlohmann::json::parse(json));
+    running_recorder().facts().add_note(k, nlohmann::json::parse(json));
   });
   m.def("log", &log_message, pb::arg("level"), pb::arg("message"));
   m.def("step", &steps::complete_one, "One more step is complete (ophook.step(), the optimizer's post-hook).");

@@ -24,9 +24,6 @@ std::string attribute_str_or(PyObject* object, const char* name, std::string_vie
 /// imported; call only once the program itself has imported numpy. Needs the GIL.
 bool ensure_numpy_api() noexcept;
 
-/// True once ensure_numpy_api() has succeeded; safe to call without importing anything.
-bool numpy_api_ready() noexcept;
-
 /// A strong reference that is released with the GIL held (only ever destroyed under the GIL).
 class PyRef {
  public:

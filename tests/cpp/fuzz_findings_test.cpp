@@ -8,7 +8,8 @@
 #include <string_view>
 
 #include "compare/values/array_diff.hpp"
-#include "ophook/config/config.hpp"
+#include "ophook/config/config_json.hpp"
+#include "ophook/config/settings.hpp"
 
 namespace ophook {
 namespace {

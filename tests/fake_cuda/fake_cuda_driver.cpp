@@ -1,6 +1,6 @@
 // A stand-in for libcuda.so.1, for the tests and benchmarks of ophook's CUDA backend on machines
 // without a GPU (OPHOOK_TEST_FAKE_DEVICE_DRIVER=1 with OPHOOK_TENSOR_COPY=fake-device: CPU tensors
-// go through src/python/torch/cuda/cuda_backend.cpp and this library, found first on
+// go through src/device/driver/cuda_backend.cpp and this library, found first on
 // LD_LIBRARY_PATH). Its "device" is the host: device and host memory are the same, and a launch of
 // the statistics kernel runs the kernel's host arithmetic (ophook/statistics_kernel.hpp) at once,
 // on tensors that are CPU tensors, but its results and stamps land in host memory only three

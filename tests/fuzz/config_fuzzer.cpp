@@ -7,7 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "ophook/config/config.hpp"
+#include "ophook/config/config_json.hpp"
+#include "ophook/config/settings.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

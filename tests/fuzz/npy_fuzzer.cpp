@@ -8,7 +8,7 @@
 #include "compare/values/array_diff.hpp"
 #include "memory_file.hpp"
 #include "ophook/error.hpp"
-#include "read/mapped_npy.hpp"
+#include "read/arrays/mapped_npy.hpp"
 
 namespace {
 // Keep each input's work bounded: a small file may still announce a large zero-size-item array.

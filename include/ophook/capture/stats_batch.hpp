@@ -15,12 +15,12 @@ namespace ophook::core {
 /// time: the helper starts on the inputs while the call runs (when the call cannot write into
 /// them), and both threads share the outputs. An array is one job, statistics and digest in one
 /// pass over its memory (splitting the two between the threads would read it twice), or given
-/// back for content summarised before (summary_memo.hpp).
+/// back for content summarised before (stats_memo.hpp).
 ///
 /// Used by one thread (the recording one), which must call finish() (or let the destructor do
 /// it) before the arrays' memory may change or go away: after finish() the helper holds nothing
 /// of the batch. Without a helper (one CPU) every job runs on the recording thread.
-class SummaryBatch {
+class StatsBatch {
  public:
   /// Arrays smaller than this are not worth handing over (a few microseconds of work): the caller
   /// summarises them itself. 64 KiB takes in a compiled model's activations (Inductor's kernels
@@ -28,10 +28,10 @@ class SummaryBatch {
   /// tests/bench/mlp_loop.py in `stats`, fastest of six runs, 0.80 s with 256 KiB, 0.75 s with this.
   static constexpr std::size_t kSharedBytes = std::size_t{64} << 10;
 
-  SummaryBatch() = default;
-  ~SummaryBatch() { finish(); }
-  SummaryBatch(const SummaryBatch&) = delete;
-  SummaryBatch& operator=(const SummaryBatch&) = delete;
+  StatsBatch() = default;
+  ~StatsBatch() { finish(); }
+  StatsBatch(const StatsBatch&) = delete;
+  StatsBatch& operator=(const StatsBatch&) = delete;
 
   /// Adds array `index`'s job; false when the batch is full (the caller summarises it
   /// itself). `descr` must outlive the batch (the recorder's interned dtype). Before start() only.
@@ -52,7 +52,7 @@ class SummaryBatch {
   }
 
  private:
-  friend class SummaryHelper;
+  friend class StatsHelper;
   enum State : std::uint8_t { kOpen, kTaken, kDone };
   struct Job {
     std::string_view descr;

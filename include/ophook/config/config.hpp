@@ -1,13 +1,8 @@
 #pragma once
 #include "ophook/export.hpp"
-#include <spdlog/common.h>
 
 #include <cstdint>
-#include <functional>
-#include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -29,6 +24,9 @@ struct Levels {
   bool torch_dispatch = false;
 };
 
+/// How much ophook says on stderr (OPHOOK_LOG_LEVEL), in spdlog's order of levels.
+enum class LogLevel : std::uint8_t { Trace, Debug, Info, Warn, Error, Critical, Off };
+
 /// A set of non-negative integers written as "3", "0-2,10", "100-" (OPHOOK_STEPS, OPHOOK_RANKS):
 /// sorted, merged, inclusive ranges; no range at all means every number.
 struct RangeSet {
@@ -41,13 +39,24 @@ struct RangeSet {
   OPHOOK_API std::string to_string() const;
 };
 
-/// "3", "0-2,10", "100-" → RangeSet; nullopt when malformed (empty items, a reversed range,
-/// anything but digits, '-' and ',').
-OPHOOK_API std::optional<RangeSet> parse_ranges(std::string_view text);
+/// The settings only the project's tests and benchmarks set (OPHOOK_TEST_*: test_settings(), left
+/// out of --help, the README and the Python keywords).
+struct TestSettings {
+  bool fake_device_driver = false;     // the fake device's tensors through the CUDA backend (tests/fake_cuda)
+  bool fake_device_idle = false;       // the fake device does none of a GPU's work: the host's cost alone
+  std::uint64_t fake_device_lag = 3;   // launches a fake device's result trails behind
+  std::uint64_t staging_bytes = std::uint64_t{256} << 20;  // host memory `dump`'s device bytes cross into
+  static constexpr std::uint64_t kAutomatic = ~std::uint64_t{0};
+  std::uint64_t file_helpers = kAutomatic;  // file helper threads; kAutomatic: half the usable CPUs (1 to 7)
+  bool no_links = false;               // every file written, none linked (the benchmarks' "before")
+};
+
+/// OPHOOK_OUTPUT's default, relative to the working directory at start.
+inline constexpr const char* kDefaultOutput = "np_op_dumps";
 
 /// The effective configuration of one process (README.md, "Configuration"). Plain data, copyable.
 struct Config {
-  std::string output = "np_op_dumps";
+  std::string output = kDefaultOutput;
   Mode mode = Mode::Dump;
   Levels levels;
   std::string include;  // ECMAScript regex; empty = everything
@@ -68,76 +77,14 @@ struct Config {
   NanPolicy nan = NanPolicy::Off;
   CompilePolicy compile = CompilePolicy::Eager;
   std::string overrides;
-  spdlog::level::level_enum log_level = spdlog::level::info;
+  LogLevel log_level = LogLevel::Info;
   bool strict = false;
   bool disable = false;
-};
-
-/// One rejected setting: names the variable, the value given and what is accepted.
-struct OPHOOK_API ConfigError {
-  std::string variable;  // e.g. "OPHOOK_MODE"
-  std::string value;
-  std::string accepted;  // e.g. "trace, stats, dump"
-  /// A variable that is no setting but resembles one (OPHOOK_OUTPUT_DIR): that setting's variable.
-  std::string resembles;
-  /// "OPHOOK_MODE='fast' is not valid (accepted: trace, stats, dump)", or for a misspelled name
-  /// "OPHOOK_OUTPUT_DIR='runs' is not an ophook setting (did you mean OPHOOK_OUTPUT?)"
-  std::string message() const;
-};
-
-struct ConfigResult {
-  Config config;  // defaults wherever a value was missing or rejected
-  std::vector<ConfigError> errors;
+  TestSettings test;
 };
 
 /// The ring of a NaN hunt: OPHOOK_NAN set with neither OPHOOK_MODE nor OPHOOK_RING_BYTES given.
 inline constexpr std::uint64_t kNanHuntRingBytes = std::uint64_t{256} << 20;
-
-class SettingParser;
-
-/// One OPHOOK_* setting. The table of them (settings()) is the single source of the variables,
-/// the `ophook run` options, the Python keywords, --help and the README's configuration table.
-struct OPHOOK_API SettingInfo {
-  std::string_view name;          // "RING_BYTES": OPHOOK_RING_BYTES, --ring-bytes, ring_bytes=
-  std::string_view metavar;       // "N", for --help
-  std::string_view values;        // what is accepted, in words
-  std::string_view default_text;  // the default, in words
-  std::string_view help;          // one line: what it does
-  void (*parse)(SettingParser& parser, Config& config);
-
-  std::string variable() const;  // "OPHOOK_RING_BYTES"
-  std::string option() const;    // "--ring-bytes"
-  std::string keyword() const;   // "ring_bytes"
-};
-
-/// Every setting, in the order of README.md's configuration table. Thread-safe (constant).
-OPHOOK_API std::span<const SettingInfo> settings();
-
-/// Looks up one variable by its full name ("OPHOOK_MODE"); nullopt when unset.
-using SettingLookup = std::function<std::optional<std::string>(std::string_view name)>;
-
-/// Parses every OPHOOK_* setting through `lookup`. Never throws; bad values become errors.
-/// An empty string counts as unset. Thread-safe (pure).
-OPHOOK_API ConfigResult parse_config(const SettingLookup& lookup);
-
-/// parse_config over the process environment (getenv).
-OPHOOK_API ConfigResult parse_config_from_environment();
-
-/// Full variable names to values, as the Python shim collects them (environment and API keywords).
-using Settings = std::map<std::string, std::string>;
-
-/// parse_config over `settings`.
-OPHOOK_API ConfigResult parse_config(const Settings& settings);
-
-/// Why `value` is not accepted for `setting` alone ("" when it is): the message of its ConfigError.
-OPHOOK_API std::string setting_problem(const SettingInfo& setting, std::string_view value);
-
-/// Why `pattern` is not a usable ECMAScript regular expression ("" when it is), e.g.
-/// "missing ) (error_paren)". Never throws; never hands std::regex a pattern it mishandles.
-OPHOOK_API std::string regex_problem(std::string_view pattern);
-
-/// "4096", "64K", "256M", "1G", "2T" (binary multiples, case-insensitive suffix) → bytes.
-OPHOOK_API std::optional<std::uint64_t> parse_byte_size(std::string_view text);
 
 OPHOOK_API std::string_view to_string(Mode mode);
 OPHOOK_API std::string_view to_string(NanPolicy policy);
@@ -146,13 +93,13 @@ OPHOOK_API std::string_view to_string(TensorCopy copy);
 /// "numpy,torch_function" in canonical order.
 OPHOOK_API std::string levels_to_string(const Levels& levels);
 
+/// OPHOOK_LOG_LEVEL's spelling of a level.
+OPHOOK_API std::string_view to_string(LogLevel level);
+
 /// Whether dump mode keeps its arrays in a ring (OPHOOK_RING_BYTES, or a NaN hunt's default).
 OPHOOK_API bool uses_ring(const Config& config);
 /// The start line's words for the ring ("" without one): its size, the triggers, and whether it is
 /// a NaN hunt's default.
 OPHOOK_API std::string ring_description(const Config& config);
-
-/// The effective configuration as written into summary.json.
-OPHOOK_API nlohmann::json config_to_json(const Config& config);
 
 }  // namespace ophook::core

@@ -3,11 +3,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <mutex>
-#include <nlohmann/json.hpp>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,11 +13,14 @@
 #include "ophook/model/intern_table.hpp"
 #include "ophook/model/record.hpp"
 #include "ophook/process/process_rank.hpp"
+#include "ophook/process/run_counters.hpp"
 #include "ophook/writer/writer_thread.hpp"
 
 namespace ophook::core {
 
+class OpFilters;
 class RecordQueue;
+class RunFacts;
 class TraceWriter;
 
 /// One recorded operator name with its filter verdict, fixed at first sight.
@@ -123,14 +123,13 @@ class OPHOOK_API Recorder {
   /// in summary.json, stop_files_at(files_deadline), finish().
   static void finish_on_termination(const char* signal, std::chrono::steady_clock::time_point files_deadline) noexcept;
 
-  /// Facts for summary.json: versions ("python", "numpy", "torch"), which last as long as the
-  /// process, and notes (e.g. compile regions), which belong to one run: a new start clears them.
-  void set_version(std::string_view component, std::string_view version);
-  void add_note(std::string_view key, nlohmann::json value);
-  /// Changes note `key` (null when the run has none yet) under the facts' lock: a note that counts.
-  void update_note(std::string_view key, const std::function<void(nlohmann::json&)>& change);
-  /// Adds "versions" and "notes" to a summary being written.
-  void merge_facts(nlohmann::ordered_json& summary) const;
+  /// Versions and notes for summary.json (ophook/process/run_facts.hpp); a new run clears the notes.
+  RunFacts& facts() noexcept { return *facts_; }
+  const RunFacts& facts() const noexcept { return *facts_; }
+  /// What the run counts of what it could not record as meant (summary.json's totals); reset by a
+  /// new run and in a forked child.
+  RunCounters& counters() noexcept { return counters_; }
+  const RunCounters& counters() const noexcept { return counters_; }
 
   /// The rank this process learned after it started (torch.distributed initialised, RANK set by
   /// the program; -1: none), unless it knew one or inherited this one (ProcessRank): exported, and
@@ -157,38 +156,11 @@ class OPHOOK_API Recorder {
   bool ring_trigger_pending() const noexcept { return ring_trigger_pending_.load(std::memory_order_relaxed); }
   void ring_written() noexcept { ring_trigger_pending_.store(false, std::memory_order_relaxed); }
 
-  /// Records dropped after finish() (late calls during interpreter shutdown).
-  void count_dropped() noexcept { dropped_.fetch_add(1, std::memory_order_relaxed); }
-
-  /// Records the capturing side holds back before submitting them (waiting for statistics
-  /// computed on a device, docs/devices.md): finish() counts those still held as dropped.
-  void set_held_records(std::uint64_t count) noexcept { held_.store(count, std::memory_order_relaxed); }
-
-  /// Tensors whose values were read through torch (OPHOOK_TENSOR_COPY): summary.json's
-  /// totals.tensors_copied_by_torch.
-  void count_tensor_copied_by_torch() noexcept { copied_by_torch_.fetch_add(1, std::memory_order_relaxed); }
-  std::uint64_t tensors_copied_by_torch() const noexcept { return copied_by_torch_.load(std::memory_order_relaxed); }
-
-  /// A tensor that could not be read (docs/devices.md): this run's counts, this one included.
-  struct NotReadCounts {
-    std::uint64_t all = 0, out_of_memory = 0;
-  };
-  NotReadCounts count_tensor_not_read(bool out_of_memory) noexcept {
-    const auto oom = out_of_memory ? not_read_oom_.fetch_add(1, std::memory_order_relaxed) + 1
-                                   : not_read_oom_.load(std::memory_order_relaxed);
-    return {not_read_.fetch_add(1, std::memory_order_relaxed) + 1, oom};
-  }
-
   ~Recorder();
 
  private:
   Recorder();
   void begin_run(const Config& config, WriterThread thread);
-  /// OPHOOK_INCLUDE/OPHOOK_EXCLUDE and OPHOOK_DUMP_INCLUDE on an op: on its name and, for a
-  /// compiled kernel, on each aten op it computes (its annotation's "computes"): included when
-  /// one of them matches, excluded when one matches.
-  bool passes_filters(const std::string& name, std::string_view annotation) const;
-  bool dumps(const std::string& name, std::string_view annotation) const;
   void start_writer(std::string output_path, WriterThread thread);
   bool ensure_writer() noexcept;
   void adopt_rank(long rank, bool export_it);
@@ -205,15 +177,12 @@ class OPHOOK_API Recorder {
   mutable std::mutex output_path_mu_;
   std::string output_path_;
   std::string root_output_;  // the root process's directory; children write below it
-  std::unique_ptr<std::regex> include_, exclude_, dump_include_;
+  std::unique_ptr<OpFilters> filters_;  // this run's (OPHOOK_INCLUDE, _EXCLUDE, _DUMP_INCLUDE)
   InternTable<std::string, OpEntry> ops_;
   InternTable<std::string, std::string> strings_;
   InternTable<std::string, DtypeInfo> dtypes_;
   std::atomic<std::uint64_t> seq_{0};
-  std::atomic<std::uint64_t> dropped_{0};
-  std::atomic<std::uint64_t> held_{0};
-  std::atomic<std::uint64_t> copied_by_torch_{0};
-  std::atomic<std::uint64_t> not_read_{0}, not_read_oom_{0};
+  RunCounters counters_;
   std::atomic<bool> finished_{false};
   std::atomic<int> owner_pid_{0};
   std::int64_t start_t_ns_ = 0;  // written by begin_run and in the fork child, before any reader
@@ -229,9 +198,7 @@ class OPHOOK_API Recorder {
   std::atomic<bool> writer_ready_{false};
   std::unique_ptr<RecordQueue> queue_;
   std::unique_ptr<TraceWriter> writer_;
-  mutable std::mutex facts_mu_;
-  nlohmann::json versions_ = nlohmann::json::object();
-  nlohmann::json notes_ = nlohmann::json::object();
+  std::unique_ptr<RunFacts> facts_;
   std::mutex finish_mu_;
 };
 

@@ -9,7 +9,7 @@ namespace ophook::cli {
 
 namespace {
 
-void add_pair(OpSummary& s, const PairResult& pair) {
+void add_pair(OpTotals& s, const PairResult& pair) {
   ++s.pairs;
   if (pair.differs) ++s.differing;
   if (pair.origin()) ++s.origins;
@@ -43,9 +43,9 @@ void add_pair(OpSummary& s, const PairResult& pair) {
 /// The per-op rows, created in order of first appearance.
 class OpTable {
  public:
-  explicit OpTable(std::vector<OpSummary>& ops) : ops_(ops) {}
+  explicit OpTable(std::vector<OpTotals>& ops) : ops_(ops) {}
 
-  OpSummary& row(const std::string& op) {
+  OpTotals& row(const std::string& op) {
     auto [it, inserted] = index_.emplace(op, ops_.size());
     if (inserted) {
       ops_.emplace_back();
@@ -56,7 +56,7 @@ class OpTable {
   }
 
  private:
-  std::vector<OpSummary>& ops_;
+  std::vector<OpTotals>& ops_;
   std::unordered_map<std::string, std::size_t> index_;
 };
 
@@ -103,7 +103,7 @@ std::optional<CallRef> earliest(const CompareResult& result,
 
 }  // namespace
 
-void summarise_process(ProcessComparison& process) {
+void total_process(ProcessComparison& process) {
   CompareCounts& counts = process.counts;
   counts = CompareCounts{};
   for (std::size_t s = 0; s < process.steps.size(); ++s) {
@@ -130,7 +130,7 @@ void summarise_process(ProcessComparison& process) {
   }
 }
 
-void summarise_runs(CompareResult& result) {
+void total_runs(CompareResult& result) {
   result.counts = CompareCounts{};
   result.base_calls = result.new_calls = result.unmatched_processes = 0;
   result.ops.clear();
@@ -145,7 +145,7 @@ void summarise_runs(CompareResult& result) {
   result.first_divergence = earliest(result, &ProcessComparison::first_divergent_step);
   result.first_origin = earliest(result, &ProcessComparison::first_origin_step);
   std::stable_sort(result.ops.begin(), result.ops.end(),
-                   [](const OpSummary& x, const OpSummary& y) {
+                   [](const OpTotals& x, const OpTotals& y) {
                      const bool dx = x.differing + x.unmatched_base + x.unmatched_new > 0;
                      const bool dy = y.differing + y.unmatched_base + y.unmatched_new > 0;
                      if (dx != dy) return dx;

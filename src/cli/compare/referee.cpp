@@ -8,8 +8,7 @@
 #include <unordered_map>
 
 #include "ophook/error.hpp"
-#include "render/compare_json.hpp"
-#include "render/text_format.hpp"
+#include "read/json_fields.hpp"
 #include "replay/replay_interpreter.hpp"
 
 namespace ophook::cli {
@@ -55,39 +54,6 @@ class TempDir {
   fs::path path_;
 };
 
-std::optional<double> optional_number(const json& entry, const char* key) {
-  const auto it = entry.find(key);
-  if (it == entry.end() || it->is_null()) return std::nullopt;
-  if (it->is_number()) return it->get<double>();
-  throw Error(fmt::format("referee response: '{}' of {} is not a number", key, entry.value("op", "?")));
-}
-
-std::string rel_text(const std::optional<double>& value) { return value ? format_error(*value) : "-"; }
-
-/// "NEW 2.8e+03x further", the reason nothing was judged, or "".
-std::string verdict_note(const RefereeVerdict& v) {
-  if (!v.closer) return v.reason;
-  if (*v.closer == "tie" || !v.base_max_rel || !v.new_max_rel) return "";
-  const double closer = std::min(*v.base_max_rel, *v.new_max_rel);
-  const double further = std::max(*v.base_max_rel, *v.new_max_rel);
-  const char* far_side = *v.closer == "base" ? "NEW" : "BASE";
-  if (closer == 0) return fmt::format("{} off, {} exact", far_side, *v.closer == "base" ? "BASE" : "NEW");
-  return fmt::format("{} {:.3g}x further", far_side, further / closer);
-}
-
-std::string closer_text(const RefereeVerdict& v) {
-  if (!v.closer) return "-";
-  if (*v.closer == "tie") return "tie";
-  return *v.closer == "base" ? "BASE" : "NEW";
-}
-
-std::vector<std::string> verdict_row(const OpSummary& s) {
-  const RefereeVerdict& v = *s.referee;
-  return {s.op, fmt::format("{}/{}", v.pairs_judged, v.pairs_asked), closer_text(v), rel_text(v.base_max_rel),
-          rel_text(v.new_max_rel), verdict_note(v)};
-}
-
-const std::vector<std::string> kHeader{"op", "judged", "closer", "BASE max rel", "NEW max rel", "note"};
 
 }  // namespace
 
@@ -119,7 +85,7 @@ json referee_request(const CompareResult& result) {
     }
   }
   json ops = json::array();
-  for (const OpSummary& s : result.ops) {
+  for (const OpTotals& s : result.ops) {
     if (auto it = pairs.find(s.op); it != pairs.end()) ops.push_back({{"op", s.op}, {"pairs", it->second}});
   }
   return {{"base", fs::absolute(result.base_dir).string()},
@@ -135,7 +101,7 @@ void apply_referee_response(CompareResult& result, const json& request, const js
     throw Error("referee response: no list of ops");
   }
   for (const json& entry : response["ops"]) answers[entry.value("op", "")] = &entry;
-  for (OpSummary& s : result.ops) {
+  for (OpTotals& s : result.ops) {
     if (s.differing == 0) continue;
     RefereeVerdict verdict;
     const auto answer = answers.find(s.op);
@@ -146,8 +112,9 @@ void apply_referee_response(CompareResult& result, const json& request, const js
       verdict.pairs_asked = asked[s.op];
       verdict.pairs_judged = a.value("pairs_judged", std::size_t{0});
       if (a.contains("closer") && a["closer"].is_string()) verdict.closer = a["closer"].get<std::string>();
-      verdict.base_max_rel = optional_number(a, "base_max_rel");
-      verdict.new_max_rel = optional_number(a, "new_max_rel");
+      const auto where = fmt::format("referee response for {}", s.op);
+      verdict.base_max_rel = optional_number(a, "base_max_rel", where);
+      verdict.new_max_rel = optional_number(a, "new_max_rel", where);
       verdict.reason = a.value("reason", "");
     }
     s.referee = std::move(verdict);
@@ -170,44 +137,6 @@ void referee_float64(CompareResult& result, const std::string& python, unsigned 
     if (response.is_discarded()) throw Error("the float64 referee's response is not JSON");
   }
   apply_referee_response(result, request, response);
-}
-
-void print_referee_text(const CompareResult& result, std::ostream& out) {
-  std::vector<std::vector<std::string>> rows;
-  for (const OpSummary& s : result.ops) {
-    if (s.referee) rows.push_back(verdict_row(s));
-  }
-  if (rows.empty()) return;
-  out << "\nreferee float64 (each run's recorded outputs against its own calls re-run in float64;\n"
-         "max relative error over the judged differing pairs, the smaller is closer):\n";
-  out << render_table(kHeader, rows);
-}
-
-nlohmann::ordered_json referee_json(const RefereeVerdict& v) {
-  auto number = [](const std::optional<double>& x) { return x ? number_json(*x) : nlohmann::ordered_json(); };
-  return {{"closer", v.closer ? nlohmann::ordered_json(*v.closer) : nlohmann::ordered_json()},
-          {"base_max_rel", number(v.base_max_rel)},
-          {"new_max_rel", number(v.new_max_rel)},
-          {"pairs_judged", v.pairs_judged},
-          {"pairs_asked", v.pairs_asked},
-          {"reason", v.reason}};
-}
-
-void add_referee_html(const CompareResult& result, HtmlPage& page) {
-  std::vector<std::vector<std::string>> rows;
-  std::vector<bool> flagged;
-  for (const OpSummary& s : result.ops) {
-    if (!s.referee) continue;
-    rows.push_back(verdict_row(s));
-    flagged.push_back(s.referee->closer == "base");  // the new run moved away from float64
-  }
-  if (rows.empty()) return;
-  page.heading("Referee float64: which run is closer");
-  page.paragraph(
-      "Each run's recorded outputs against its own calls re-run in float64 on its recorded inputs; "
-      "max relative error over the judged differing pairs. Highlighted: ops where NEW is further.",
-      "note");
-  page.table(kHeader, rows, flagged);
 }
 
 }  // namespace ophook::cli

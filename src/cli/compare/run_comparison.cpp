@@ -99,9 +99,9 @@ CompareResult run_comparison(const CompareOptions& options) {
     align(process);
     compare_pairs(process, options);
     judge_kernel_pair_inputs(process);
-    summarise_process(process);
+    total_process(process);
   }
-  summarise_runs(result);
+  total_runs(result);
   return result;
 }
 

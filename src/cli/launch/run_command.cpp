@@ -8,7 +8,7 @@
 #include "launch/child_env.hpp"
 #include "launch/child_process.hpp"
 #include "launch/library_locator.hpp"
-#include "ophook/config/config.hpp"
+#include "ophook/config/settings.hpp"
 #include "ophook/error.hpp"
 
 namespace ophook::cli {

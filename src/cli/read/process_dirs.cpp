@@ -8,6 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "ophook/error.hpp"
+#include "read/json_fields.hpp"
+#include "read/summary_file.hpp"
+
 namespace ophook::cli {
 
 namespace fs = std::filesystem;
@@ -35,25 +39,24 @@ std::optional<std::pair<ProcessDir::Kind, std::int64_t>> parse_name(const std::s
   return std::nullopt;
 }
 
+/// The integer at `key` of a summary or record, nullopt when it has none that is one: the order
+/// of processes then falls back on what else is known.
 std::optional<std::int64_t> integer(const json& object, const char* key) {
-  auto it = object.find(key);
-  if (it == object.end() || !it->is_number_integer()) return std::nullopt;
-  return it->get<std::int64_t>();
+  try {
+    return optional_integer(object, key, key);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
 }
 
 /// summary.json of a process directory, or null when there is none (a killed process) or it
-/// does not parse.
+/// cannot be used (said in `warnings`).
 json read_summary(const fs::path& dir, std::string_view role, std::vector<std::string>& warnings) {
-  std::ifstream in(dir / "summary.json");
-  if (!in) return json();
-  json summary = json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (summary.is_discarded() || !summary.is_object()) {
-    warnings.push_back(fmt::format("{}{}: not a JSON object; the process is ordered by its "
-                                   "first record",
-                                   prefix(role), (dir / "summary.json").string()));
-    return json();
+  auto file = read_summary_file(dir);
+  if (!file.problem.empty()) {
+    warnings.push_back(fmt::format("{}{}; the process is ordered by its first record", prefix(role), file.problem));
   }
-  return summary;
+  return file.document ? std::move(*file.document) : json();
 }
 
 /// t_ns of the first record of dir/trace.jsonl, for a process that left no summary.json.

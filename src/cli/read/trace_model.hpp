@@ -28,6 +28,8 @@ struct ArraySpec {
   std::optional<StatsSpec> stats;
 
   std::uint64_t element_count() const;
+  /// Whether it is one of the call's outputs (its path is under "outputs").
+  bool is_output() const { return path.starts_with("outputs"); }
 };
 
 /// A plain JSON leaf of a record (number, string, bool, null) with where it sat in the call.

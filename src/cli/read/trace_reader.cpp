@@ -9,8 +9,9 @@
 #include <optional>
 #include <utility>
 
-#include "read/mapped_file.hpp"
 #include "ophook/error.hpp"
+#include "read/arrays/mapped_file.hpp"
+#include "read/json_fields.hpp"
 #include "read/parallel_for.hpp"
 
 namespace ophook::cli {
@@ -45,21 +46,17 @@ std::int64_t integer_field(const json& object, const char* key, std::int64_t fal
   return it->get<std::int64_t>();
 }
 
-std::optional<double> optional_number(const json& object, const char* key) {
-  auto it = object.find(key);
-  if (it == object.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
-}
 
 StatsSpec stats_from_json(const json& value, const std::string& path) {
   if (!value.is_object()) {
     throw Error(fmt::format("value {}: \"stats\" is not an object or null", path));
   }
   StatsSpec stats;
-  stats.min = optional_number(value, "min");
-  stats.max = optional_number(value, "max");
-  stats.mean = optional_number(value, "mean");
-  stats.std = optional_number(value, "std");
+  const auto where = fmt::format("value {}: stats", path);
+  stats.min = optional_number(value, "min", where);
+  stats.max = optional_number(value, "max", where);
+  stats.mean = optional_number(value, "mean", where);
+  stats.std = optional_number(value, "std", where);
   stats.nan = static_cast<std::uint64_t>(integer_field(value, "nan", 0));
   stats.inf = static_cast<std::uint64_t>(integer_field(value, "inf", 0));
   const std::string digest = optional_string(value, "xxh64").value_or("");

@@ -32,7 +32,7 @@ std::int64_t process_pid(const ProcessRun& process) {
 json chrome_event(const TraceRecord& record, std::int64_t fallback_pid) {
   json shapes = json::array(), output_shapes = json::array();
   for (const ArraySpec& array : record.arrays) {
-    (array.path.rfind("outputs", 0) == 0 ? output_shapes : shapes).push_back(array.shape);
+    (array.is_output() ? output_shapes : shapes).push_back(array.shape);
   }
   json args = {{"seq", record.seq},
                {"source", nullable<json>(record.source)},

@@ -7,10 +7,10 @@
 #include <cstring>
 #include <fstream>
 
-#include "compare/referee.hpp"
+#include "ophook/error.hpp"
 #include "render/compare_text.hpp"
 #include "render/json_text.hpp"
-#include "ophook/error.hpp"
+#include "render/referee_verdicts.hpp"
 
 namespace ophook::cli {
 
@@ -59,9 +59,9 @@ ordered_json value_json(const ValueResult& v) {
     j["elements"] = d.elements;
     j["not_close"] = d.not_close;
     j["nonfinite_mismatch"] = d.nonfinite_mismatch;
-    j["max_abs_err"] = number_json(d.max_abs);
-    j["max_rel_err"] = std::isnan(d.max_rel) ? ordered_json() : number_json(d.max_rel);
-    j["cosine"] = std::isnan(d.cosine) ? ordered_json() : number_json(d.cosine);
+    j["max_abs_err"] = number_json<ordered_json>(d.max_abs);
+    j["max_rel_err"] = std::isnan(d.max_rel) ? ordered_json() : number_json<ordered_json>(d.max_rel);
+    j["cosine"] = std::isnan(d.cosine) ? ordered_json() : number_json<ordered_json>(d.cosine);
     j["worst_index"] = d.worst_index >= 0 ? ordered_json(d.worst_index) : ordered_json();
   }
   return j;
@@ -78,21 +78,21 @@ ordered_json pair_json(const ProcessComparison& p, std::size_t process, const Pa
           {"origin", pair.differs ? ordered_json(pair.origin()) : ordered_json()},
           {"inputs", to_string(pair.inputs)},
           {"values_compared", pair.has_values},
-          {"max_abs_err", number_json(pair.max_abs)},
-          {"max_rel_err", pair.rel_known() ? number_json(pair.max_rel) : ordered_json()},
-          {"min_cosine", pair.cosine_known() ? number_json(pair.min_cosine) : ordered_json()},
+          {"max_abs_err", number_json<ordered_json>(pair.max_abs)},
+          {"max_rel_err", pair.rel_known() ? number_json<ordered_json>(pair.max_rel) : ordered_json()},
+          {"min_cosine", pair.cosine_known() ? number_json<ordered_json>(pair.min_cosine) : ordered_json()},
           {"exception", pair.error_note.empty() ? ordered_json() : ordered_json(pair.error_note)},
           {"values", std::move(values)}};
 }
 
-ordered_json op_json(const OpSummary& s) {
+ordered_json op_json(const OpTotals& s) {
   ordered_json j = {{"op", s.op},
           {"pairs", s.pairs},
           {"differing", s.differing},
           {"origins", s.origins},
-          {"max_abs_err", s.has_errors ? number_json(s.max_abs) : ordered_json()},
-          {"max_rel_err", s.rel_known() ? number_json(s.max_rel) : ordered_json()},
-          {"min_cosine", s.cosine_known() ? number_json(s.min_cosine) : ordered_json()},
+          {"max_abs_err", s.has_errors ? number_json<ordered_json>(s.max_abs) : ordered_json()},
+          {"max_rel_err", s.rel_known() ? number_json<ordered_json>(s.max_rel) : ordered_json()},
+          {"min_cosine", s.cosine_known() ? number_json<ordered_json>(s.min_cosine) : ordered_json()},
           {"values_not_close", s.not_close_values},
           {"shape_mismatches", s.shape_mismatches},
           {"dtype_mismatches", s.dtype_mismatches},
@@ -156,12 +156,6 @@ ordered_json process_json(const ProcessComparison& p) {
 
 }  // namespace
 
-ordered_json number_json(double value) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  return value;
-}
-
 void write_compare_json(const CompareResult& r, std::ostream& out) {
   const CompareCounts& c = r.counts;
   ordered_json processes = ordered_json::array();
@@ -195,7 +189,7 @@ void write_compare_json(const CompareResult& r, std::ostream& out) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   out << text << ",\n \"ops\": [";
   StreamedList ops(out);
-  for (const OpSummary& op : r.ops) ops.add(op_json(op));
+  for (const OpTotals& op : r.ops) ops.add(op_json(op));
   out << "\n ],\n \"unmatched\": [";
   StreamedList unmatched(out);
   for (std::size_t index = 0; index < r.processes.size(); ++index) {

@@ -7,9 +7,6 @@
 
 namespace ophook::cli {
 
-/// A double as JSON: a number when finite, else the string "inf", "-inf" or "nan".
-nlohmann::ordered_json number_json(double value);
-
 /// Writes the full comparison as one JSON document (runs, tolerances, verdict, values compared,
 /// first divergence and first origin, process pairs, per-op table, unmatched calls, every pair
 /// with its values and origin marking). Pairs are written one at a time, so the memory used does

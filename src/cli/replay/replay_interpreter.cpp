@@ -12,6 +12,7 @@
 #include "launch/child_process.hpp"
 #include "launch/library_locator.hpp"
 #include "ophook/error.hpp"
+#include "read/summary_file.hpp"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX declares it nowhere else
 
@@ -49,10 +50,9 @@ except BaseException:
 constexpr int kEngineFailed = 3;
 
 std::optional<std::string> recorded_python(const fs::path& run) {
-  std::ifstream in(run / "summary.json");
-  if (!in) return std::nullopt;
-  const auto summary = nlohmann::json::parse(in, nullptr, false);
-  if (summary.is_discarded() || !summary.is_object()) return std::nullopt;
+  const auto file = read_summary_file(run);
+  if (!file.document) return std::nullopt;  // the interpreter is then looked for elsewhere
+  const auto& summary = *file.document;
   const auto versions = summary.find("versions");
   if (versions == summary.end() || !versions->is_object()) return std::nullopt;
   const auto python = versions->find("python_executable");

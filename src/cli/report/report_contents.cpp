@@ -12,6 +12,7 @@
 #include "ophook/model/op_kinds.hpp"
 #include "read/parallel_for.hpp"
 #include "read/process_dirs.hpp"
+#include "read/summary_file.hpp"
 #include "read/trace_reader.hpp"
 
 namespace ophook::cli {
@@ -21,17 +22,11 @@ using nlohmann::json;
 
 namespace {
 
+/// `dir`/summary.json, when there is one; a malformed one stops the report, naming the file.
 std::optional<json> read_summary(const fs::path& dir) {
-  const fs::path path = dir / "summary.json";
-  std::error_code ec;
-  if (!fs::exists(path, ec)) return std::nullopt;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("{}: cannot be opened for reading", path.string()));
-  json summary = json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (summary.is_discarded() || !summary.is_object()) {
-    throw Error(fmt::format("{}: not a valid JSON object", path.string()));
-  }
-  return summary;
+  auto file = read_summary_file(dir);
+  if (!file.problem.empty()) throw Error(file.problem);
+  return std::move(file.document);
 }
 
 ProcessRun load_process(std::string label, const fs::path& dir,
@@ -53,14 +48,13 @@ bool has_nonfinite(const ArraySpec& array) {
   return array.stats && (array.stats->nan > 0 || array.stats->inf > 0);
 }
 
-bool is_output(const ArraySpec& array) { return array.path.rfind("outputs", 0) == 0; }
 
 NonfiniteCall scanned_hit(std::size_t index, const TraceRecord& record) {
   NonfiniteCall hit;
   hit.process = index;
   hit.record = &record;
   for (const ArraySpec& array : record.arrays) {
-    if (is_output(array) && has_nonfinite(array)) {
+    if (array.is_output() && has_nonfinite(array)) {
       hit.value_path = array.path;
       hit.nan = array.stats->nan;
       hit.inf = array.stats->inf;
@@ -117,7 +111,7 @@ std::optional<NonfiniteCall> find_first_nonfinite(const ProcessRun& process, std
     if (core::returns_uninitialized_memory(r.op)) continue;  // whatever the allocator left there
     bool bad_out = false, bad_in = false;
     for (const ArraySpec& array : r.arrays) {
-      (is_output(array) ? bad_out : bad_in) |= has_nonfinite(array);
+      (array.is_output() ? bad_out : bad_in) |= has_nonfinite(array);
     }
     if (bad_out && !bad_in) return scanned_hit(index, r);
     if (bad_out && any == nullptr) any = &r;

@@ -1,4 +1,4 @@
-// SummaryBatch and the helper thread that shares its jobs.
+// StatsBatch and the helper thread that shares its jobs.
 #include "ophook/capture/stats_batch.hpp"
 
 #include "ophook/process/fork_handlers.hpp"
@@ -20,15 +20,15 @@ namespace ophook::core {
 /// The one helper thread of the process, started when the first batch is offered. Never
 /// destroyed: at exit it waits on its condition variable, holding nothing. A forked child starts
 /// its own (the parent's thread does not exist there).
-class SummaryHelper {
+class StatsHelper {
  public:
-  static SummaryHelper& get() {
-    static auto* helper = new SummaryHelper;  // leaked: it must outlive every batch of every thread
+  static StatsHelper& get() {
+    static auto* helper = new StatsHelper;  // leaked: it must outlive every batch of every thread
     return *helper;
   }
 
   /// False on a one-CPU machine: the batch then runs everything itself.
-  bool offer(SummaryBatch& batch) {
+  bool offer(StatsBatch& batch) {
     if (!worthwhile_) return false;
     std::lock_guard lock(mutex_);
     if (!running_) {
@@ -43,7 +43,7 @@ class SummaryHelper {
   }
 
   /// Takes `batch` out of the queue if the helper has not picked it up.
-  void withdraw(SummaryBatch& batch) {
+  void withdraw(StatsBatch& batch) {
     std::lock_guard lock(mutex_);
     if (!batch.queued_) return;
     batch.queued_ = false;
@@ -52,13 +52,13 @@ class SummaryHelper {
   }
 
   /// Returns once the helper no longer looks at `batch`.
-  void wait_until_let_go(SummaryBatch& batch) {
+  void wait_until_let_go(StatsBatch& batch) {
     std::unique_lock lock(mutex_);
     let_go_.wait(lock, [&] { return !batch.held_by_helper_; });
   }
 
  private:
-  SummaryHelper() {
+  StatsHelper() {
     set_fork_handler(ForkStage::StatsBatch,
                      {[]() noexcept { get().mutex_.lock(); }, []() noexcept { get().mutex_.unlock(); },
                       []() noexcept {
@@ -77,7 +77,7 @@ class SummaryHelper {
 
   void serve() {
     for (;;) {
-      SummaryBatch* batch = nullptr;
+      StatsBatch* batch = nullptr;
       linger();
       {
         std::unique_lock lock(mutex_);
@@ -114,12 +114,12 @@ class SummaryHelper {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable let_go_;
-  std::deque<SummaryBatch*> queue_;
+  std::deque<StatsBatch*> queue_;
   std::atomic<int> queued_{0};  // queue_.size(), read without the mutex while lingering
   bool running_ = false;
 };
 
-bool SummaryBatch::add(std::string_view descr, const std::byte* data, std::size_t nbytes, std::uint32_t index) {
+bool StatsBatch::add(std::string_view descr, const std::byte* data, std::size_t nbytes, std::uint32_t index) {
   if (jobs_ == kMaxJobs) return false;
   auto& job = slots_[jobs_++];
   job.descr = descr, job.data = data, job.nbytes = nbytes, job.index = index;
@@ -128,7 +128,7 @@ bool SummaryBatch::add(std::string_view descr, const std::byte* data, std::size_
   return true;
 }
 
-bool SummaryBatch::try_run(std::size_t i, bool done_by_helper) noexcept {
+bool StatsBatch::try_run(std::size_t i, bool done_by_helper) noexcept {
   auto& job = slots_[i];
   std::uint8_t open = kOpen;
   if (!job.state.compare_exchange_strong(open, kTaken, std::memory_order_acquire)) return false;
@@ -138,18 +138,18 @@ bool SummaryBatch::try_run(std::size_t i, bool done_by_helper) noexcept {
   return true;
 }
 
-void SummaryBatch::start() {
+void StatsBatch::start() {
   if (jobs_ == 0 || started_) return;
-  started_ = SummaryHelper::get().offer(*this);
+  started_ = StatsHelper::get().offer(*this);
 }
 
-void SummaryBatch::run_open_jobs() noexcept {
+void StatsBatch::run_open_jobs() noexcept {
   for (std::size_t i = jobs_; i-- > 0;) try_run(i, false);
 }
 
-void SummaryBatch::finish() {
+void StatsBatch::finish() {
   if (finished_) return;
-  if (started_) SummaryHelper::get().withdraw(*this);
+  if (started_) StatsHelper::get().withdraw(*this);
   run_open_jobs();
   for (std::size_t i = 0; i < jobs_; ++i) {
     auto& state = slots_[i].state;
@@ -157,7 +157,7 @@ void SummaryBatch::finish() {
       state.wait(seen, std::memory_order_acquire);
     }
   }
-  if (started_) SummaryHelper::get().wait_until_let_go(*this);
+  if (started_) StatsHelper::get().wait_until_let_go(*this);
   started_ = false;
   finished_ = true;
 }

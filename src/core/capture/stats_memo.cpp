@@ -34,7 +34,7 @@ ArrayStats remembered_stats(std::string_view descr, const std::byte* data, std::
   return stats;
 }
 
-SummaryMemoCounts summary_memo_counts() noexcept {
+StatsMemoCounts stats_memo_counts() noexcept {
   return {computed.load(std::memory_order_relaxed), remembered.load(std::memory_order_relaxed)};
 }
 

@@ -18,9 +18,9 @@ namespace ophook::core {
 ArrayStats remembered_stats(std::string_view descr, const std::byte* data, std::size_t nbytes);
 
 /// Arrays remembered_stats summarised, and those whose statistics it gave back, in this process.
-struct SummaryMemoCounts {
+struct StatsMemoCounts {
   std::uint64_t computed = 0, remembered = 0;
 };
-SummaryMemoCounts summary_memo_counts() noexcept;
+StatsMemoCounts stats_memo_counts() noexcept;
 
 }  // namespace ophook::core

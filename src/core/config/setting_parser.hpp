@@ -5,9 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include <spdlog/common.h>
-
-#include "ophook/config/config.hpp"
+#include "ophook/config/settings.hpp"
 
 namespace ophook::core {
 
@@ -20,9 +18,6 @@ struct Choice {
 
 std::string lower(std::string_view s);
 std::string_view trim(std::string_view s);
-
-/// The contract's spelling of a log level (spdlog's own names say "warning"/"error"/"critical").
-std::string_view log_level_name(spdlog::level::level_enum level);
 
 /// "a, b, c" for --help and error messages.
 template <typename T, std::size_t N>
@@ -67,6 +62,8 @@ class SettingParser {
   void byte_size(std::string_view variable, std::uint64_t& field, std::uint64_t minimum, std::string_view accepted);
   void levels(std::string_view variable, Levels& field);
   void ranges(std::string_view variable, RangeSet& field);
+  /// A whole number in [minimum, maximum].
+  void count(std::string_view variable, std::uint64_t& field, std::uint64_t minimum, std::uint64_t maximum);
 
   ConfigResult& result() { return result_; }
 

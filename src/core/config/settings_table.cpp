@@ -1,11 +1,9 @@
 // The OPHOOK_* settings (README.md, "Configuration"), one row each: the single source of the variables,
 // the `ophook run` options, the Python keywords, --help and the README's configuration table.
-#include <spdlog/common.h>
-
 #include <algorithm>
 
 #include "config/setting_parser.hpp"
-#include "ophook/config/config.hpp"
+#include "ophook/config/settings.hpp"
 
 namespace ophook::core {
 namespace {
@@ -18,9 +16,9 @@ constexpr Choice<CompilePolicy> kCompilePolicies[] = {{"eager", CompilePolicy::E
                                                       {"record", CompilePolicy::Record}};
 constexpr Choice<TensorCopy> kTensorCopies[] = {
     {"auto", TensorCopy::Auto}, {"torch", TensorCopy::Torch}, {"fake-device", TensorCopy::FakeDevice}};
-constexpr Choice<spdlog::level::level_enum> kLogLevels[] = {
-    {"trace", spdlog::level::trace}, {"debug", spdlog::level::debug}, {"info", spdlog::level::info},
-    {"warn", spdlog::level::warn},   {"error", spdlog::level::err},   {"off", spdlog::level::off}};
+constexpr Choice<LogLevel> kLogLevels[] = {
+    {"trace", LogLevel::Trace}, {"debug", LogLevel::Debug}, {"info", LogLevel::Info},
+    {"warn", LogLevel::Warn},   {"error", LogLevel::Error}, {"off", LogLevel::Off}};
 
 constexpr std::string_view kBoolean = "0 or 1 (also false/true, no/yes, off/on)";
 constexpr std::string_view kRegex = "an ECMAScript regular expression";
@@ -104,9 +102,39 @@ constexpr SettingInfo kSettings[] = {
      [](SettingParser& p, Config& c) { p.boolean("OPHOOK_DISABLE", c.disable); }},
 };
 
+// Set by the project's own tests and benchmarks only, to reach paths no user setting reaches (a
+// fake device's timing, the CUDA backend on the stand-in driver, a small staging memory, file
+// helpers by count, no links): parsed and checked like the rows above, and the reason the rows
+// above need not read the environment anywhere else.
+constexpr SettingInfo kTestSettings[] = {
+    {"TEST_FAKE_DEVICE_DRIVER", "0|1", kBoolean, "0",
+     "1: the fake device's tensors go through the CUDA backend to the libcuda.so.1 first on LD_LIBRARY_PATH",
+     [](SettingParser& p, Config& c) { p.boolean("OPHOOK_TEST_FAKE_DEVICE_DRIVER", c.test.fake_device_driver); }},
+    {"TEST_FAKE_DEVICE_IDLE", "0|1", kBoolean, "0",
+     "1: the fake device does none of a GPU's work (every element finite and zero): the host's cost alone",
+     [](SettingParser& p, Config& c) { p.boolean("OPHOOK_TEST_FAKE_DEVICE_IDLE", c.test.fake_device_idle); }},
+    {"TEST_FAKE_DEVICE_LAG", "N", "a whole number from 1", "3", "launches a fake device's result trails behind",
+     [](SettingParser& p, Config& c) {
+       p.count("OPHOOK_TEST_FAKE_DEVICE_LAG", c.test.fake_device_lag, 1, std::uint64_t{1} << 20);
+     }},
+    {"TEST_STAGING_BYTES", "N", "a byte count of at least 4K", "256M",
+     "the host memory that dump's device bytes cross into, per device",
+     [](SettingParser& p, Config& c) {
+       p.byte_size("OPHOOK_TEST_STAGING_BYTES", c.test.staging_bytes, 4096, "a byte count of at least 4K, e.g. 64K");
+     }},
+    {"TEST_FILE_HELPERS", "N", "0 to 7", "half the usable CPUs, 1 to 7", "file helper threads of the writer",
+     [](SettingParser& p, Config& c) { p.count("OPHOOK_TEST_FILE_HELPERS", c.test.file_helpers, 0, 7); }},
+    {"TEST_NO_LINKS", "0|1", kBoolean, "0", "1: every file written, none linked to an equal one",
+     [](SettingParser& p, Config& c) { p.boolean("OPHOOK_TEST_NO_LINKS", c.test.no_links); }},
+};
+
 }  // namespace
 
+static_assert(kSettings[0].name == "OUTPUT" && kSettings[0].default_text.starts_with(kDefaultOutput));
+
 std::span<const SettingInfo> settings() { return kSettings; }
+
+std::span<const SettingInfo> test_settings() { return kTestSettings; }
 
 std::string SettingInfo::variable() const { return "OPHOOK_" + std::string(name); }
 
@@ -118,11 +146,11 @@ std::string SettingInfo::option() const {
 
 std::string SettingInfo::keyword() const { return lower(name); }
 
-std::string_view log_level_name(spdlog::level::level_enum level) {
+std::string_view to_string(LogLevel level) {
   for (const auto& c : kLogLevels) {
     if (c.value == level) return c.name;
   }
-  return level == spdlog::level::critical ? "error" : "info";
+  return level == LogLevel::Critical ? "error" : "info";
 }
 
 }  // namespace ophook::core

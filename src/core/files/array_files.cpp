@@ -24,8 +24,6 @@ constexpr std::size_t kOverlapBytes = std::size_t{8} << 20;
 // Passes over less than this many bytes in all run on the writer alone: waking a helper costs
 // more than it saves (a file job is always worth sharing: its cost is the kernel's).
 constexpr std::size_t kShareBytes = std::size_t{1} << 20;
-// For the benchmarks' "before" figures only: every file written, none linked.
-constexpr const char* kNoLinksVariable = "OPHOOK_TEST_NO_LINKS";
 
 std::span<const std::byte> bytes_of(const std::string& text) {
   return {reinterpret_cast<const std::byte*>(text.data()), text.size()};
@@ -72,8 +70,7 @@ std::string_view to_string(NoFileReason reason) noexcept {
 ArrayFiles::ArrayFiles(OutputDir& dir, const Recorder& recorder, RunSummary& summary, unsigned helpers,
                        DigestFunction digest)
     : dir_(dir), recorder_(recorder), summary_(summary), threads_(helpers), index_(digest) {
-  const char* no_links = std::getenv(kNoLinksVariable);
-  links_on_ = no_links == nullptr || std::strcmp(no_links, "1") != 0;
+  links_on_ = !recorder.config().test.no_links;
 }
 
 bool ArrayFiles::open() const noexcept { return !failed_ && !summary_.budget_exhausted(); }

@@ -1,6 +1,6 @@
 #include "files/content_index.hpp"
 
-#define XXH_INLINE_ALL  // header-only: libophook.so must not depend on libxxhash.so
+#define XXH_INLINE_ALL  // header-only: libophook_core.so must not depend on libxxhash.so
 #include <xxhash.h>
 
 namespace ophook::core {

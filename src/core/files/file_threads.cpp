@@ -16,20 +16,11 @@ namespace {
 
 constexpr int kHelperNiceness = 10;  // a nice-10 thread gets about a tenth of a nice-0 one's share
 constexpr unsigned kMostHelpers = 7;
-// For the benchmarks' rows that set other helper counts beside the default on one machine
-// (tests/bench/gpu_rows.sh): a number of helpers, at most kMostHelpers.
-constexpr const char* kHelpersVariable = "OPHOOK_TEST_FILE_HELPERS";
 
 }  // namespace
 
-unsigned FileThreads::default_helpers() noexcept {
-  if (const char* forced = std::getenv(kHelpersVariable); forced != nullptr) {
-    unsigned helpers = 0;
-    const auto* end = forced + std::strlen(forced);
-    if (const auto [at, error] = std::from_chars(forced, end, helpers); error == std::errc{} && at == end) {
-      return std::min(helpers, kMostHelpers);
-    }
-  }
+unsigned FileThreads::default_helpers(std::uint64_t asked) noexcept {
+  if (asked != TestSettings::kAutomatic) return static_cast<unsigned>(std::min<std::uint64_t>(asked, kMostHelpers));
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
   // The CPUs this process may use (taskset, a container's cpuset), not the machine's.

@@ -3,9 +3,12 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <cstdint>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "ophook/config/config.hpp"
 
 namespace ophook::core {
 
@@ -26,9 +29,10 @@ class FileThreads {
   FileThreads(const FileThreads&) = delete;
   FileThreads& operator=(const FileThreads&) = delete;
 
-  /// The helpers a writer gets by default: half the CPUs this process may run on, at least one
-  /// (with two CPUs the writer and one helper, the same as ever), at most seven.
-  static unsigned default_helpers() noexcept;
+  /// The helpers a writer gets: `asked` (OPHOOK_TEST_FILE_HELPERS, for the benchmarks' rows that set
+  /// other counts beside the default on one machine; at most seven), else half the CPUs this
+  /// process may run on, at least one (with two CPUs the writer and one helper), at most seven.
+  static unsigned default_helpers(std::uint64_t asked = TestSettings::kAutomatic) noexcept;
 
   /// Runs job(i) for every i below `count` on this thread and up to `count - 1` helpers (none when
   /// `share` is false: work too small to be worth waking a thread for), and returns once every job

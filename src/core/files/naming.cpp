@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#define XXH_INLINE_ALL  // header-only: libophook.so must not depend on libxxhash.so
+#define XXH_INLINE_ALL  // header-only: libophook_core.so must not depend on libxxhash.so
 #include <xxhash.h>
 
 namespace ophook::core {

@@ -2,7 +2,7 @@
 
 #include <type_traits>
 
-#define XXH_INLINE_ALL  // header-only: libophook.so must not depend on libxxhash.so
+#define XXH_INLINE_ALL  // header-only: libophook_core.so must not depend on libxxhash.so
 #include <xxhash.h>
 
 namespace ophook::core {

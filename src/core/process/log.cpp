@@ -12,6 +12,8 @@
 #include <mutex>
 #include <string>
 
+#include "ophook/config/config.hpp"
+
 namespace ophook::core {
 namespace {
 
@@ -81,7 +83,11 @@ void log_formatted(spdlog::level::level_enum level, fmt::string_view format, fmt
   }
 }
 
-void set_log_level(spdlog::level::level_enum level) { logger().set_level(level); }
+void set_log_level(LogLevel level) {
+  // LogLevel lists spdlog's levels in spdlog's order.
+  static_assert(static_cast<int>(LogLevel::Off) == spdlog::level::off && static_cast<int>(LogLevel::Warn) == spdlog::level::warn);
+  logger().set_level(static_cast<spdlog::level::level_enum>(level));
+}
 
 void reset_logger_after_fork() {
   // Not through logger(): its once_flag may be mid-flight in a parent thread that fork dropped.

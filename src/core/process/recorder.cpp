@@ -1,13 +1,12 @@
 #include "ophook/process/recorder.hpp"
 
-#include "ophook/process/fork_handlers.hpp"
-
-#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+
+#include <nlohmann/json.hpp>
 
 #include "ophook/capture/capture_buffer_pool.hpp"
 #include "ophook/capture/thread_clock.hpp"
@@ -17,15 +16,14 @@
 #include "ophook/model/op_kinds.hpp"
 #include "ophook/model/record_pool.hpp"
 #include "ophook/model/record_queue.hpp"
+#include "ophook/process/fork_handlers.hpp"
+#include "ophook/process/run_facts.hpp"
+#include "ophook/process/run_root.hpp"
+#include "process/op_filters.hpp"
 #include "writer/trace_writer.hpp"
 
 namespace ophook::core {
 namespace {
-
-// The root process exports these so that every process started under it (spawned Python children,
-// DataLoader workers, DDP ranks) writes below the root's directory instead of over it.
-constexpr const char* kRootPidVar = "OPHOOK_ROOT_PID";
-constexpr const char* kRootOutputVar = "OPHOOK_ROOT_OUTPUT";
 
 std::string absolute(const std::string& path) {
   std::error_code ec;
@@ -58,41 +56,27 @@ Recorder& Recorder::start(const Config& config, WriterThread thread) {
 
 void Recorder::begin_run(const Config& config, WriterThread thread) {
   config_ = config;
-  // Validated by the config parser already; compiled once here so that filtering is decided per op
-  // at its first sight (or here, for ops already known), never per call.
-  include_.reset();
-  exclude_.reset();
-  if (!config_.include.empty()) include_ = std::make_unique<std::regex>(config_.include, std::regex::ECMAScript);
-  if (!config_.exclude.empty()) exclude_ = std::make_unique<std::regex>(config_.exclude, std::regex::ECMAScript);
-  dump_include_.reset();
-  if (!config_.dump_include.empty()) {
-    dump_include_ = std::make_unique<std::regex>(config_.dump_include, std::regex::ECMAScript);
-  }
+  // The ops already known are judged again by this run's filters; the others at their first sight.
+  filters_ = std::make_unique<OpFilters>(config_);
   ops_.for_each([&](OpEntry& entry) {
-    entry.recorded = passes_filters(entry.name, entry.annotation);
-    entry.dumped = dumps(entry.name, entry.annotation);
+    entry.recorded = filters_->records(entry.name, entry.annotation);
+    entry.dumped = filters_->dumps(entry.name, entry.annotation);
   });
   seq_.store(0);
-  dropped_.store(0);
-  held_.store(0);
-  copied_by_torch_.store(0);
-  not_read_.store(0), not_read_oom_.store(0);
+  counters_.reset();
   nonfinite_reported_.store(false);
-  {
-    std::lock_guard lock(facts_mu_);
-    notes_ = nlohmann::json::object();  // an earlier Tracer's notes are not this run's
-  }
+  facts_->clear_notes();  // an earlier Tracer's notes are not this run's
   owner_pid_.store(::getpid());
   start_t_ns_ = monotonic_ns();
   rank_.at_start();
-  const char* root_pid = std::getenv(kRootPidVar);
-  const char* root_output = std::getenv(kRootOutputVar);
+  const char* root_pid = std::getenv(kRootPidVariable);
+  const char* root_output = std::getenv(kRootOutputVariable);
   const bool is_root = root_pid == nullptr || root_output == nullptr || std::atol(root_pid) == ::getpid();
   root_pid_ = is_root ? ::getpid() : static_cast<int>(std::atol(root_pid));
   if (is_root) {
     root_output_ = absolute(config.output);
-    ::setenv(kRootPidVar, std::to_string(::getpid()).c_str(), 1);
-    ::setenv(kRootOutputVar, root_output_.c_str(), 1);
+    ::setenv(kRootPidVariable, std::to_string(::getpid()).c_str(), 1);
+    ::setenv(kRootOutputVariable, root_output_.c_str(), 1);
     start_writer(root_output_, thread);
   } else {
     root_output_ = root_output;
@@ -112,34 +96,7 @@ std::vector<std::string> annotation_list(std::string_view annotation, const char
   return items;
 }
 
-namespace {
-
-/// The names the filters look at: the op's, and the aten ops a compiled kernel computes.
-std::vector<std::string> filtered_names(const std::string& name, std::string_view annotation) {
-  std::vector<std::string> names{name};
-  for (auto& op : annotation_list(annotation, "computes")) names.push_back(std::move(op));
-  return names;
-}
-
-bool any_matches(const std::vector<std::string>& names, const std::regex& pattern) {
-  return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return std::regex_search(n, pattern); });
-}
-
-}  // namespace
-
-bool Recorder::passes_filters(const std::string& name, std::string_view annotation) const {
-  if (!config_.accessors && is_metadata_query(name)) return false;
-  if (!include_ && !exclude_) return true;
-  const auto names = filtered_names(name, annotation);
-  if (include_ && !any_matches(names, *include_)) return false;
-  return !(exclude_ && any_matches(names, *exclude_));
-}
-
-bool Recorder::dumps(const std::string& name, std::string_view annotation) const {
-  return config_.mode == Mode::Dump && (!dump_include_ || any_matches(filtered_names(name, annotation), *dump_include_));
-}
-
-Recorder::Recorder() = default;
+Recorder::Recorder() : facts_(std::make_unique<RunFacts>()) {}
 Recorder::~Recorder() = default;
 
 std::string Recorder::child_output_path() const {
@@ -188,7 +145,7 @@ std::uint32_t Recorder::op_id(std::string_view name, Level level) { return op_id
 std::uint32_t Recorder::op_id(std::string_view name, Level level, std::string_view annotation) {
   const std::string key(name);
   auto entry = [&](std::uint32_t same_name_as) {
-    return OpEntry{key, sanitize_op_name(key), level, passes_filters(key, annotation), dumps(key, annotation),
+    return OpEntry{key, sanitize_op_name(key), level, filters_->records(key, annotation), filters_->dumps(key, annotation),
                    returns_uninitialized_memory(key),
                    writes_into_arguments(key, level), std::string(annotation), same_name_as};
   };
@@ -225,7 +182,7 @@ bool Recorder::ensure_writer() noexcept {
 
 bool Recorder::try_submit(RecordPtr& record) noexcept {
   if (finished() || !ensure_writer()) {
-    count_dropped();
+    counters_.count_dropped();
     record.reset();
     return true;
   }
@@ -233,7 +190,7 @@ bool Recorder::try_submit(RecordPtr& record) noexcept {
 }
 
 void Recorder::submit(RecordPtr record) noexcept {
-  if (finished() || !ensure_writer()) return count_dropped();
+  if (finished() || !ensure_writer()) return counters_.count_dropped();
   queue_->push(std::move(record));
 }
 
@@ -277,7 +234,7 @@ void Recorder::finish() noexcept {
     adopt_rank(ProcessRank::from_environment(), /*export_it=*/false);
   }
   try {
-    writer_->finish(dropped_.load() + held_.exchange(0), queue_->producer_waits());
+    writer_->finish(counters_.dropped() + counters_.take_held_records(), queue_->producer_waits());
   } catch (const std::exception& e) {
     log_error("could not finish the output in {}: {}", output_path(), e.what());
   }
@@ -299,7 +256,7 @@ void Recorder::finish_on_termination(const char* signal, std::chrono::steady_clo
   auto* recorder = get();
   if (recorder == nullptr || recorder->owner_pid_.load() != ::getpid()) return;
   try {
-    recorder->add_note("termination", {{"signal", signal}});
+    recorder->facts().add_note("termination", {{"signal", signal}});
     if (recorder->writer_ready_.load(std::memory_order_acquire)) {
       recorder->writer_->dump_ring_at_end(std::string("termination signal ") + signal);
     }
@@ -310,27 +267,6 @@ void Recorder::finish_on_termination(const char* signal, std::chrono::steady_clo
   recorder->finish();
 }
 
-void Recorder::set_version(std::string_view component, std::string_view version) {
-  std::lock_guard lock(facts_mu_);
-  versions_[std::string(component)] = std::string(version);
-}
-
-void Recorder::add_note(std::string_view key, nlohmann::json value) {
-  std::lock_guard lock(facts_mu_);
-  notes_[std::string(key)] = std::move(value);
-}
-
-void Recorder::update_note(std::string_view key, const std::function<void(nlohmann::json&)>& change) {
-  std::lock_guard lock(facts_mu_);
-  change(notes_[std::string(key)]);
-}
-
-void Recorder::merge_facts(nlohmann::ordered_json& summary) const {
-  std::lock_guard lock(facts_mu_);
-  summary["versions"] = nlohmann::ordered_json::parse(versions_.dump());
-  summary["notes"] = nlohmann::ordered_json::parse(notes_.dump());
-}
-
 void Recorder::on_fork_prepare() noexcept {
   writer_mu_.lock();
   fork_t_ns_ = monotonic_ns();
@@ -339,7 +275,7 @@ void Recorder::on_fork_prepare() noexcept {
   ops_.mutex().lock();
   strings_.mutex().lock();
   dtypes_.mutex().lock();
-  facts_mu_.lock();
+  facts_->lock_for_fork();
   CaptureBufferPool::lock_for_fork();
 }
 
@@ -350,7 +286,7 @@ void Recorder::on_fork_parent() noexcept {
 }
 
 void Recorder::unlock_tables() noexcept {
-  facts_mu_.unlock();
+  facts_->unlock_after_fork();
   dtypes_.mutex().unlock();
   strings_.mutex().unlock();
   ops_.mutex().unlock();
@@ -366,10 +302,7 @@ void Recorder::on_fork_child() noexcept {
   if (writer_) writer_->abandon_after_fork();
   (void)writer_.release();
   seq_.store(0);
-  dropped_.store(0);
-  held_.store(0);  // the parent's held records stay the parent's
-  copied_by_torch_.store(0);
-  not_read_.store(0), not_read_oom_.store(0);
+  counters_.reset();  // the parent's held records stay the parent's
   owner_pid_.store(::getpid());
   rank_.at_fork_child();
   // The fork, as the parent began it: not the first record that starts the writer, nor when the

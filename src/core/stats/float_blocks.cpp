@@ -1,9 +1,6 @@
-// The block kernels for the baseline instruction set, and the choice, once per process, of the
-// best set this CPU runs. The statistics and digest of 4 MiB of float32 in the last-level cache:
-// 0.36 ms with AVX2, 0.33 ms with AVX-512, of it 0.26 ms what XXH64 alone takes.
+// The choice, once per process, of the best set of block kernels this CPU runs
+// (docs/performance.md has what each set costs).
 #include "stats/float_blocks.hpp"
-
-#include "stats/float_block_kernels.hpp"
 
 namespace ophook::core::float_blocks {
 namespace {
@@ -16,14 +13,12 @@ const Kernels& chosen() noexcept {
     }
     if (const Kernels* avx2 = avx2_kernels(); avx2 != nullptr && __builtin_cpu_supports("avx2")) return *avx2;
 #endif
-    return kKernels;
+    return baseline_kernels();
   }();
   return kernels;
 }
 
 }  // namespace
-
-const Kernels& baseline_kernels() noexcept { return kKernels; }
 
 bool moments_and_digest_f32(const std::byte* data, std::size_t n, double centre, Extremes& running, ShiftedSums& sums,
                             XXH64_state_t& digest) noexcept {

@@ -12,7 +12,7 @@
 #include <type_traits>
 
 #ifndef XXH_INLINE_ALL
-#define XXH_INLINE_ALL  // header-only: libophook.so must not depend on libxxhash.so
+#define XXH_INLINE_ALL  // header-only: libophook_core.so must not depend on libxxhash.so
 #endif
 #include <xxhash.h>
 
@@ -52,7 +52,7 @@ bool any_all_ones_exponent_u32(const std::byte* data, std::size_t count, std::ui
 bool any_all_ones_exponent_u64(const std::byte* data, std::size_t count, std::uint64_t mask) noexcept;
 
 /// XXH3 (64 bits, seed 0) of `n` bytes: what tells a remembered array's content from a changed one
-/// (summary_memo.hpp). Four times XXH64's speed with AVX2, five with AVX-512 (4 MiB in the cache:
+/// (stats_memo.hpp). Four times XXH64's speed with AVX2, five with AVX-512 (4 MiB in the cache:
 /// 0.05 ms against 0.18), about XXH64's with the baseline's SSE2.
 std::uint64_t content_hash(const std::byte* data, std::size_t n) noexcept;
 

@@ -174,7 +174,7 @@ struct LaneSums {
 // statistics have read the block's last chunk, while it is in the L1 cache. 8 MiB of float64 in
 // the last-level cache: 0.50 ms without them, 0.65 with; out of it 0.57 and about 1.0 ms either
 // way (hashing a block ahead of the statistics or after them): the pass loses the prefetcher's
-// run-ahead, hence summary_memo.cpp's rule for when to hash. Does nothing without somewhere to
+// run-ahead, hence stats_memo.cpp's rule for when to hash. Does nothing without somewhere to
 // put them.
 class BlockHasher {
  public:

@@ -10,9 +10,11 @@
 #include "capture/stats_memo.hpp"
 #include "lines/record_json.hpp"
 #include "ophook/capture/copy_memo.hpp"
+#include "ophook/config/config_json.hpp"
 #include "ophook/files/output_dir.hpp"
 #include "ophook/log.hpp"
 #include "ophook/process/recorder.hpp"
+#include "ophook/process/run_facts.hpp"
 
 namespace ophook::core {
 namespace {
@@ -179,7 +181,7 @@ nlohmann::ordered_json RunSummary::summary_json(std::uint64_t dropped, RecordQue
                    {"record_errors", record_errors_},
                    {"files_not_written_at_termination", unwritten_at_termination_},
                    {"dropped_after_exit", dropped},
-                   {"tensors_copied_by_torch", recorder_.tensors_copied_by_torch()}};
+                   {"tensors_copied_by_torch", recorder_.counters().tensors_copied_by_torch()}};
   out["budget"] = {{"max_bytes", config.max_bytes},
                    {"used_bytes", bytes_written_},
                    {"exhausted", budget_exhausted_},
@@ -187,7 +189,7 @@ nlohmann::ordered_json RunSummary::summary_json(std::uint64_t dropped, RecordQue
                    {"exhausted_at_step", budget_exhausted_ ? Json(budget_exhausted_at_step_) : Json(nullptr)}};
   out["store_once"] = store_once_;
   out["ring"] = ring_;
-  const SummaryMemoCounts summaries = summary_memo_counts();
+  const StatsMemoCounts summaries = stats_memo_counts();
   out["summaries_in_place"] = {{"computed", summaries.computed}, {"remembered", summaries.remembered}};
   const CopyMemoCounts copies = copy_memo_counts();
   out["copies_shared"] = {{"copied", copies.copied}, {"shared", copies.shared}};
@@ -244,7 +246,7 @@ void RunSummary::write_files(OutputDir& dir, std::uint64_t dropped, RecordQueue:
   write("api_statistics.txt", statistics_text());
   // Last, so that it counts the failures of the files above.
   auto summary = summary_json(dropped, producer_waits);
-  recorder_.merge_facts(summary);
+  recorder_.facts().merge_into(summary);
   // A path from a non-UTF-8 locale (OPHOOK_OUTPUT, a source file) must not make dump() throw.
   write("summary.json", summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + '\n');
   // Bytes written; a link to an earlier file of the same content costs none.

@@ -78,7 +78,7 @@ TraceWriter::TraceWriter(Recorder& recorder, RecordQueue& queue, std::string out
       dir_(std::move(output_path), nested ? OutputDir::Leaf::NoFollow : OutputDir::Leaf::Follow),
       summary_(recorder),
       lines_(cleared(dir_), summary_),
-      files_(dir_, recorder, summary_, thread == WriterThread::Start ? FileThreads::default_helpers() : 0),
+      files_(dir_, recorder, summary_, thread == WriterThread::Start ? FileThreads::default_helpers(recorder.config().test.file_helpers) : 0),
       ring_(uses_ring(recorder.config()) ? recorder.config().ring_bytes : 0, recorder.config().ring_for_nan_hunt),
       record_json_(recorder),
       inline_(thread == WriterThread::Inline) {

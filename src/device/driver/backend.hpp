@@ -18,10 +18,6 @@ inline constexpr std::uint32_t kArenaPartials = 1 << 16;  // per-block partials 
 // Each launch in flight holds a result slot: no two of them share a verdict.
 static_assert(statistics_kernel::kVerdictSlots >= kSlots);
 
-/// The size of the host memory `dump`'s bytes cross into (Backend::staging): 256 MiB, or
-/// OPHOOK_TEST_STAGING_BYTES for tests that fill it (staging_memory.cpp).
-std::size_t staging_bytes();
-
 class Backend {
  public:
   using Event = void*;
@@ -31,9 +27,9 @@ class Backend {
   /// What became of each slot's copy into the device's ring (statistics_kernel::RingCopy), beside
   /// its result: valid where the slot's job copied into the ring and its result is in.
   virtual const std::uint32_t* ring_copies() const = 0;
-  /// staging_bytes() of host memory the device writes `dump`'s bytes into (StagingMemory),
-  /// allocated at the first call; null when it cannot be had. `device_address` is where the kernel writes it.
-  virtual const std::byte* staging(std::uint64_t& device_address) = 0;
+  /// `bytes` of host memory the device writes `dump`'s bytes into (StagingMemory), allocated at the
+  /// first call; null when it cannot be had. `device_address` is where the kernel writes it.
+  virtual const std::byte* staging(std::uint64_t bytes, std::uint64_t& device_address) = 0;
   /// `bytes` of device memory for OPHOOK_RING_BYTES' ring (DeviceRing), allocated once; 0 with
   /// `why` when they cannot be had.
   virtual std::uint64_t ring_memory(std::uint64_t bytes, std::string& why) = 0;
@@ -78,8 +74,9 @@ class Backend {
 /// `nvrtc_libraries` or by name), its buffers. Null with `why` when any of it is missing.
 std::unique_ptr<Backend> make_cuda_backend(int ordinal, const std::vector<std::string>& nvrtc_libraries, std::string& why);
 
-/// The fake device: the kernel's arithmetic on the host, each launch finished only after it was
-/// asked about a few times (or waited for).
-std::unique_ptr<Backend> make_fake_backend();
+/// The fake device: the kernel's arithmetic on the host, each launch's results landing `lag`
+/// launches later (or when waited for); `idle`: none of a GPU's work at all, for the benchmarks of
+/// the host's side (every element finite and zero, every fingerprint new).
+std::unique_ptr<Backend> make_fake_backend(bool idle, std::uint64_t lag);
 
 }  // namespace ophook::device

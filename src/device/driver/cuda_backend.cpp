@@ -74,11 +74,11 @@ class CudaBackend final : public Backend {
   const k::Result* results() const override { return results_; }
   const std::uint32_t* ring_copies() const override { return ring_copies_; }
 
-  const std::byte* staging(std::uint64_t& device_address) override {
+  const std::byte* staging(std::uint64_t bytes, std::uint64_t& device_address) override {
     if (staging_ == nullptr && !staging_failed_) {
       ContextScope scope(*api_, context_);
       void* host = nullptr;
-      staging_failed_ = api_->host_alloc(&host, staging_bytes(), kHostAllocPortable | kHostAllocDeviceMap) != kSuccess ||
+      staging_failed_ = api_->host_alloc(&host, bytes, kHostAllocPortable | kHostAllocDeviceMap) != kSuccess ||
                         api_->host_get_device_pointer(&staging_on_device_, host, 0) != kSuccess;
       if (!staging_failed_) staging_ = static_cast<const std::byte*>(host);
     }

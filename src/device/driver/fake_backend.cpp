@@ -14,34 +14,21 @@ namespace {
 
 namespace k = statistics_kernel;
 
-// For the benchmarks of the host's side of the device path: "1" makes the fake device do none of
-// a GPU's work (no arithmetic, no copies), so that what a run costs beyond `trace` is what a GPU
-// run costs the program's thread. Its results say every element is finite and zero, with a
-// fingerprint unlike any other (every compared read has changed, every input that shares the ring's
-// copy of the read before it is found changed, and the host pays for both): no NaN is ever found,
-// and the staged bytes, never copied, are not the tensors'.
-constexpr const char* kIdleVariable = "OPHOOK_TEST_FAKE_DEVICE_IDLE";
-// For the same benchmarks: how many launches a result trails behind (3 by default), so that the
-// host's side of a GPU far behind the program (a large model's) can be measured too.
-constexpr const char* kLagVariable = "OPHOOK_TEST_FAKE_DEVICE_LAG";
 
 /// Runs each launch's arithmetic at once on the host (CPU tensors, so it reads them where they are,
 /// before the program can change them), but makes its results and their stamps visible only three
-/// launches later (kLagVariable: more), or when waited for: records wait in flight as they do
+/// launches later (OPHOOK_TEST_FAKE_DEVICE_LAG: more), or when waited for: records wait in flight as they do
 /// behind a busy GPU, and a result read before it has landed reads a poisoned slot.
 class FakeBackend final : public Backend {
  public:
-  FakeBackend() : results_(kSlots), stamps_(kSlots), ring_copies_(kSlots), on_device_(kSlots) {
-    const char* idle = std::getenv(kIdleVariable);
-    idle_ = idle != nullptr && std::strcmp(idle, "1") == 0;
-    if (const char* lag = std::getenv(kLagVariable)) lag_ = std::max<std::uint64_t>(1, std::strtoull(lag, nullptr, 10));
-  }
+  FakeBackend(bool idle, std::uint64_t lag)
+      : results_(kSlots), stamps_(kSlots), ring_copies_(kSlots), on_device_(kSlots), lag_(std::max<std::uint64_t>(1, lag)), idle_(idle) {}
 
   const k::Result* results() const override { return results_.data(); }
   const std::uint32_t* ring_copies() const override { return ring_copies_.data(); }
 
-  const std::byte* staging(std::uint64_t& device_address) override {
-    if (!staging_) staging_ = std::make_unique_for_overwrite<std::byte[]>(staging_bytes());
+  const std::byte* staging(std::uint64_t bytes, std::uint64_t& device_address) override {
+    if (!staging_) staging_ = std::make_unique_for_overwrite<std::byte[]>(bytes);
     device_address = reinterpret_cast<std::uintptr_t>(staging_.get());  // the fake device's memory is the host's
     return staging_.get();
   }
@@ -146,7 +133,7 @@ class FakeBackend final : public Backend {
     }
   }
 
-  std::uint64_t lag_ = 3;  // launches a result trails behind (kLagVariable)
+  std::uint64_t lag_ = 3;  // launches a result trails behind (OPHOOK_TEST_FAKE_DEVICE_LAG)
   std::vector<k::Result> results_;
   std::vector<std::uint64_t> stamps_;
   std::vector<std::uint32_t> ring_copies_;
@@ -159,7 +146,13 @@ class FakeBackend final : public Backend {
   std::unique_ptr<std::byte[]> ring_;  // the ring's "device memory"
   std::deque<InFlight> in_flight_;
   std::uint64_t launches_ = 0;
-  bool idle_ = false;  // kIdleVariable
+  // OPHOOK_TEST_FAKE_DEVICE_IDLE, for the benchmarks of the host's side of the device path: none of
+  // a GPU's work (no arithmetic, no copies), so that what a run costs beyond `trace` is what a GPU
+  // run costs the program's thread. Its results say every element is finite and zero, with a
+  // fingerprint unlike any other (every compared read has changed, every input that shares the
+  // ring's copy of the read before it is found changed, and the host pays for both): no NaN is ever
+  // found, and the staged bytes, never copied, are not the tensors'.
+  bool idle_ = false;
   std::uint64_t idle_reads_ = 0;
   std::deque<FakeEvent> events_;  // a deque keeps their addresses
   std::vector<FakeEvent*> free_;
@@ -167,6 +160,8 @@ class FakeBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_fake_backend() { return std::make_unique<FakeBackend>(); }
+std::unique_ptr<Backend> make_fake_backend(bool idle, std::uint64_t lag) {
+  return std::make_unique<FakeBackend>(idle, lag);
+}
 
 }  // namespace ophook::device

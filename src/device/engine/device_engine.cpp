@@ -30,8 +30,8 @@ const std::shared_ptr<StagingMemory>& DeviceEngine::staging() {
   if (!staging_tried_) {
     staging_tried_ = true;
     std::uint64_t device_address = 0;
-    if (const std::byte* host = backend_->staging(device_address)) {
-      staging_ = std::make_shared<StagingMemory>(host, device_address, staging_bytes());
+    if (const std::byte* host = backend_->staging(staging_bytes_, device_address)) {
+      staging_ = std::make_shared<StagingMemory>(host, device_address, staging_bytes_);
     }
   }
   return staging_;

@@ -14,7 +14,7 @@
 #include "device/engine/staging_memory.hpp"
 #include "device/kernel/statistics_kernel.hpp"
 
-/// One device's statistics engine (statistics_engine.hpp says what it does for its callers): its
+/// One device's statistics engine (device_engines.hpp and torch/devices/device_statistics.hpp say what it does for its callers): its
 /// result slots, the launch being assembled and those in flight, the staging memory, its part of
 /// the ring, and which `dump` reads are compared with which. GIL held throughout.
 namespace ophook::device {
@@ -30,7 +30,10 @@ extern Costs engine_costs;
 /// One device: its backend, its result slots, the launch being assembled and those in flight.
 class DeviceEngine {
  public:
-  explicit DeviceEngine(std::unique_ptr<Backend> backend) : backend_(std::move(backend)), slots_(kSlots) {
+  /// `staging_bytes`: the host memory `dump`'s bytes cross into (StagingMemory), allocated at its
+  /// first use.
+  explicit DeviceEngine(std::unique_ptr<Backend> backend, std::uint64_t staging_bytes = std::uint64_t{256} << 20)
+      : backend_(std::move(backend)), slots_(kSlots), staging_bytes_(staging_bytes) {
     free_.reserve(kSlots);
     for (std::uint32_t i = kSlots; i-- > 0;) free_.push_back(i);
   }
@@ -252,6 +255,7 @@ class DeviceEngine {
   void* inputs_launch_stream_ = nullptr;
   std::uint32_t cursor_ = 0;
   std::shared_ptr<StagingMemory> staging_;
+  std::uint64_t staging_bytes_;
   bool staging_tried_ = false;
   DeviceRing* rings_[2] = {nullptr, nullptr};  // for the recorded calls, for the calls no level records
   bool ring_tried_ = false;

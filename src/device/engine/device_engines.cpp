@@ -28,9 +28,9 @@ DeviceEngine* engine_for(const EngineSource& source, std::uint32_t& device) {
   if (tried[device]) return engines[device].get();
   tried[device] = true;
   std::string why;
-  const bool driver = !source.fake || source.through_driver;
+  const bool driver = !source.fake || source.test.fake_device_driver;
   auto backend = driver ? make_cuda_backend(source.fake ? 0 : source.ordinal, source.nvrtc_libraries(), why)
-                        : make_fake_backend();
+                        : make_fake_backend(source.test.fake_device_idle, source.test.fake_device_lag);
   const std::string name = source.fake ? std::string(driver ? "fake (CUDA driver)" : "fake")
                                        : "cuda:" + std::to_string(source.ordinal);
   if (!backend) {
@@ -39,7 +39,7 @@ DeviceEngine* engine_for(const EngineSource& source, std::uint32_t& device) {
     return nullptr;
   }
   engine_costs.devices += (engine_costs.devices.empty() ? "" : ", ") + name;
-  engines[device] = std::make_unique<DeviceEngine>(std::move(backend));
+  engines[device] = std::make_unique<DeviceEngine>(std::move(backend), source.test.staging_bytes);
   return engines[device].get();
 }
 

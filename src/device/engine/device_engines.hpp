@@ -7,6 +7,7 @@
 
 #include "device/engine/device_engine.hpp"
 #include "device/engine/device_requests.hpp"
+#include "ophook/config/config.hpp"
 
 /// The devices' statistics engines, one per device, made when a device's first tensor is met:
 /// index 0 is the fake device (OPHOOK_TENSOR_COPY=fake-device), 1 + ordinal a CUDA device. A
@@ -18,7 +19,7 @@ namespace ophook::device {
 struct EngineSource {
   bool fake = false;
   int ordinal = 0;
-  bool through_driver = false;  // a fake device's tensors through the CUDA backend (tests' stand-in driver)
+  core::TestSettings test;  // the fake device's, and the staging memory's size
   std::function<std::vector<std::string>()> nvrtc_libraries;  // asked only when a CUDA backend is made
 };
 

@@ -11,15 +11,6 @@
 
 namespace ophook::device {
 
-std::size_t staging_bytes() {
-  static const std::size_t bytes = [] {
-    const char* value = std::getenv("OPHOOK_TEST_STAGING_BYTES");
-    const auto asked = value != nullptr ? std::strtoull(value, nullptr, 10) : 0;
-    return asked >= 4096 ? static_cast<std::size_t>(asked) : std::size_t{256} << 20;
-  }();
-  return bytes;
-}
-
 StagingMemory::StagingMemory(const std::byte* host, std::uint64_t device_address, std::uint64_t size)
     : host_(host), device_address_(device_address), size_(size & ~std::uint64_t{15}), owner_(getpid()) {
   free_.emplace(0, size_);

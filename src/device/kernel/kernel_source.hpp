@@ -1,7 +1,7 @@
 #pragma once
 
 /// The statistics kernel's source text, embedded at build time (src/python/CMakeLists.txt) for
-/// NVRTC: torch/cuda/statistics_kernel.cu and the headers it includes.
+/// NVRTC: src/device/kernel/statistics_kernel.cu and the headers it includes.
 namespace ophook::device {
 
 inline constexpr int kStatisticsKernelHeaderCount = 4;

@@ -129,7 +129,7 @@ OPHOOK_KERNEL_FN float half_float(u16 h) {
 }
 
 /// float8 e4m3fn (no Inf; S.1111.111 is NaN) and e5m2 (IEEE-like) → double, exactly, as the
-/// writer's wideners (torch/float_formats.cpp) give them to src/core/stats.cpp.
+/// writer's wideners (torch/tensors/float_formats.cpp) give them to src/core/stats/stats.cpp.
 OPHOOK_KERNEL_FN double e4m3fn_value(u8 b) {
   const bool negative = (b & 0x80u) != 0;
   const u32 exponent = (b >> 3) & 0xFu;
@@ -222,7 +222,7 @@ OPHOOK_KERNEL_FN void store_bits(u8* p, Bits b, u32 size) {
 
 /// The value statistics are taken of, from an element's bits: reals as double, bool as 0/1, a
 /// complex number by its magnitude (NaN when either part is NaN; sqrt(re² + im²) for complex64,
-/// hypot for complex128), exactly as src/core/stats.cpp reads the bytes the writer gets. A
+/// hypot for complex128), exactly as src/core/stats/stats.cpp reads the bytes the writer gets. A
 /// template on the kind: the kernel's loop is compiled once per kind, with no switch inside.
 template <u32 Kind>
 OPHOOK_KERNEL_FN double element_value(u64 lo, u64 hi) {

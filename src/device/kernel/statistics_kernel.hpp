@@ -4,8 +4,8 @@
 // keeps are in statistics_moments.hpp, the jobs and where their elements lie in
 // statistics_job.hpp, the element kinds in statistics_elements.hpp. It
 // compiles three ways: as host C++ (the fake device and the tests, which check
-// it against src/core/stats.cpp), under nvcc (CI compiles the kernel for a GPU) and under NVRTC
-// (ophook compiles the kernel at run time, src/python/torch/cuda/statistics_kernel.cu). So the
+// it against src/core/stats/stats.cpp), under nvcc (CI compiles the kernel for a GPU) and under NVRTC
+// (ophook compiles the kernel at run time, src/device/kernel/statistics_kernel.cu). So the
 // writer's statistics and the device's cannot drift apart: both are tested against each other for
 // every dtype. NVRTC has no standard library: only builtin types and functions are used here.
 #include "device/kernel/statistics_job.hpp"

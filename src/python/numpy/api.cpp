@@ -1,6 +1,9 @@
 #define OPHOOK_NUMPY_API_OWNER
 #include "python_common.hpp"
 
+#include "numpy/arrays.hpp"
+#include "recording/value_capture.hpp"
+
 namespace ophook::py {
 namespace {
 bool ready = false;
@@ -14,9 +17,8 @@ bool ensure_numpy_api() noexcept {
     return false;
   }
   ready = true;
+  set_numpy_capturer(&capture_numpy_value);  // only now may NumPy's arrays be read
   return true;
 }
-
-bool numpy_api_ready() noexcept { return ready; }
 
 }  // namespace ophook::py

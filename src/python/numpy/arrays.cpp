@@ -136,7 +136,7 @@ void capture_array(ValueCapture& capture, PyObject* object, PyArrayObject* array
   const int nd = PyArray_NDIM(array);
   const npy_intp* dims = PyArray_DIMS(array);
   const auto& dtype = dtype_entry(capture.recorder(), PyArray_DESCR(array));
-  const bool summarised = capture.summarises_in_place() && dtype.savable && PyArray_IS_C_CONTIGUOUS(array);
+  const bool summarised = capture.stats_in_place() && dtype.savable && PyArray_IS_C_CONTIGUOUS(array);
   const auto block = capture.checks_in_place() ? one_block(array) : std::nullopt;
   const bool copy = !summarised && capture.copies(block.has_value()) && dtype.savable;
   const bool live = !copy && block && dtype.savable;
@@ -158,7 +158,7 @@ void capture_array(ValueCapture& capture, PyObject* object, PyArrayObject* array
     out.live_nbytes = *block * item;
   }
   if (summarised) {
-    capture.summarise_in_place(out, static_cast<const std::byte*>(PyArray_DATA(array)),
+    capture.stats_in_place_of(out, static_cast<const std::byte*>(PyArray_DATA(array)),
                                static_cast<std::size_t>(PyArray_SIZE(array)) * item);
   }
   if (budget.copy && PyArray_IS_C_CONTIGUOUS(array)) {

@@ -3,16 +3,6 @@
 #include <string>
 
 namespace ophook::py {
-namespace {
-
-core::RecordPtr& spare_check_record() {
-  thread_local core::RecordPtr spare;
-  return spare;
-}
-
-}  // namespace
-
-
 std::string describe_pending_exception() {
   PyObject *type, *value, *traceback;
   PyErr_Fetch(&type, &value, &traceback);
@@ -28,15 +18,6 @@ std::string describe_pending_exception() {
   return out;
 }
 
-void submit_record(core::Recorder& recorder, core::RecordPtr record) {
-  if (const auto* reads = device_reads(); reads != nullptr && reads->awaited(*record)) {
-    return reads->defer(recorder, std::move(record));
-  }
-  if (recorder.try_submit(record)) return;
-  Py_BEGIN_ALLOW_THREADS recorder.submit(std::move(record));
-  Py_END_ALLOW_THREADS
-}
-
 void capture_outputs(ValueCapture& capture, PyObject* result) {
   if (PyTuple_CheckExact(result)) {
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(result); ++i) capture.value(PyTuple_GET_ITEM(result, i));
@@ -45,20 +26,8 @@ void capture_outputs(ValueCapture& capture, PyObject* result) {
   }
 }
 
-
 bool may_write_inputs(const core::Recorder& recorder, std::uint32_t op_id, const ValueCapture& capture) {
   return capture.inputs_may_be_written() || recorder.op(op_id).writes_arguments;
-}
-
-core::RecordPtr take_check_record() {
-  auto& spare = spare_check_record();
-  return spare ? std::move(spare) : core::RecordPool::take();
-}
-
-void return_check_record(core::RecordPtr record) noexcept {
-  if (const auto* reads = device_reads()) reads->forget(*record);
-  record->clear_for_reuse();
-  spare_check_record() = std::move(record);
 }
 
 }  // namespace ophook::py

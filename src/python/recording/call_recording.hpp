@@ -12,7 +12,7 @@
 #include "python_common.hpp"
 #include "recording/device_reads.hpp"
 #include "recording/nan_check.hpp"
-#include "recording/program_moments.hpp"
+#include "recording/record_submission.hpp"
 #include "recording/source_location.hpp"
 #include "recording/step_counter.hpp"
 #include "recording/value_capture.hpp"
@@ -46,10 +46,6 @@ inline void launch_device_queued() {
   if (const auto* reads = device_reads()) reads->launch_queued();
 }
 
-/// Hands a finished record to the writer; waits for room with the GIL released when the queue is
-/// full, so other Python threads run meanwhile.
-void submit_record(core::Recorder& recorder, core::RecordPtr record);
-
 /// Encodes a call's result as outputs (a tuple result gives one output per element).
 void capture_outputs(ValueCapture& capture, PyObject* result);
 
@@ -57,11 +53,6 @@ void capture_outputs(ValueCapture& capture, PyObject* result);
 /// place before it runs: out=, inplace=, positional outputs or ufunc.at in the call, or an op
 /// that may by its kind (OpEntry::writes_arguments, decided once per op).
 bool may_write_inputs(const core::Recorder& recorder, std::uint32_t op_id, const ValueCapture& capture);
-
-/// A record for a CheckOnly call (this thread's spare, else a fresh one), and where it goes back
-/// when the call was no culprit: no seq is spent and no record reaches the writer.
-core::RecordPtr take_check_record();
-void return_check_record(core::RecordPtr record) noexcept;
 
 /// Records one call: encodes the inputs (snapshotting array bytes before the original runs — it
 /// may write into them), runs `invoke`, then encodes the result or the exception and timing. The
@@ -106,7 +97,7 @@ PyObject* record_call(core::Recorder& recorder, ThreadState& state, std::uint32_
   if (capture.checks_in_place() && may_write_inputs(recorder, op_id, capture)) {
     inputs_nonfinite_before = any_nonfinite(recorder, *record, 0, record->arrays.size(), Arrays::InPlace);
   }
-  if (capture.summarises_in_place()) capture.inputs_captured(may_write_inputs(recorder, op_id, capture));
+  if (capture.stats_in_place()) capture.inputs_captured(may_write_inputs(recorder, op_id, capture));
   // Device tensors' statistics: launched now if the call may write into them, else with the outputs'.
   if (capture.queued_on_device() && may_write_inputs(recorder, op_id, capture)) launch_device_queued();
 
@@ -127,7 +118,7 @@ PyObject* record_call(core::Recorder& recorder, ThreadState& state, std::uint32_
     record->has_error = true;
     record->error = describe_pending_exception();
   }
-  capture.finish_summaries();
+  capture.finish_stats_in_place();
   if (capture.queued_on_device()) launch_device_queued();
   if (result != nullptr && recorder.config().nan != core::NanPolicy::Off &&
       !recorder.op(op_id).uninitialized_output) {

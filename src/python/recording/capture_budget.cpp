@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "ophook/process/run_facts.hpp"
 #include "recording/value_capture.hpp"
 
 namespace ophook::py {
@@ -25,7 +26,7 @@ std::uint32_t refuse_oversized(ValueCapture& capture, std::size_t nbytes) {
   const auto& record = capture.record();
   // The count lives in the note, so that each run (a Tracer, a test under the pytest plugin)
   // counts its own arrays.
-  recorder.update_note("arrays_not_copied", [&](nlohmann::json& note) {
+  recorder.facts().update_note("arrays_not_copied", [&](nlohmann::json& note) {
     const auto count = note.is_object() ? note.value("count", std::uint64_t{0}) + 1 : 1;
     note = {{"count", count},
             {"reason", reason},

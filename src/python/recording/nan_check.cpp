@@ -10,9 +10,10 @@
 #include "ophook/files/npy.hpp"
 #include "ophook/log.hpp"
 #include "ophook/stats/stats.hpp"
-#include "recording/call_recording.hpp"
 #include "recording/device_reads.hpp"
+#include "recording/record_submission.hpp"
 #include "recording/source_location.hpp"
+#include "thread_state.hpp"
 
 namespace ophook::py {
 namespace {

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <string>
 
-#include "numpy/arrays.hpp"
 #include "ophook/stats/stats.hpp"
 #include "thread_state.hpp"
 
@@ -19,6 +18,7 @@ std::vector<ArrayLikeCapturer>& capturers() {
   static std::vector<ArrayLikeCapturer> list;
   return list;
 }
+ArrayLikeCapturer numpy_capturer = nullptr;
 
 }  // namespace
 
@@ -26,6 +26,8 @@ void register_array_like_capturer(ArrayLikeCapturer capturer) {
   auto& list = capturers();
   if (std::find(list.begin(), list.end(), capturer) == list.end()) list.push_back(capturer);
 }
+
+void set_numpy_capturer(ArrayLikeCapturer capturer) { numpy_capturer = capturer; }
 
 ValueCapture::ValueCapture(core::CallRecord& record, core::Recorder& recorder, bool check_only, bool copy_inputs)
     : record_(record), recorder_(recorder), writer_(record.values),
@@ -36,12 +38,12 @@ ValueCapture::ValueCapture(core::CallRecord& record, core::Recorder& recorder, b
       checks_in_place_(recorder.config().nan != core::NanPolicy::Off &&
                        (recorder.config().mode == core::Mode::Trace || check_only) &&
                        !recorder.op(record.op_id).uninitialized_output),
-      summarises_in_place_(recorder.config().mode == core::Mode::Stats && !check_only) {}
+      stats_in_place_(recorder.config().mode == core::Mode::Stats && !check_only) {}
 
-void ValueCapture::summarise_in_place(core::ArrayCapture& array, const std::byte* data, std::size_t nbytes) {
+void ValueCapture::stats_in_place_of(core::ArrayCapture& array, const std::byte* data, std::size_t nbytes) {
   const std::string_view descr = recorder_.dtype(array.dtype_id).descr;  // interned: outlives the batch
-  if (nbytes >= core::SummaryBatch::kSharedBytes) {
-    auto& batch = in_outputs_ ? output_summaries_ : input_summaries_;
+  if (nbytes >= core::StatsBatch::kSharedBytes) {
+    auto& batch = in_outputs_ ? output_stats_ : input_stats_;
     if (!batch) batch.emplace();
     if (batch->add(descr, data, nbytes, static_cast<std::uint32_t>(record_.arrays.size() - 1))) return;
   }
@@ -49,18 +51,18 @@ void ValueCapture::summarise_in_place(core::ArrayCapture& array, const std::byte
 }
 
 void ValueCapture::inputs_captured(bool inputs_may_change) {
-  if (!input_summaries_) return;
-  input_summaries_->start();
-  if (inputs_may_change) input_summaries_->finish();
+  if (!input_stats_) return;
+  input_stats_->start();
+  if (inputs_may_change) input_stats_->finish();
 }
 
-void ValueCapture::finish_summaries() {
-  if (output_summaries_) output_summaries_->start();
+void ValueCapture::finish_stats_in_place() {
+  if (output_stats_) output_stats_->start();
   // Both threads on what is left of both batches before either waits.
-  for (auto* batch : {&input_summaries_, &output_summaries_}) {
+  for (auto* batch : {&input_stats_, &output_stats_}) {
     if (*batch) (*batch)->run_open_jobs();
   }
-  for (auto* batch : {&input_summaries_, &output_summaries_}) {
+  for (auto* batch : {&input_stats_, &output_stats_}) {
     if (!*batch) continue;
     (*batch)->finish();
     (*batch)->for_each_result([&](std::uint32_t index, const core::ArrayStats& stats) { record_.arrays[index].given_stats = stats; });
@@ -145,7 +147,7 @@ void ValueCapture::value_at_depth(PyObject* object, int depth) {
     return other(object);
   }
   if ((PyList_CheckExact(object) || PyTuple_CheckExact(object)) && depth < kMaxDepth) return list(object, depth);
-  if (numpy_api_ready() && capture_numpy_value(*this, object)) return;
+  if (numpy_capturer != nullptr && numpy_capturer(*this, object)) return;
   for (auto capturer : capturers()) {
     if (capturer(*this, object)) return;
   }

@@ -45,18 +45,18 @@ class ValueCapture {
   /// copy; only an array that is not one dense block is copied for the check.
   bool checks_in_place() const { return checks_in_place_; }
   /// `stats` mode: an array whose bytes lie in C order is summarised where it lies
-  /// (summarise_in_place), instead of copied for the writer.
-  bool summarises_in_place() const { return summarises_in_place_; }
+  /// (stats_in_place_of), instead of copied for the writer.
+  bool stats_in_place() const { return stats_in_place_; }
   /// Statistics and digest of `nbytes` C-order bytes at `data`, the values of `array` (the last
   /// array added, its dtype set), into its given_stats: at once for a small array, else shared
-  /// with a helper thread (core::SummaryBatch) and settled by finish_summaries().
-  void summarise_in_place(core::ArrayCapture& array, const std::byte* data, std::size_t nbytes);
+  /// with a helper thread (core::StatsBatch) and settled by finish_stats_in_place().
+  void stats_in_place_of(core::ArrayCapture& array, const std::byte* data, std::size_t nbytes);
   /// After the inputs are captured: the helper begins on them while the call runs, unless the
   /// call may write into them (`inputs_may_change`): they are then summarised before it runs.
   void inputs_captured(bool inputs_may_change);
   /// After the outputs are captured, before anything reads a record's statistics: every
   /// summary is done and none of the call's memory is read any more.
-  void finish_summaries();
+  void finish_stats_in_place();
   /// Whether an array is copied: `dense` says it could be checked in place.
   bool copies(bool dense) const { return copy_data_ || (checks_in_place_ && !dense); }
   /// OPHOOK_NAN's check of a call no level records, kept only if it is a culprit.
@@ -107,7 +107,7 @@ class ValueCapture {
   bool copy_data_;
   bool check_only_;
   bool checks_in_place_;
-  bool summarises_in_place_;
+  bool stats_in_place_;
   bool inputs_may_be_written_ = false;
   bool queued_on_device_ = false;
   std::uint64_t ring_bytes_claimed_ = 0;
@@ -115,7 +115,7 @@ class ValueCapture {
   bool in_outputs_ = false;
   // Set up at the first array large enough to share: most calls, and every call in other modes
   // than `stats`, never pay for constructing one.
-  std::optional<core::SummaryBatch> input_summaries_, output_summaries_;
+  std::optional<core::StatsBatch> input_stats_, output_stats_;
   // This section's arrays: a few inline (no allocation per call), the rest in overflow_.
   static constexpr std::size_t kInlineSeen = 8;
   std::array<std::pair<PyObject*, std::uint32_t>, kInlineSeen> seen_{};
@@ -131,5 +131,9 @@ class ValueCapture {
 /// is not of its kind. Registered once, when that framework is hooked.
 using ArrayLikeCapturer = bool (*)(ValueCapture& capture, PyObject* object);
 void register_array_like_capturer(ArrayLikeCapturer capturer);
+
+/// NumPy's capturer, asked before the others (NumPy arrays are the common value, and every other
+/// framework's tensors convert to them): set once NumPy's C API is imported (numpy/api.cpp).
+void set_numpy_capturer(ArrayLikeCapturer capturer);
 
 }  // namespace ophook::py

@@ -16,11 +16,13 @@
 #include "torch/backward/node_modules.hpp"
 #include "torch/compiled_kernels.hpp"
 #include "torch/devices/device_path.hpp"
-#include "torch/devices/device_readback.hpp"
+#include "torch/devices/held_records.hpp"
 #include "torch/handlers.hpp"
 #include "torch/libtorch_symbols.hpp"
+#include "torch/module_names.hpp"
 #include "torch/module_stack.hpp"
 #include "torch/tensors/tensors.hpp"
+#include "torch/torch_device_module.hpp"
 
 namespace pb = pybind11;
 
@@ -104,7 +106,7 @@ void bind_torch(pb::module_& m) {
       "torch_setup",
       [](const pb::object& torch, const pb::object& function_namer, const pb::object& dispatch_namer,
          const pb::object& module_namer) {
-        module_stack::set_module_namer(module_namer.ptr());
+        module_names::set_module_namer(module_namer.ptr());
         const bool handlers = torch_handlers::configure(torch.ptr(), function_namer.ptr(), dispatch_namer.ptr());
         return handlers && enable_torch_capture(torch.ptr());
       },
@@ -203,7 +205,7 @@ void bind_torch(pb::module_& m) {
       },
       "OPHOOK_COMPILE=eager: say once on stderr, at the first recorded call below one of these code objects, "
       "that compiled code runs eagerly.");
-  m.def("torch_without_native", &torch_native::disable,
+  m.def("torch_without_native", &libtorch_symbols::disable,
         "Tests, before torch_setup: capture torch values the way torch releases without the C++ "
         "functions ophook calls directly have them captured (through the exporter and Python).");
   m.def(
@@ -242,7 +244,7 @@ void bind_torch(pb::module_& m) {
       "torch_reset",
       [] {
         torch_handlers::clear_caches();
-        module_stack::clear_names();
+        module_names::clear_names();
       },
       "Forgets cached op and module names (at uninstall).");
 }

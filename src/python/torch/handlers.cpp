@@ -32,7 +32,7 @@ constexpr std::size_t kMaxCached = 1 << 16;  // funcs made on the fly (closures)
 
 PyObject* function_namer = nullptr;
 PyObject* dispatch_namer = nullptr;
-// Where torch_native lacks the C++ function: torch._C._current_graph_task_id (-1 outside a
+// Where libtorch_symbols lacks the C++ function: torch._C._current_graph_task_id (-1 outside a
 // backward pass), or on torch releases before it torch._C._current_autograd_node (None outside a
 // node: ops in the engine's final callbacks then count as forward).
 PyObject* backward_probe = nullptr;
@@ -198,8 +198,8 @@ PyObject* handle(PyObject* const* argv, Py_ssize_t nargs, Resolve&& resolve) {
 
 core::Phase current_phase(const ThreadState& state) {
   bool backward = false;
-  if (torch_native::has_graph_task_id()) {
-    backward = torch_native::in_backward_pass();
+  if (libtorch_symbols::has_graph_task_id()) {
+    backward = libtorch_symbols::in_backward_pass();
   } else if (backward_probe != nullptr) {
     PyRef answer = PyRef::steal(PyObject_CallNoArgs(backward_probe));
     if (answer && probe_returns_node) {
@@ -226,7 +226,7 @@ bool configure(PyObject* torch, PyObject* function_namer_, PyObject* dispatch_na
   }
   Py_XINCREF(function_namer_), Py_XDECREF(function_namer), function_namer = function_namer_;
   Py_XINCREF(dispatch_namer_), Py_XDECREF(dispatch_namer), dispatch_namer = dispatch_namer_;
-  torch_native::find(torch);
+  libtorch_symbols::find(torch);
   if (backward_probe == nullptr) {
     PyRef c = PyRef::steal(PyObject_GetAttrString(torch, "_C"));
     for (const char* name : {"_current_graph_task_id", "_current_autograd_node"}) {
@@ -236,7 +236,7 @@ bool configure(PyObject* torch, PyObject* function_namer_, PyObject* dispatch_na
       if (backward_probe != nullptr) break;
     }
   }
-  return torch_native::has_graph_task_id() || backward_probe != nullptr;
+  return libtorch_symbols::has_graph_task_id() || backward_probe != nullptr;
 }
 
 void clear_caches() {

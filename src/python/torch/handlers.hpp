@@ -18,7 +18,7 @@ namespace ophook::py {
 namespace torch_handlers {
 
 /// Python callables used on a func object's first sight: function_namer(func) -> str;
-/// dispatch_namer(func) -> (str, callable to run the op with). Also finds how to tell a backward pass from `torch` (torch_native, else
+/// dispatch_namer(func) -> (str, callable to run the op with). Also finds how to tell a backward pass from `torch` (libtorch_symbols, else
 /// torch._C._current_graph_task_id, else torch._C._current_autograd_node); false without any.
 bool configure(PyObject* torch, PyObject* function_namer, PyObject* dispatch_namer);
 

@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-namespace ophook::py::torch_native {
+namespace ophook::py::libtorch_symbols {
 namespace {
 
 // The parameter is `const at::Tensor&`: passed as the address of the at::Tensor.
@@ -73,4 +73,4 @@ void disable() {
   graph_task_id = nullptr;
 }
 
-}  // namespace ophook::py::torch_native
+}  // namespace ophook::py::libtorch_symbols

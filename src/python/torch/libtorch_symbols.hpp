@@ -3,7 +3,7 @@
 
 #include "python_common.hpp"
 
-namespace ophook::py::torch_native {
+namespace ophook::py::libtorch_symbols {
 
 /// Two functions of torch's own C++ library, called directly on the hot path instead of through
 /// Python or torch's DLPack exchange API. ophook neither includes torch's headers nor links
@@ -42,4 +42,4 @@ bool in_backward_pass() noexcept;
 /// releases without these symbols take.
 void disable();
 
-}  // namespace ophook::py::torch_native
+}  // namespace ophook::py::libtorch_symbols

@@ -2,7 +2,6 @@
 
 #include <memory>
 #include <regex>
-#include <unordered_map>
 #include <vector>
 
 #include "ophook/process/recorder.hpp"
@@ -10,6 +9,7 @@
 #include "torch/backward/backward_modules.hpp"
 #include "torch/backward/node_modules.hpp"
 #include "torch/libtorch_symbols.hpp"
+#include "torch/module_names.hpp"
 
 namespace ophook::py::module_stack {
 namespace {
@@ -20,7 +20,7 @@ struct Frame {
   bool recomputed;  // run during a backward pass: activation checkpointing's recomputation
 };
 
-bool in_backward_pass() noexcept { return torch_native::has_graph_task_id() && torch_native::in_backward_pass(); }
+bool in_backward_pass() noexcept { return libtorch_symbols::has_graph_task_id() && libtorch_symbols::in_backward_pass(); }
 
 thread_local std::vector<Frame> frames;
 
@@ -46,31 +46,6 @@ void consult_jit_guard(PyObject* module, bool entering) {
   PyErr_Clear();
 }
 
-struct Named {
-  std::uint32_t name_id = 0;
-  PyObject* weakref = nullptr;  // owned; its callback forgets the module when it dies
-};
-
-PyObject* namer = nullptr;
-std::unordered_map<PyObject*, Named> names;          // module → name
-std::unordered_map<PyObject*, PyObject*> referents;  // weakref → module
-
-PyObject* forget(PyObject*, PyObject* weakref) {
-  if (auto it = referents.find(weakref); it != referents.end()) {
-    names.erase(it->second);
-    referents.erase(it);
-    Py_DECREF(weakref);
-  }
-  Py_RETURN_NONE;
-}
-
-PyMethodDef forget_def = {"_ophook_forget_module", reinterpret_cast<PyCFunction>(&forget), METH_O, nullptr};
-
-PyObject* forget_callback() {
-  static PyObject* callback = PyCFunction_New(&forget_def, nullptr);
-  return callback;
-}
-
 // Registers the backward hooks of a module forward: tracker(module, tensors_or_structure, is_output).
 PyObject* backward_tracker = nullptr;
 
@@ -91,31 +66,6 @@ std::unique_ptr<std::regex> module_filter;
 std::vector<std::int8_t> module_verdicts;  // by name id: -1 unknown, 0 left out, 1 selected
 
 }  // namespace
-
-std::uint32_t name_id(PyObject* module) {
-  if (auto it = names.find(module); it != names.end()) return it->second.name_id;
-  auto* recorder = core::Recorder::get();
-  if (namer == nullptr || recorder == nullptr) return 0;
-  std::uint32_t id = 0;
-  {
-    BusyScope busy;  // the namer walks named_children(): not the program's calls
-    PyRef name = PyRef::steal(PyObject_CallOneArg(namer, module));
-    const char* text = name && PyUnicode_Check(name.get()) ? PyUnicode_AsUTF8(name.get()) : nullptr;
-    if (text == nullptr) {
-      PyErr_Clear();
-      return 0;
-    }
-    id = recorder->intern(text);
-  }
-  PyObject* weakref = PyWeakref_NewRef(module, forget_callback());
-  if (weakref == nullptr) {
-    PyErr_Clear();  // a module type without weakref support: name it again on each forward
-    return id;
-  }
-  names[module] = {id, weakref};
-  referents[weakref] = module;
-  return id;
-}
 
 void set_backward_tracker(PyObject* tracker) {
   Py_XINCREF(tracker);
@@ -140,12 +90,6 @@ bool module_selected(std::uint32_t id) {
   return verdict == 1;
 }
 
-void set_module_namer(PyObject* callable) {
-  Py_XINCREF(callable);
-  Py_XDECREF(namer);
-  namer = callable;
-}
-
 std::uint32_t current_module_id(core::Phase phase) noexcept {
   // A forward recomputed inside backward (checkpointing) runs in its own module, not in the one
   // whose gradient is being computed.
@@ -167,17 +111,11 @@ void set_jit_guard(PyObject* probe, PyObject* traced_type, PyObject* guard) {
   jit_guard = guard;
 }
 
-void clear_names() {
-  for (auto& [weakref, module] : referents) Py_DECREF(weakref);
-  referents.clear();
-  names.clear();
-}
-
 PyObject* forward_pre_hook(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   // An optimizer step that raised never ran its post-hook: a new forward pass ends its phase.
   if (frames.empty()) thread_state().in_optimizer = 0;
   if (nargs >= 1) {
-    frames.push_back({args[0], name_id(args[0]), in_backward_pass()});
+    frames.push_back({args[0], module_names::name_id(args[0]), in_backward_pass()});
     note_module_change();
     consult_jit_guard(args[0], /*entering=*/true);
     if (nargs >= 2) track_backward(args[0], args[1], /*outputs=*/false);

@@ -8,22 +8,15 @@
 namespace ophook::py {
 
 /// The nn.Module whose forward is running, per thread: torch's global forward pre-hook pushes
-/// the module, its global forward hook (registered with always_call=True) pops it. A module's
-/// dotted path ("MLP.fc1", as torch.utils.module_tracker names them) is computed once by the
-/// Python namer given to set_module_namer and then cached per module object until it dies.
+/// the module, its global forward hook (registered with always_call=True) pops it. Modules are
+/// named by module_names.hpp.
 /// All functions need the GIL.
 namespace module_stack {
-
-/// Python callable namer(module) -> str, called on a module's first forward.
-void set_module_namer(PyObject* callable);
 
 /// Interned name id of the innermost running module on this thread, 0 when none: in a backward
 /// pass the module whose forward the running op differentiates (backward_modules), else the
 /// module whose forward runs.
 std::uint32_t current_module_id(core::Phase phase) noexcept;
-
-/// The interned name id of `module` (named on first sight), 0 when it cannot be named.
-std::uint32_t name_id(PyObject* module);
 
 /// Backward module attribution (torch/backward_modules.hpp): at each forward's start and end the
 /// hooks call tracker(module, args_or_output, is_output) under a BusyScope, and the tracker
@@ -35,9 +28,6 @@ void set_backward_tracker(PyObject* tracker);
 void set_module_filter(const std::string& pattern);
 /// Whether a call made inside module `id` (0: outside any module) may be recorded.
 bool module_selected(std::uint32_t id);
-
-/// Forgets cached names (e.g. at uninstall); stacks of running forwards are kept.
-void clear_names();
 
 /// torch.jit cannot trace through a TorchDispatchMode, nor run every traced graph under one. The
 /// module hooks call guard(module, entering) -> bool when a forward starts while probe()

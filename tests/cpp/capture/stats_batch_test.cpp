@@ -18,7 +18,7 @@ using test::float_bytes;
 
 // Every array's statistics, through the batch (both threads), equal compute_stats's.
 void summarise_and_check(const std::vector<std::vector<std::byte>>& arrays, bool start_early) {
-  SummaryBatch batch;
+  StatsBatch batch;
   for (std::uint32_t i = 0; i < arrays.size(); ++i) ASSERT_TRUE(batch.add("<f4", arrays[i].data(), arrays[i].size(), i));
   if (start_early) batch.start();
   std::vector<bool> seen(arrays.size());
@@ -30,7 +30,7 @@ void summarise_and_check(const std::vector<std::vector<std::byte>>& arrays, bool
   for (std::size_t i = 0; i < seen.size(); ++i) EXPECT_TRUE(seen[i]) << i;
 }
 
-TEST(SummaryBatch, ResultsEqualComputeStatsWhicheverThreadRanThem) {
+TEST(StatsBatch, ResultsEqualComputeStatsWhicheverThreadRanThem) {
   std::vector<std::vector<std::byte>> arrays;
   arrays.reserve(5);
   for (std::size_t i = 0; i < 5; ++i) arrays.push_back(float_bytes((1u << 16) + i * 1000, static_cast<float>(i)));
@@ -38,9 +38,9 @@ TEST(SummaryBatch, ResultsEqualComputeStatsWhicheverThreadRanThem) {
   summarise_and_check(arrays, false);  // never offered: all on this thread
 }
 
-TEST(SummaryBatch, AFullBatchRefusesMoreJobs) {
+TEST(StatsBatch, AFullBatchRefusesMoreJobs) {
   const auto bytes = float_bytes(64, 1);
-  SummaryBatch batch;
+  StatsBatch batch;
   std::uint32_t added = 0;
   while (batch.add("<f4", bytes.data(), bytes.size(), added)) ++added;
   EXPECT_GT(added, 2u);
@@ -52,7 +52,7 @@ TEST(SummaryBatch, AFullBatchRefusesMoreJobs) {
 
 // Batches of several threads share the one helper; each is destroyed the moment it finishes, so
 // the sanitizer builds catch a helper that still touches one.
-TEST(SummaryBatch, ManyThreadsManyShortLivedBatches) {
+TEST(StatsBatch, ManyThreadsManyShortLivedBatches) {
   constexpr int kThreads = 4;
   std::vector<std::thread> threads;
   threads.reserve(kThreads);
@@ -69,7 +69,7 @@ TEST(SummaryBatch, ManyThreadsManyShortLivedBatches) {
   for (auto& thread : threads) thread.join();
 }
 
-TEST(SummaryBatch, AForkedChildGetsAHelperOfItsOwn) {
+TEST(StatsBatch, AForkedChildGetsAHelperOfItsOwn) {
   std::vector<std::vector<std::byte>> arrays = {float_bytes(1u << 15, 1), float_bytes(1u << 15, 2)};
   summarise_and_check(arrays, true);  // the parent's helper is running
   // Asleep on its condition variable (past its linger) when the process forks: the child's
@@ -81,7 +81,7 @@ TEST(SummaryBatch, AForkedChildGetsAHelperOfItsOwn) {
     alarm(20);  // a hang fails the test instead of stalling it
     bool same = true;
     for (int round = 0; round < 10; ++round) {  // the child's helper asleep between batches
-      SummaryBatch batch;
+      StatsBatch batch;
       for (std::uint32_t i = 0; i < 2; ++i) batch.add("<f4", arrays[i].data(), arrays[i].size(), i);
       batch.start();
       batch.finish();

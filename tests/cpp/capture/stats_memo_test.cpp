@@ -16,9 +16,9 @@ using test::float_bytes;
 
 // remembered_stats(...) and whether it gave statistics back rather than computing them.
 std::pair<ArrayStats, bool> summarise(std::string_view descr, const std::byte* data, std::size_t nbytes) {
-  const auto before = summary_memo_counts();
+  const auto before = stats_memo_counts();
   const ArrayStats stats = remembered_stats(descr, data, nbytes);
-  const auto after = summary_memo_counts();
+  const auto after = stats_memo_counts();
   EXPECT_EQ(after.computed + after.remembered, before.computed + before.remembered + 1);
   return {stats, after.remembered > before.remembered};
 }
@@ -56,7 +56,7 @@ TEST(ContentBlocks, EveryInstructionSetHashesAlike) {
   }
 }
 
-TEST(SummaryMemo, TheSameContentAtTheSamePlaceIsNotSummarisedAgain) {
+TEST(StatsMemo, TheSameContentAtTheSamePlaceIsNotSummarisedAgain) {
   auto bytes = float_bytes(5 * (kContentBlockBytes / 4) + 17, 3);
   const auto [first, first_remembered] = summarise("<f4", bytes.data(), bytes.size());
   EXPECT_FALSE(first_remembered);
@@ -66,7 +66,7 @@ TEST(SummaryMemo, TheSameContentAtTheSamePlaceIsNotSummarisedAgain) {
   expect_same(again, first);
 }
 
-TEST(SummaryMemo, AnyChangedByteIsSeen) {
+TEST(StatsMemo, AnyChangedByteIsSeen) {
   // One byte changed in the first block, a middle one, the short last one: written by no one the
   // memo hears from, as a write through `.data` or a NumPy view is.
   auto bytes = float_bytes(5 * (kContentBlockBytes / 4) + 17, 4);
@@ -79,7 +79,7 @@ TEST(SummaryMemo, AnyChangedByteIsSeen) {
   }
 }
 
-TEST(SummaryMemo, ContentChangedBetweenReadsIsRememberedAtEveryRead) {
+TEST(StatsMemo, ContentChangedBetweenReadsIsRememberedAtEveryRead) {
   // An activation: written by one call (new content at the same place every step), read by the
   // next ones.
   auto bytes = float_bytes(3 * (kContentBlockBytes / 4), 8);
@@ -90,7 +90,7 @@ TEST(SummaryMemo, ContentChangedBetweenReadsIsRememberedAtEveryRead) {
   }
 }
 
-TEST(SummaryMemo, ContentThatStopsChangingIsRememberedAgain) {
+TEST(StatsMemo, ContentThatStopsChangingIsRememberedAgain) {
   // Changed before every summary, it is hashed only now and then; once it stays, it is remembered
   // again within one retry's interval.
   auto bytes = float_bytes(3 * (kContentBlockBytes / 4), 9);
@@ -103,7 +103,7 @@ TEST(SummaryMemo, ContentThatStopsChangingIsRememberedAgain) {
   expect_same(summarise("<f4", bytes.data(), bytes.size()).first, compute_stats("<f4", bytes.data(), bytes.size()));
 }
 
-TEST(SummaryMemo, AnotherDtypeOrSizeAtTheSamePlaceIsSummarised) {
+TEST(StatsMemo, AnotherDtypeOrSizeAtTheSamePlaceIsSummarised) {
   auto bytes = float_bytes(4 * (kContentBlockBytes / 4), 5);
   summarise("<f4", bytes.data(), bytes.size());
   auto [as_int, remembered] = summarise("<i4", bytes.data(), bytes.size());
@@ -114,17 +114,17 @@ TEST(SummaryMemo, AnotherDtypeOrSizeAtTheSamePlaceIsSummarised) {
   expect_same(shorter, compute_stats("<i4", bytes.data(), bytes.size() - 4096));
 }
 
-TEST(SummaryMemo, SmallArraysAreSummarisedEveryTimeAndNotCounted) {
+TEST(StatsMemo, SmallArraysAreSummarisedEveryTimeAndNotCounted) {
   const auto bytes = float_bytes(1000, 6);
-  const auto before = summary_memo_counts();
+  const auto before = stats_memo_counts();
   for (int i = 0; i < 2; ++i) {
     expect_same(remembered_stats("<f4", bytes.data(), bytes.size()), compute_stats("<f4", bytes.data(), bytes.size()));
   }
-  EXPECT_EQ(summary_memo_counts().computed, before.computed);
-  EXPECT_EQ(summary_memo_counts().remembered, before.remembered);
+  EXPECT_EQ(stats_memo_counts().computed, before.computed);
+  EXPECT_EQ(stats_memo_counts().remembered, before.remembered);
 }
 
-TEST(SummaryMemo, KeepsOnlyTheArraysUsedLast) {
+TEST(StatsMemo, KeepsOnlyTheArraysUsedLast) {
   // 4097 arrays at 4097 addresses (overlapping, 8 bytes apart): the first is forgotten, the
   // memory stays bounded, the last is still known.
   constexpr std::size_t kArrays = 4097;

@@ -1,4 +1,5 @@
-#include "ophook/config/config.hpp"
+#include "ophook/config/config_json.hpp"
+#include "ophook/config/settings.hpp"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -43,6 +44,7 @@ TEST(Config, DefaultsWhenNothingIsSet) {
   EXPECT_TRUE(r.errors.empty());
   const Config& c = r.config;
   EXPECT_EQ(c.output, "np_op_dumps");
+  EXPECT_EQ(c.output, kDefaultOutput);
   EXPECT_EQ(c.mode, Mode::Dump);
   EXPECT_EQ(levels_to_string(c.levels), "numpy,torch_function");
   EXPECT_EQ(c.include, "");
@@ -62,7 +64,7 @@ TEST(Config, DefaultsWhenNothingIsSet) {
   EXPECT_EQ(c.nan, NanPolicy::Off);
   EXPECT_EQ(c.compile, CompilePolicy::Eager);
   EXPECT_EQ(c.overrides, "");
-  EXPECT_EQ(c.log_level, spdlog::level::info);
+  EXPECT_EQ(c.log_level, LogLevel::Info);
   EXPECT_FALSE(c.strict);
   EXPECT_FALSE(c.disable);
 }
@@ -123,7 +125,7 @@ TEST(Config, EveryVariableParsed) {
   EXPECT_EQ(c.nan, NanPolicy::Raise);
   EXPECT_EQ(c.compile, CompilePolicy::Ignore);
   EXPECT_EQ(c.overrides, "rules.py");
-  EXPECT_EQ(c.log_level, spdlog::level::debug);
+  EXPECT_EQ(c.log_level, LogLevel::Debug);
   EXPECT_TRUE(c.strict);
   EXPECT_TRUE(c.disable);
 }
@@ -136,15 +138,14 @@ TEST(Config, KeywordsAreCaseInsensitiveAndTrimmed) {
   ASSERT_TRUE(r.errors.empty());
   EXPECT_EQ(r.config.mode, Mode::Trace);
   EXPECT_EQ(r.config.nan, NanPolicy::Warn);
-  EXPECT_EQ(r.config.log_level, spdlog::level::off);
+  EXPECT_EQ(r.config.log_level, LogLevel::Off);
   EXPECT_EQ(levels_to_string(r.config.levels), "numpy,torch_function");
 }
 
 TEST(Config, AllLogLevels) {
-  const std::pair<const char*, spdlog::level::level_enum> cases[] = {
-      {"trace", spdlog::level::trace}, {"debug", spdlog::level::debug},
-      {"info", spdlog::level::info},   {"warn", spdlog::level::warn},
-      {"error", spdlog::level::err},   {"off", spdlog::level::off}};
+  const std::pair<const char*, LogLevel> cases[] = {
+      {"trace", LogLevel::Trace}, {"debug", LogLevel::Debug}, {"info", LogLevel::Info},
+      {"warn", LogLevel::Warn},   {"error", LogLevel::Error}, {"off", LogLevel::Off}};
   for (const auto& [text, level] : cases) {
     const ConfigResult r = parse({{"OPHOOK_LOG_LEVEL", text}});
     ASSERT_TRUE(r.errors.empty()) << text;
@@ -293,7 +294,7 @@ TEST(Config, StringsAndJson) {
 
   Config c;
   c.levels = {false, true, true};
-  c.log_level = spdlog::level::warn;
+  c.log_level = LogLevel::Warn;
   c.overrides = "o.py";
   const nlohmann::json j = config_to_json(c);
   const nlohmann::json expected = {
@@ -345,6 +346,29 @@ TEST(Config, VariablesResemblingNoSettingAreLeftAlone) {
                           {"OPHOOK_BUILD_DIR", "b"},   {"OPHOOK_SOURCE_DIR", "s"},       {"OPHOOK_TEST_NO_LINKS", "1"},
                           {"OPHOOK_OUTPUT_DIR", ""},   {"OPHOOK_DUMP_INCLUDE", "mm"},    {"OPHOOK_LOG_LEVEL", "warn"}};
   EXPECT_TRUE(parse_config(given).errors.empty());
+}
+
+TEST(Config, TestSettingsParseLikeTheOthersAndStayOutOfTheUsersTable) {
+  const ConfigResult r = parse({{"OPHOOK_TEST_FAKE_DEVICE_DRIVER", "1"},
+                                {"OPHOOK_TEST_FAKE_DEVICE_IDLE", "yes"},
+                                {"OPHOOK_TEST_FAKE_DEVICE_LAG", "200"},
+                                {"OPHOOK_TEST_STAGING_BYTES", "64K"},
+                                {"OPHOOK_TEST_FILE_HELPERS", "0"},
+                                {"OPHOOK_TEST_NO_LINKS", "1"}});
+  EXPECT_TRUE(r.errors.empty());
+  const TestSettings& t = r.config.test;
+  EXPECT_TRUE(t.fake_device_driver && t.fake_device_idle && t.no_links);
+  EXPECT_EQ(t.fake_device_lag, 200u);
+  EXPECT_EQ(t.staging_bytes, 64u << 10);
+  EXPECT_EQ(t.file_helpers, 0u);
+  EXPECT_EQ(Config{}.test.file_helpers, TestSettings::kAutomatic);
+  // Checked as strictly as a user's setting, under its own name.
+  expect_rejected("OPHOOK_TEST_FILE_HELPERS", "9", "0 to 7");
+  expect_rejected("OPHOOK_TEST_FAKE_DEVICE_LAG", "0", "from 1");
+  expect_rejected("OPHOOK_TEST_STAGING_BYTES", "1K", "at least 4K");
+  // Never a user's option, keyword or row of --help and the README.
+  for (const auto& setting : settings()) EXPECT_FALSE(setting.name.starts_with("TEST_")) << setting.name;
+  for (const auto& setting : test_settings()) EXPECT_TRUE(setting.name.starts_with("TEST_")) << setting.name;
 }
 
 TEST(Config, MisspelledVariableInTheEnvironment) {

@@ -67,15 +67,10 @@ TEST(FileThreadsDefault, HalfTheUsableCpusAtLeastOneAtMostSevenUnlessABenchmarkS
   cpu_set_t cpus;
   ASSERT_EQ(::sched_getaffinity(0, sizeof cpus, &cpus), 0);
   const auto usable = static_cast<unsigned>(CPU_COUNT(&cpus));
-  ASSERT_EQ(::unsetenv("OPHOOK_TEST_FILE_HELPERS"), 0);
   EXPECT_EQ(FileThreads::default_helpers(), std::clamp(usable / 2, 1U, 7U));
-  ::setenv("OPHOOK_TEST_FILE_HELPERS", "0", 1);
-  EXPECT_EQ(FileThreads::default_helpers(), 0U);
-  ::setenv("OPHOOK_TEST_FILE_HELPERS", "99", 1);
-  EXPECT_EQ(FileThreads::default_helpers(), 7U);
-  ::setenv("OPHOOK_TEST_FILE_HELPERS", "two", 1);  // not a number: the default
-  EXPECT_EQ(FileThreads::default_helpers(), std::clamp(usable / 2, 1U, 7U));
-  ::unsetenv("OPHOOK_TEST_FILE_HELPERS");
+  EXPECT_EQ(FileThreads::default_helpers(0), 0U);
+  EXPECT_EQ(FileThreads::default_helpers(3), 3U);
+  EXPECT_EQ(FileThreads::default_helpers(99), 7U);
 }
 
 TEST(FileJobTest, WritesTheFileOrLinksAnEqualOneAndABadNameConcernsThatFileOnly) {

@@ -22,7 +22,8 @@
 #include "ophook/files/naming.hpp"
 #include "ophook/model/values.hpp"
 #include "ophook/process/recorder.hpp"
-#include "read/mapped_npy.hpp"
+#include "ophook/process/run_facts.hpp"
+#include "read/arrays/mapped_npy.hpp"
 #include "support/temp_files.hpp"
 
 namespace ophook::core {
@@ -228,11 +229,11 @@ TEST(RecorderRuns, EachRunHasItsOwnNotes) {
   config.mode = Mode::Trace;
   Recorder& recorder = Recorder::start(config, WriterThread::Inline);
   const auto count = [&] {
-    recorder.update_note("counted", [](nlohmann::json& note) { note = note.is_null() ? 1 : note.get<int>() + 1; });
+    recorder.facts().update_note("counted", [](nlohmann::json& note) { note = note.is_null() ? 1 : note.get<int>() + 1; });
   };
   count();
   count();
-  recorder.add_note("set", "first run");
+  recorder.facts().add_note("set", "first run");
   recorder.finish();
   EXPECT_EQ(summary_in(first).at("notes"), (nlohmann::json{{"counted", 2}, {"set", "first run"}}));
 

@@ -1,5 +1,5 @@
 #pragma once
-// Arrays for the units that summarise them (SummaryBatch, the summary memo), and the check that
+// Arrays for the units that summarise them (StatsBatch, the statistics memo), and the check that
 // two summaries are the same bit for bit.
 #include <gtest/gtest.h>
 

@@ -22,7 +22,6 @@ bool has_kernels(const std::vector<TraceRecord>& records) {
   return std::any_of(records.begin(), records.end(), [](const TraceRecord& r) { return r.level == kCompiled; });
 }
 
-bool is_output(const ArraySpec& array) { return array.path.starts_with("outputs"); }
 
 /// How far apart two arrays' statistics are (0: equal, infinity: not comparable).
 double distance(const ArraySpec& a, const ArraySpec& b) {
@@ -133,10 +132,10 @@ void pair_kernels(ProcessComparison& process) {
         continue;
       }
       for (const ArraySpec& out : call.arrays) {
-        if (!is_output(out)) continue;
+        if (!out.is_output()) continue;
         for (std::size_t k = 0; k < kernel.arrays.size(); ++k) {
           const ArraySpec& kernel_out = kernel.arrays[k];
-          if (!is_output(kernel_out) || kernel_out.shape != out.shape || kernel_out.dtype != out.dtype) continue;
+          if (!kernel_out.is_output() || kernel_out.shape != out.shape || kernel_out.dtype != out.dtype) continue;
           const double d = distance(out, kernel_out);
           if (d <= kClose && !output_matched[k]) {
             output_matched[k] = true;

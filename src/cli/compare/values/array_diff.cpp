@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "ophook/error.hpp"
-#include "read/element_type.hpp"
+#include "read/arrays/element_type.hpp"
 
 namespace ophook::cli {
 

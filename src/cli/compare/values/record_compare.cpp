@@ -8,7 +8,7 @@
 #include <unordered_map>
 
 #include "compare/values/stats_diff.hpp"
-#include "read/mapped_npy.hpp"
+#include "read/arrays/mapped_npy.hpp"
 
 namespace ophook::cli {
 

@@ -4,17 +4,11 @@
 
 namespace ophook::cli {
 
-namespace {
-
-bool holds_array_output(const ArraySpec& array) { return array.path.starts_with("outputs"); }
-
-}  // namespace
-
 UninitializedMemory::UninitializedMemory(const std::vector<TraceRecord>& records) {
   for (const TraceRecord& record : records) {
     if (!core::returns_uninitialized_memory(record.op)) continue;
     for (const ArraySpec& array : record.arrays) {
-      if (holds_array_output(array) && array.stats && array.stats->has_xxh64) {
+      if (array.is_output() && array.stats && array.stats->has_xxh64) {
         digests_.insert(array.stats->xxh64);
       }
     }

@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
-#include "compare/referee.hpp"
 #include "render/compare_text.hpp"
 #include "render/html/html_page.hpp"
 #include "render/html/svg_chart.hpp"
+#include "render/referee_verdicts.hpp"
 #include "render/text_format.hpp"
 
 namespace ophook::cli {
@@ -117,7 +117,7 @@ void add_op_table(const CompareResult& r, HtmlPage& page) {
   page.heading("Per op");
   std::vector<std::vector<std::string>> rows;
   std::vector<bool> flagged;
-  for (const OpSummary& s : r.ops) {
+  for (const OpTotals& s : r.ops) {
     flagged.push_back(s.differing + s.unmatched_base + s.unmatched_new > 0);
     rows.push_back({s.op, std::to_string(s.pairs), std::to_string(s.differing),
                     std::to_string(s.origins), s.has_errors ? format_error(s.max_abs) : "-",

@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "ophook/log.hpp"
+#include "ophook/process/run_facts.hpp"
 #include "recording/call_recording.hpp"
 #include "torch/backward/node_modules.hpp"
 #include "torch/module_stack.hpp"
@@ -33,7 +34,7 @@ struct Totals {
 Totals totals;
 
 void note_totals(core::Recorder& recorder) {
-  recorder.add_note("backward_check",
+  recorder.facts().add_note("backward_check",
                     {{"passes", totals.passes},
                      {"nodes_walked", totals.nodes_walked},
                      {"nodes_hooked", totals.nodes_hooked},

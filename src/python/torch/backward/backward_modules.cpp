@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "ophook/process/recorder.hpp"
-#include "torch/module_stack.hpp"
+#include "torch/module_names.hpp"
 
 namespace ophook::py::backward_modules {
 namespace {
@@ -109,7 +109,7 @@ PyMethodDef hook_def = {"ophook_backward_hook",
 std::uint32_t current() noexcept { return modules.empty() ? 0 : modules.back(); }
 
 PyObject* hook_for(PyObject* module, bool entering, std::uint32_t expected) {
-  auto* state = new HookState{module_stack::name_id(module), expected, entering};
+  auto* state = new HookState{module_names::name_id(module), expected, entering};
   PyRef capsule = PyRef::steal(PyCapsule_New(state, kHookState, [](PyObject* self) {
     delete static_cast<HookState*>(PyCapsule_GetPointer(self, kHookState));
   }));

@@ -8,39 +8,13 @@
 #include "ophook/log.hpp"
 #include "recording/capture_budget.hpp"
 #include "recording/value_capture.hpp"
+#include "torch/devices/device_readback.hpp"
 #include "torch/devices/device_statistics.hpp"
+#include "torch/devices/held_records.hpp"
 #include "torch/tensors/dense_view.hpp"
+#include "torch/torch_device_module.hpp"
 
 namespace ophook::py {
-namespace {
-
-/// The Python half (ophook._torch_device), held for the life of the process.
-struct DeviceModule {
-  PyObject* copy_into = nullptr;
-  PyObject* snapshot = nullptr;
-  PyObject* statistics = nullptr;
-  PyObject* resolve = nullptr;
-  PyObject* local_shard = nullptr;
-  PyObject* unread_type = nullptr;
-};
-DeviceModule device_module;
-
-}  // namespace
-
-std::string take_python_error() {
-  std::string text = "unknown error";
-  if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
-    PyErr_Clear();
-    PyErr_SetInterrupt();
-    return "interrupted";
-  }
-  PyObject *type, *value, *traceback;
-  PyErr_Fetch(&type, &value, &traceback);
-  if (type != nullptr) text = reinterpret_cast<PyTypeObject*>(type)->tp_name;
-  if (value != nullptr) text += ": " + str_or(value, "");
-  Py_XDECREF(type), Py_XDECREF(value), Py_XDECREF(traceback);
-  return text;
-}
 
 namespace {
 
@@ -79,7 +53,7 @@ bool copy_into_buffer(PyObject* tensor, std::byte* target, std::size_t size, Unr
     unread = failed(take_python_error());
     return false;
   }
-  const bool copied = succeeded(call(device_module.copy_into, tensor, view.get()), unread);
+  const bool copied = succeeded(call(torch_device_module().copy_into, tensor, view.get()), unread);
   if (PyRef released = PyRef::steal(PyObject_CallMethod(view.get(), "release", nullptr))) return copied;
   take_python_error();  // BufferError: a tensor made over the buffer is still alive
   kept = true;
@@ -111,7 +85,7 @@ void copy_into_record(ValueCapture& capture, PyObject* tensor, const TorchDtype&
   }
   if (packed) dtype.widen(dst, packed.get(), count);
   out.captured = true;
-  capture.recorder().count_tensor_copied_by_torch();
+  capture.recorder().counters().count_tensor_copied_by_torch();
 }
 
 /// Room within OPHOOK_QUEUE_BYTES for the bytes the kernel copies (`dump`), in the file's dtype,
@@ -168,7 +142,7 @@ bool fits_ring(ValueCapture& capture, core::ArrayCapture& out, std::size_t saved
 }
 
 /// Why a tensor the device's part of OPHOOK_RING_BYTES' ring had no room for has statistics and
-/// no file (statistics_engine.cpp, take_slot).
+/// no file (DeviceEngine::take_slot).
 constexpr const char* kNoRoomInDeviceRing = "larger than the OPHOOK_RING_BYTES ring's room on its device: statistics only";
 
 /// A CUDA tensor (a CPU one on the fake device) queued for ophook's kernel, one launch per call
@@ -254,63 +228,11 @@ bool queue_on_device(ValueCapture& capture, PyObject* tensor, const TorchDtype& 
 }  // namespace
 
 bool enable_device_path() {
-  if (device_module.unread_type != nullptr) return true;
-  PyRef module = PyRef::steal(PyImport_ImportModule("ophook._torch_device"));
-  auto get = [&](const char* name) { return module ? PyObject_GetAttrString(module.get(), name) : nullptr; };
-  DeviceModule found{get("copy_into"), get("snapshot"), get("statistics"), get("resolve"), get("local_shard"),
-                     get("Unread")};
-  if (!found.copy_into || !found.snapshot || !found.statistics || !found.resolve || !found.local_shard ||
-      !found.unread_type) {
-    core::log_warn("tensors on other devices than the CPU are described without values: {}",
-                        PyErr_Occurred() ? take_python_error() : std::string("ophook._torch_device is incomplete"));
-    for (PyObject* f : {found.copy_into, found.snapshot, found.statistics, found.resolve, found.local_shard,
-                        found.unread_type}) {
-      Py_XDECREF(f);
-    }
-    return false;
-  }
-  device_module = found;  // held for the life of the process
+  if (torch_device_module().loaded()) return true;
+  if (!load_torch_device_module()) return false;
   core::Recorder::set_exit_hook(&device_readback::resolve_held_before_exit);
   device_readback::register_with_recording();
   return true;
-}
-
-PyObject* resolve_function() { return device_module.resolve; }
-
-bool as_unread(PyObject* result, Unread& out) {
-  if (device_module.unread_type == nullptr || Py_TYPE(result) != reinterpret_cast<PyTypeObject*>(device_module.unread_type)) {
-    return false;
-  }
-  out.reason = attribute_str_or(result, "reason", "not read through torch: spec only");
-  out.detail = attribute_str_or(result, "detail", "");
-  PyRef oom = PyRef::steal(PyObject_GetAttrString(result, "out_of_memory"));
-  if (!oom) PyErr_Clear();
-  out.out_of_memory = oom.get() == Py_True;
-  return true;
-}
-
-void report_unread(const core::CallRecord& record, core::ArrayCapture& out, const Unread& unread) {
-  auto* recorder = core::Recorder::get();
-  out.captured = false;
-  out.nbytes = 0;
-  out.given_stats.reset();
-  if (recorder == nullptr) return;
-  out.no_data_reason_id = recorder->intern(unread.reason);
-  const auto count = recorder->count_tensor_not_read(unread.out_of_memory);
-  const auto& device = out.device_id ? recorder->text(out.device_id) : std::string("cpu");
-  if (count.all == 1) {
-    core::log_warn("a tensor on {} of {} (seq {}) was not read ({}{}{}): it is recorded without values, with "
-                        "that reason; summary.json counts such tensors under notes.tensors_not_read",
-                        device, recorder->op(record.op_id).name, record.seq, unread.reason,
-                        unread.detail.empty() ? "" : ": ", unread.detail);
-  }
-  recorder->add_note("tensors_not_read", {{"count", count.all},
-                                          {"out_of_memory", count.out_of_memory},
-                                          {"last_reason", unread.reason},
-                                          {"last_detail", unread.detail},
-                                          {"last_device", device},
-                                          {"last_seq", record.seq},
-                                          {"last_op", recorder->op(record.op_id).name}});
 }
 
 device_readback::Readback read_through_torch(ValueCapture& capture, PyObject* tensor, const TorchDtype& dtype,
@@ -318,7 +240,7 @@ device_readback::Readback read_through_torch(ValueCapture& capture, PyObject* te
   device_readback::Readback read;
   read.count = core::element_count(out.shape);
   read.nbytes = read.count * dtype.item_size;
-  if (device_module.unread_type == nullptr) {
+  if (!torch_device_module().loaded()) {
     report_unread(capture.record(), out, {"not readable through this torch: spec only", "", false});
     return read;
   }
@@ -332,7 +254,7 @@ device_readback::Readback read_through_torch(ValueCapture& capture, PyObject* te
   }
   Unread unread;
   if (read.nbytes > kSnapshotBytes) {
-    read.pending = call(device_module.statistics, tensor, mode == core::Mode::Trace ? Py_True : Py_False);
+    read.pending = call(torch_device_module().statistics, tensor, mode == core::Mode::Trace ? Py_True : Py_False);
   } else if (read.count > 0) {
     auto budget = reserve_copy(capture, read.count * dtype.saved_item_size);
     if (!budget.copy) {
@@ -340,13 +262,13 @@ device_readback::Readback read_through_torch(ValueCapture& capture, PyObject* te
       return read;
     }
     out.reserve_data(read.count * dtype.saved_item_size, std::move(budget.spare));
-    read.pending = PyRef::steal(PyObject_CallOneArg(device_module.snapshot, tensor));
+    read.pending = PyRef::steal(PyObject_CallOneArg(torch_device_module().snapshot, tensor));
     read.bytes = true;
     read.widen = dtype.widen;
   } else {
     out.reserve_data(0);
     out.captured = true;  // no element to read
-    capture.recorder().count_tensor_copied_by_torch();
+    capture.recorder().counters().count_tensor_copied_by_torch();
     return read;
   }
   if (!succeeded(read.pending, unread)) {
@@ -354,30 +276,6 @@ device_readback::Readback read_through_torch(ValueCapture& capture, PyObject* te
     report_unread(capture.record(), out, unread);
   }
   return read;
-}
-
-std::vector<std::string> nvrtc_libraries() {
-  std::vector<std::string> paths;
-  PyRef module = PyRef::steal(PyImport_ImportModule("ophook._torch_device"));
-  PyRef found = module ? PyRef::steal(PyObject_CallMethod(module.get(), "nvrtc_libraries", nullptr)) : PyRef();
-  if (!found || !PyList_Check(found.get())) {
-    take_python_error();
-    return paths;
-  }
-  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(found.get()); ++i) paths.push_back(str_or(PyList_GET_ITEM(found.get(), i), ""));
-  return paths;
-}
-
-PyRef local_shard(PyObject* tensor, std::string& note) {
-  if (device_module.local_shard == nullptr) return {};
-  PyRef answer = PyRef::steal(PyObject_CallOneArg(device_module.local_shard, tensor));
-  if (!answer) {
-    take_python_error();
-    return {};
-  }
-  if (!PyTuple_Check(answer.get()) || PyTuple_GET_SIZE(answer.get()) != 2) return {};
-  note = str_or(PyTuple_GET_ITEM(answer.get(), 1), "DTensor: this rank's local shard");
-  return PyRef::borrow(PyTuple_GET_ITEM(answer.get(), 0));
 }
 
 }  // namespace ophook::py

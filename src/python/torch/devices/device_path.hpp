@@ -6,8 +6,9 @@
 
 #include "ophook/model/record.hpp"
 #include "python_common.hpp"
-#include "torch/devices/device_readback.hpp"
+#include "torch/devices/readback_entry.hpp"
 #include "torch/tensors/dtypes.hpp"
+#include "torch/torch_device_module.hpp"
 
 namespace ophook::py {
 
@@ -35,30 +36,5 @@ bool enable_device_path();
 /// (device_readback::expect). GIL and a BusyScope held.
 device_readback::Readback read_through_torch(ValueCapture& capture, PyObject* tensor, const TorchDtype& dtype,
                                              core::ArrayCapture& out, bool lazy_bits);
-
-/// Paths of the NVRTC libraries that may go with this torch (_torch_device.nvrtc_libraries), for
-/// the statistics kernel's compilation. GIL required.
-std::vector<std::string> nvrtc_libraries();
-
-/// For a DTensor: its local shard and the note its record carries; null when `tensor` has none.
-PyRef local_shard(PyObject* tensor, std::string& note);
-
-/// The result of `_torch_device.resolve` for one item: true, with the fields, for an Unread.
-struct Unread {
-  std::string reason, detail;
-  bool out_of_memory = false;
-};
-bool as_unread(PyObject* result, Unread& out);
-
-/// A tensor of `record` not read through torch: the reason goes into array `out`, the first such
-/// failure of a run onto stderr, all of them into summary.json (notes.tensors_not_read).
-void report_unread(const core::CallRecord& record, core::ArrayCapture& out, const Unread& unread);
-
-/// Clears the Python error left by a failed call and describes it ("Type: message"), keeping a
-/// KeyboardInterrupt for the program: it is raised again at the program's next bytecode.
-std::string take_python_error();
-
-/// _torch_device.resolve, or null before enable_device_path().
-PyObject* resolve_function();
 
 }  // namespace ophook::py

@@ -1,15 +1,13 @@
 #include "torch/devices/device_statistics.hpp"
 
 #include <chrono>
-#include <cstdlib>
-#include <string_view>
 
 #include "device/engine/device_engines.hpp"
 #include "ophook/process/recorder.hpp"
 #include "python_common.hpp"
-#include "recording/program_moments.hpp"
-#include "torch/devices/device_path.hpp"
+#include "recording/device_reads.hpp"
 #include "torch/tensors/dense_view.hpp"
+#include "torch/torch_device_module.hpp"
 
 namespace ophook::py::device_statistics {
 namespace {
@@ -17,11 +15,9 @@ namespace {
 namespace k = device::statistics_kernel;
 
 device::DeviceEngine* engine_for(bool fake, int ordinal, std::uint32_t& device) {
-  static const bool through_driver = [] {
-    const char* value = std::getenv("OPHOOK_TEST_FAKE_DEVICE_DRIVER");
-    return value != nullptr && std::string_view(value) == "1";
-  }();
-  return device::engine_for({fake, ordinal, through_driver, nvrtc_libraries}, device);
+  const auto* recorder = core::Recorder::get();
+  const core::TestSettings test = recorder != nullptr ? recorder->config().test : core::TestSettings{};
+  return device::engine_for({fake, ordinal, test, nvrtc_libraries}, device);
 }
 
 /// The kernel's description of `view`; false when it takes no such tensor.

@@ -13,7 +13,7 @@ namespace ophook::py {
 namespace {
 
 const DLPackExchangeAPI* exchange_api = nullptr;
-// torch's converter called on the tensor in place (torch_native), once it gave the exporter's
+// torch's converter called on the tensor in place (libtorch_symbols), once it gave the exporter's
 // answers for every probe tensor.
 bool native_reads = false;
 
@@ -89,14 +89,14 @@ bool same_view(const DLTensor& a, const DLTensor& b) {
          (a.strides == nullptr || std::equal(a.strides, a.strides + n, b.strides));
 }
 
-/// Whether torch_native's converter describes `tensor` exactly as the exporter does.
+/// Whether libtorch_symbols's converter describes `tensor` exactly as the exporter does.
 bool native_read_agrees(PyObject* tensor) {
   DLTensor exported{}, native{};
   if (exchange_api->dltensor_from_py_object_no_sync(tensor, &exported) != 0) {
     PyErr_Clear();
     return false;
   }
-  return torch_native::describe_tensor(tensor, native) && same_view(exported, native);
+  return libtorch_symbols::describe_tensor(tensor, native) && same_view(exported, native);
 }
 
 /// Probes for the converter beyond the dtype views: a transposed slice (strides, an offset) and a
@@ -132,8 +132,8 @@ bool enable_dense_views(core::Recorder& recorder, PyObject* torch) {
     exchange_api = nullptr;
     return false;
   }
-  torch_native::find(torch);
-  bool native_agrees = torch_native::has_tensor_converter();
+  libtorch_symbols::find(torch);
+  bool native_agrees = libtorch_symbols::has_tensor_converter();
   for (PyObject* dtype : torch_dtypes(torch)) {
     std::uint32_t key = 0;
     PyRef dtype_view = dtype_probe(empty_bytes.get(), dtype, key);
@@ -154,7 +154,7 @@ bool enable_dense_views(core::Recorder& recorder, PyObject* torch) {
 
 bool read_any_device_view(PyObject* tensor, DLTensor& out) {
   if (exchange_api == nullptr) return false;
-  if (native_reads) return torch_native::describe_tensor(tensor, out);
+  if (native_reads) return libtorch_symbols::describe_tensor(tensor, out);
   if (exchange_api->dltensor_from_py_object_no_sync(tensor, &out) == 0) return true;
   PyErr_Clear();
   return false;

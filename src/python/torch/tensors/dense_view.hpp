@@ -22,7 +22,7 @@ struct DenseTensorView {
 
 /// Finds torch's DLPack exchange API (torch._C._dlpack_exchange_api; recent torch has it) and learns the
 /// DLPack type of every torch dtype. False when torch has none: tensors then take the attribute
-/// path. Then reads tensors through torch_native's converter instead where it gives the
+/// path. Then reads tensors through libtorch_symbols's converter instead where it gives the
 /// exporter's answers for an empty tensor of every dtype and two strided ones. GIL required;
 /// creates those probe tensors, once.
 bool enable_dense_views(core::Recorder& recorder, PyObject* torch);

@@ -1,6 +1,8 @@
 #include "torch/tensors/tensors.hpp"
 
 #include "ophook/process/fork_handlers.hpp"
+#include "ophook/process/run_facts.hpp"
+#include "torch/torch_device_module.hpp"
 
 #include <pthread.h>
 
@@ -183,7 +185,7 @@ bool capture_dense(ValueCapture& capture, PyObject* tensor) {
                          : std::nullopt;
   // `stats`: a tensor in C order stored as its file dtype, whose memory holds the values it stands
   // for (no lazy conjugate or negative bit), is summarised where it lies.
-  const bool summarised = capture.summarises_in_place() && dtype->widen == nullptr && dtype->reason_id == 0 &&
+  const bool summarised = capture.stats_in_place() && dtype->widen == nullptr && dtype->reason_id == 0 &&
                           core::is_c_order(shape, {view.strides, view.ndim}) && !has_lazy_bits(tensor, *dtype);
   const bool copy = !summarised && capture.copies(block.has_value()) && dtype->reason_id == 0;
   const bool live = !copy && block && dtype->reason_id == 0;
@@ -207,7 +209,7 @@ bool capture_dense(ValueCapture& capture, PyObject* tensor) {
     out.live = view.data;
     out.live_nbytes = *block * dtype->item_size;
   }
-  if (summarised) capture.summarise_in_place(out, view.data, element_count(shape) * dtype->item_size);
+  if (summarised) capture.stats_in_place_of(out, view.data, element_count(shape) * dtype->item_size);
   if (budget.copy) {
     thread_local std::vector<std::int64_t> byte_strides;  // reused: no allocation per tensor
     byte_strides.assign(view.strides, view.strides + view.ndim);
@@ -411,7 +413,7 @@ void note_torch_threads(core::Recorder& recorder, std::uint64_t seq) {
   }
   if (threads == noted_torch_threads) return;
   noted_torch_threads = threads;
-  recorder.update_note("torch_threads", [&](nlohmann::json& note) {
+  recorder.facts().update_note("torch_threads", [&](nlohmann::json& note) {
     note["changes"].push_back({{"seq", seq}, {"threads", threads}});
   });
 }

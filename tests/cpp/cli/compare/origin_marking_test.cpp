@@ -116,7 +116,7 @@ ProcessComparison summarised(std::vector<TraceRecord> base, std::vector<TraceRec
     pair.base = pair.other = i;
     p.pairs.push_back(std::move(pair));
   }
-  summarise_process(p);
+  total_process(p);
   return p;
 }
 

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "compare/referee.hpp"
+#include "render/referee_verdicts.hpp"
 
 namespace ophook::cli {
 namespace {
@@ -48,7 +49,7 @@ CompareResult comparison() {
   add("numpy.exp", true, false);
   for (int i = 0; i < 40; ++i) add("numpy.matmul", true, true);
   for (const char* op : {"numpy.exp", "numpy.matmul", "numpy.tanh"}) {
-    OpSummary s;
+    OpTotals s;
     s.op = op;
     s.differing = std::string(op) == "numpy.tanh" ? 0 : 1;
     r.ops.push_back(s);

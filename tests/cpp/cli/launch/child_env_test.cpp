@@ -4,7 +4,7 @@
 #include "launch/child_env.hpp"
 #include "launch/library_locator.hpp"
 #include "launch/run_command.hpp"
-#include "ophook/config/config.hpp"
+#include "ophook/config/settings.hpp"
 
 namespace ophook::cli {
 namespace {

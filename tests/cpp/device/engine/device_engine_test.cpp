@@ -1,4 +1,4 @@
-// When one device's statistics engine (src/python/torch/cuda/device_engine.cpp) waits for the
+// When one device's statistics engine (src/device/engine/device_engine.cpp) waits for the
 // GPU: on a backend whose launches never finish until waited for, as behind a GPU the program
 // runs far ahead of. A launch whose partials would overwrite those of one still running on its
 // own stream is ordered after it by the stream and must not wait; one on another stream must. So
@@ -32,8 +32,8 @@ class BehindBackend final : public Backend {
   BehindBackend() : results_(kSlots), stamps_(kSlots) {}
   const k::Result* results() const override { return results_.data(); }
   const std::uint32_t* ring_copies() const override { return ring_copies_.data(); }
-  const std::byte* staging(std::uint64_t& device_address) override {
-    if (!staging_) staging_ = std::make_unique_for_overwrite<std::byte[]>(staging_bytes());  // never touched
+  const std::byte* staging(std::uint64_t bytes, std::uint64_t& device_address) override {
+    if (!staging_) staging_ = std::make_unique_for_overwrite<std::byte[]>(bytes);  // never touched
     device_address = reinterpret_cast<std::uintptr_t>(staging_.get());
     return staging_.get();
   }
@@ -112,7 +112,7 @@ class DeviceEngineTest : public ::testing::Test {
     engine = std::make_unique<DeviceEngine>(std::move(owned));
   }
 
-  /// A float32 tensor of `elements` at `address`, `stride` apart, as statistics_engine's queue()
+  /// A float32 tensor of `elements` at `address`, `stride` apart, as device_statistics::queue()
   /// describes it.
   static k::TensorJob tensor(std::uint64_t elements, std::uint64_t address = 4096, std::int64_t stride = 1) {
     k::TensorJob job;
@@ -127,7 +127,7 @@ class DeviceEngineTest : public ::testing::Test {
     return job;
   }
 
-  /// Queues `job` as statistics_engine's queue() does: answered by a read in the launch being
+  /// Queues `job` as device_statistics::queue() does: answered by a read in the launch being
   /// assembled where one reads the same elements, else given a slot of its own.
   Slot queue(k::TensorJob job, void* stream, const CopyRequest& copy = {}) {
     engine->make_room(stream);

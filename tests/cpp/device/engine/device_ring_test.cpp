@@ -1,4 +1,4 @@
-// The device part of OPHOOK_RING_BYTES' ring (src/python/torch/cuda/device_ring.cpp) on a backend
+// The device part of OPHOOK_RING_BYTES' ring (src/device/engine/device_ring.cpp) on a backend
 // whose "device memory" is a host buffer: where rooms go, which entries a room overwrites (and
 // whose launches it asks about first), which it keeps aside for the gate, what a fetch returns
 // before and after its launch says what it copied.
@@ -26,7 +26,7 @@ class HostMemoryBackend final : public Backend {
  public:
   const statistics_kernel::Result* results() const override { return nullptr; }
   const std::uint32_t* ring_copies() const override { return nullptr; }
-  const std::byte* staging(std::uint64_t& /*device_address*/) override { return nullptr; }
+  const std::byte* staging(std::uint64_t /*bytes*/, std::uint64_t& /*device_address*/) override { return nullptr; }
   std::uint64_t ring_memory(std::uint64_t /*bytes*/, std::string& /*why*/) override { return 0; }
   bool copy_to_host(std::byte* to, std::uint64_t from, std::size_t n) noexcept override {
     ++copies;

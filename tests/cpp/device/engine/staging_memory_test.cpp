@@ -1,4 +1,4 @@
-// The host memory `dump`'s bytes cross into from a device (src/python/torch/cuda/staging_memory.cpp):
+// The host memory `dump`'s bytes cross into from a device (src/device/engine/staging_memory.cpp):
 // its ranges are lent to records as their copies and given back by whichever thread lets the last
 // copy go, in any order; a full memory makes the program wait for the writer, not fail.
 #include "device/engine/staging_memory.hpp"

@@ -1,5 +1,5 @@
 // The device statistics kernel's arithmetic (ophook/statistics_kernel.hpp), run on the host,
-// against the writer's (src/core/stats.cpp) for every element kind it reads: the same statistics
+// against the writer's (src/core/stats/stats.cpp) for every element kind it reads: the same statistics
 // for the same bytes, and fingerprint sums equal to a plain loop over the bytes.
 #include "device/kernel/statistics_kernel.hpp"
 
@@ -48,7 +48,7 @@ float e4m3fn_reference(std::uint8_t b) {
 }
 
 /// The bytes the writer would summarise for `raw` elements of `kind`: bf16 and fp8 widened to
-/// float32 (as torch/float_formats.cpp does), the others as they are.
+/// float32 (as torch/tensors/float_formats.cpp does), the others as they are.
 std::vector<std::byte> writer_bytes(ElementKind kind, const std::vector<std::byte>& raw) {
   if (kind != kBFloat16 && kind != kFloat8E4M3FN && kind != kFloat8E5M2) return raw;
   const std::size_t size = item_size(kind), count = raw.size() / size;

@@ -9,7 +9,7 @@
 
 #include "compare/values/array_diff.hpp"
 #include "compare/values/stats_diff.hpp"
-#include "read/element_type.hpp"
+#include "read/arrays/element_type.hpp"
 
 namespace ophook::cli {
 namespace {

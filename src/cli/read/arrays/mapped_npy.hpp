@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "ophook/files/npy.hpp"
-#include "read/mapped_file.hpp"
+#include "read/arrays/mapped_file.hpp"
 
 namespace ophook::cli {
 

@@ -1,4 +1,4 @@
-#include "read/mapped_npy.hpp"
+#include "read/arrays/mapped_npy.hpp"
 
 #include <fmt/format.h>
 

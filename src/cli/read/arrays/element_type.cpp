@@ -1,4 +1,4 @@
-#include "read/element_type.hpp"
+#include "read/arrays/element_type.hpp"
 
 #include <bit>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "read/mapped_file.hpp"
+#include "read/arrays/mapped_file.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
