@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
+from device_programs import LEVELS, MASKED_CULPRIT_RING_PROGRAM, NAN_PROGRAM, PLANTED, PROGRAM, without
 from harness import BUILD_DIR, SHIM_DIR, VENV_PYTHON, arrays, clean_env, run_script, summary, trace
-from test_torch_devices import LEVELS, MASKED_CULPRIT_RING_PROGRAM, NAN_PROGRAM, PLANTED, PROGRAM, without
 
 FAKE_DRIVER_DIR = BUILD_DIR / "tests" / "fake_cuda"
 EVENT_CALLS = {"cuEventCreate", "cuEventRecord", "cuEventQuery", "cuEventSynchronize"}
@@ -28,7 +28,7 @@ def kernel_cache():
     beforehand: NVRTC itself loads libcuda.so.1 when it compiles, and the stand-in is not for it.
     The build tree's, which the benchmarks' driver-call rows use too (tests/bench/figures_devices.py):
     NVRTC takes about 20 s over the kernel, and compiling it is tested elsewhere
-    (test_torch_devices.py); a cache holding it already is read."""
+    (test_statistics_kernel.py); a cache holding it already is read."""
     cache = BUILD_DIR / "kernel-cache"
     proc = subprocess.run([str(VENV_PYTHON), "-c", COMPILE % str(SHIM_DIR)], env=clean_env(XDG_CACHE_HOME=cache),
                           capture_output=True, text=True, timeout=300)
@@ -108,7 +108,7 @@ def test_warn_through_the_cuda_backend_names_the_fake_devices_culprit(tmp_path, 
 
 def test_the_rings_gate_through_the_cuda_backend_keeps_the_culprits_bytes(tmp_path, kernel_cache):
     """A 64 KiB ring that comes round within the stand-in's three-launch lag, -Inf flowing through
-    every step (test_torch_devices' masked culprit program): through the CUDA backend the gate is
+    every step (device_programs' masked culprit program): through the CUDA backend the gate is
     the word the backend allocated on the device, left open by the calls whose inputs held -Inf
     and closed by the culprit's launch, as on the fake device: the same culprit files, byte for
     byte, and the same tensors kept out of the ring."""

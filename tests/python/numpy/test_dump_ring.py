@@ -196,7 +196,7 @@ def test_sigkill_leaves_whole_files_only(tmp_path):
 # Large in-place calls: the ring's copies of their inputs are the values before the call, of their
 # outputs the values after it. torch.log is called once first, here and in the test's recomputation:
 # a process's first large log, split over two threads, came back once (in CI's ring tests, 2026-11-29)
-# with its second half a few ulp off, as the first tanh does (devices/test_torch_devices.py, RING_PROGRAM).
+# with its second half a few ulp off, as the first tanh does (devices/test_device_ring.py, RING_PROGRAM).
 IN_PLACE_CALLS = """
 import torch
 import torch.nn.functional as F
