@@ -1,9 +1,9 @@
 """Shared helpers of the end-to-end tests: run a real Python program in a subprocess with or
 without ophook, then read back what it recorded (Runner, the `runner` fixture of conftest.py, or
 run()/run_script() with trace()/summary()/load() on the output directory; start() for a program
-left running). Every record and summary read through
-these helpers is checked against the published JSON Schemas (docs/schema/), so the schemas cannot
-drift from what the recorder writes."""
+left running). Every record and summary read through these helpers is checked against the
+published JSON Schemas (docs/schema/), so the schemas cannot drift from what the recorder
+writes."""
 import functools
 import json
 import os
