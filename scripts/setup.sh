@@ -7,8 +7,8 @@ cd "$root"
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
-# chromium: tests/python/test_html_pages.py renders the report and compare pages headless.
-# ccache: tests/python/test_packaging.py builds the wheel again from the same sources and flags.
+# chromium: tests/python/cli/test_html_pages.py renders the report and compare pages headless.
+# ccache: tests/python/contract/test_packaging.py builds the wheel again from the same sources and flags.
 apt_packages=(build-essential cmake ninja-build pkg-config libspdlog-dev libfmt-dev libgtest-dev
   libgmock-dev nlohmann-json3-dev libcli11-dev libxxhash-dev libbenchmark-dev python3-numpy
   python3-venv clang clang-tidy libclang-rt-14-dev chromium ccache)

@@ -64,7 +64,7 @@ o.torch_compile_statistics_kernel(9, 0)
 def measure_driver_calls(group, ctx):
     """The driver calls of the MLP loop through the stand-in driver, per recorded call."""
     # NVRTC loads libcuda.so.1 itself: the kernel is compiled beforehand, without the stand-in, into
-    # the build tree's kernel cache, which tests/python/test_torch_cuda_driver.py uses too (NVRTC
+    # the build tree's kernel cache, which tests/python/devices/test_torch_cuda_driver.py uses too (NVRTC
     # takes about 20 s over it; a cache holding it already is read).
     cache = os.path.join(ctx.build, "kernel-cache")
     subprocess.run([ctx.python, "-c", COMPILE % os.path.join(ctx.build, "python_shim")], check=True,
