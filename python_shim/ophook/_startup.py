@@ -162,7 +162,8 @@ def _start_message(settings, output, ring=""):
     """The log line of a start, as bytes (the path may not be UTF-8); `ring`: the ring's
     description, when dump mode keeps one."""
     mode = settings.get("OPHOOK_MODE", "dump") + " mode" + ("; " + ring if ring else "")
-    return os.fsencode("recording %s (%s) into %s" % (",".join(sorted(_settings.levels(settings))), mode, output))
+    levels = ",".join(sorted(_settings.levels(settings)))
+    return os.fsencode("recording %s (%s) into " % (levels, mode)) + os.fsencode(output)
 
 
 # Set by the preload's bootstrap: writes the output of a run that imported no framework from the

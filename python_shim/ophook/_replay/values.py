@@ -32,8 +32,16 @@ def escape_pointer_key(key):
 
 
 def _slice_source(text):
+    """slice(1, None, 2); NumPy 2 prints a bound that is a NumPy integer as np.int64(1), which
+    slices as the int does."""
     match = re.fullmatch(r"slice\((.*)\)", text)
-    parts = ast.literal_eval("(%s,)" % match.group(1)) if match else None
+    if not match:
+        return None
+    bounds = re.sub(r"\bnp\.u?int(?:8|16|32|64)\((-?\d+)\)", r"\1", match.group(1))
+    try:
+        parts = ast.literal_eval("(%s,)" % bounds)
+    except (ValueError, SyntaxError):
+        return None
     if not (isinstance(parts, tuple) and len(parts) == 3
             and all(p is None or type(p) is int for p in parts)):
         return None

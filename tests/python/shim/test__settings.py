@@ -1,8 +1,9 @@
-"""ophook._settings, the OPHOOK_* mapping every start reads: the environment's variables (but the
-recorder's internal ones and empty ones), Python API keywords on top with their values as the
+"""ophook._settings, the OPHOOK_* mapping every start reads: the environment's variables (but empty
+ones), Python API keywords on top with their values as the
 recorder reads text, unknown keywords refused with the accepted list, a path that is not UTF-8
-kept as its bytes, and the switches and level lists as the recorder understands them. Called
-directly on the build tree's package, the environment patched."""
+kept as its bytes, the switches and level lists as the recorder understands them, and the names of
+the recorder's root variables as the preload hands them or the extension says. Called directly on
+the build tree's package, the environment patched."""
 import os
 import sys
 
@@ -32,14 +33,35 @@ def test_a_set_of_levels_becomes_a_list_of_each_once():
     assert sorted(_settings._text({"numpy", "torch_dispatch"}).split(",")) == ["numpy", "torch_dispatch"]
 
 
-def test_the_environment_gives_its_ophook_variables_but_internal_and_empty_ones(monkeypatch):
+def test_the_environment_gives_its_ophook_variables_but_empty_ones(monkeypatch):
+    """The root variables the recorder exports go along too: its parser ignores the variables it
+    does not know (test_configuration checks that none of them is taken for a misspelling)."""
     monkeypatch.setenv("OPHOOK_MODE", "stats")
     monkeypatch.setenv("OPHOOK_LEVELS", "numpy")
     monkeypatch.setenv("OPHOOK_NAN", "")  # set but empty: as if unset
     monkeypatch.setenv("OPHOOK_ROOT_PID", "123")
-    monkeypatch.setenv("OPHOOK_ROOT_OUTPUT", "/somewhere")
     monkeypatch.setenv("NOT_OPHOOK_MODE", "dump")
-    assert _settings.collect() == {"OPHOOK_MODE": "stats", "OPHOOK_LEVELS": "numpy"}
+    assert _settings.collect() == {"OPHOOK_MODE": "stats", "OPHOOK_LEVELS": "numpy", "OPHOOK_ROOT_PID": "123"}
+
+
+def test_the_root_names_are_the_ones_handed_over_without_asking_the_extension(monkeypatch):
+    monkeypatch.setattr(_settings, "_run_root", None)
+    monkeypatch.setitem(sys.modules, "ophook._ophook", None)  # importing the extension would fail
+    _settings.use_run_root(["ROOT_A", "ROOT_B", "dumps"])
+    assert _settings.run_root() == ("ROOT_A", "ROOT_B", "dumps")
+
+
+def test_without_a_hand_over_the_root_names_are_the_extensions():
+    """The real extension of this build: the names the C++ core defines (process/run_root.hpp)."""
+    from ophook import _ophook
+
+    previous = _settings._run_root
+    try:
+        _settings._run_root = None
+        assert _settings.run_root() == ("OPHOOK_ROOT_PID", "OPHOOK_ROOT_OUTPUT", "np_op_dumps")
+        assert tuple(_ophook.run_root_names()) == _settings.run_root()
+    finally:
+        _settings._run_root = previous
 
 
 def test_without_keywords_the_extension_is_not_asked(monkeypatch):

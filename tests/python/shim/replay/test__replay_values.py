@@ -64,12 +64,16 @@ def test_anything_else_is_not_rebuilt(kind, text):
     assert values.other_source(kind, text) is None
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="_slice_source lets ast.literal_eval's ValueError out for a slice whose bounds are "
-                          "no literals (NumPy 2 prints slice(np.int64(1), None, None)): the call's rebuild fails "
-                          "with ValueError instead of CannotRebuild (product bug, reported)")
-def test_a_slice_of_numpy_scalars_is_not_rebuilt():
-    assert values.other_source("slice", "slice(np.int64(1), None, None)") is None
+def test_a_slice_of_numpy_integers_is_rebuilt_with_their_values():
+    """NumPy 2 prints slice(np.int64(1), None, None) for a[np.int64(1):]."""
+    assert values.other_source("slice", "slice(np.int64(1), None, np.int32(-2))") == "slice(1, None, -2)"
+    assert eval(values.other_source("slice", "slice(np.uint8(3), np.int64(9), None)")) == slice(3, 9, None)
+
+
+@pytest.mark.parametrize("text", ["slice(np.float64(1.5), None, None)", "slice(np.int64(x), None, None)",
+                                  "slice(__import__('os'), None, None)", "slice(1, 2"])
+def test_a_slice_of_anything_but_integers_is_not_rebuilt(text):
+    assert values.other_source("slice", text) is None
 
 
 class Loads:
