@@ -14,11 +14,10 @@ struct SpareBuffer {
 
 /// Large capture buffers the writer is done with, kept for the next copies of about their size.
 /// A fresh buffer of megabytes is fresh memory, which the kernel zeroes page by page as the copy
-/// first touches it: in a dump of 64 MiB arrays that cost the program's thread more than the copy
-/// itself (perf: clear_page_erms in 15% of the run's samples, the copy's memmove in 6%). Buffers of
-/// a few hundred KiB fare no better through malloc: freed by the writer, they go back to the system
-/// as the heap's top is trimmed (the NaN hunt's ring on an MLP of 256 KiB activations: 88,000 page
-/// faults more than the unhooked run in 100 steps, 30,000 with them kept here).
+/// first touches it, which in a dump of large arrays costs the program's thread more than the copy
+/// itself. Buffers of a few hundred KiB fare no better through malloc: freed by the writer, they go
+/// back to the system as the heap's top is trimmed. docs/performance.md ("Figures behind the code")
+/// has both costs.
 ///
 /// Idle bytes count against OPHOOK_QUEUE_BYTES: RecordQueue::has_room frees whatever would take
 /// idle and queued bytes together over the cap, so captured data held at once stays within it.

@@ -24,8 +24,8 @@ class StatsBatch {
  public:
   /// Arrays smaller than this are not worth handing over (a few microseconds of work): the caller
   /// summarises them itself. 64 KiB takes in a compiled model's activations (Inductor's kernels
-  /// run for tens of microseconds, time the helper spends on their inputs): the compiled MLP of
-  /// tests/bench/mlp_loop.py in `stats`, fastest of six runs, 0.80 s with 256 KiB, 0.75 s with this.
+  /// run for tens of microseconds, time the helper spends on their inputs); docs/performance.md
+  /// ("Figures behind the code") compares it with 256 KiB.
   static constexpr std::size_t kSharedBytes = std::size_t{64} << 10;
 
   StatsBatch() = default;

@@ -53,8 +53,8 @@ OPHOOK_API bool counter_rate_changed(ClockPair last, ClockPair now, ClockPair or
 OPHOOK_API bool counter_keeps_monotonic() noexcept;
 
 /// One thread's reader of CLOCK_MONOTONIC for call timing. Where the kernel's own clock runs on the
-/// time-stamp counter, a reading is an `rdtsc`, a multiply and an add (11 ns here against 28 ns for
-/// the vDSO's fenced read; a recorded call reads the clock twice), and the kernel is asked again
+/// time-stamp counter, a reading is an `rdtsc`, a multiply and an add (a third of the vDSO's fenced
+/// read; a recorded call reads the clock twice), and the kernel is asked again
 /// once a millisecond; elsewhere every reading asks the kernel. While the counter keeps its rate,
 /// times from one clock never go back, so a nested call's times lie within its parent's; when the
 /// rate changes (a suspend), the clock measures it afresh. Not thread-safe: one per thread.

@@ -1,4 +1,4 @@
-"""The replay engine's command line, for `ophook replay` and `ophook compare --referee` (the C++
+"""The replay package's command line, for `ophook replay` and `ophook compare --referee` (the C++
 tool checks the user's options and starts this with a Python that has numpy/torch):
 
     python -m ophook._replay replay DIR --mode exact|reference|random [--include RE] [--exclude RE]
@@ -18,7 +18,7 @@ EXIT_OK, EXIT_DIFFERENT, EXIT_INPUT = 0, 1, 2
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="ophook replay engine")
+    parser = argparse.ArgumentParser(prog="ophook replay package")
     commands = parser.add_subparsers(dest="command", required=True)
     replay = commands.add_parser("replay")
     replay.add_argument("dir")

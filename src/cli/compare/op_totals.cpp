@@ -9,7 +9,7 @@ namespace ophook::cli {
 
 namespace {
 
-void add_pair(OpTotals& s, const PairResult& pair) {
+void add_pair(ComparedOp& s, const PairResult& pair) {
   ++s.pairs;
   if (pair.differs) ++s.differing;
   if (pair.origin()) ++s.origins;
@@ -43,9 +43,9 @@ void add_pair(OpTotals& s, const PairResult& pair) {
 /// The per-op rows, created in order of first appearance.
 class OpTable {
  public:
-  explicit OpTable(std::vector<OpTotals>& ops) : ops_(ops) {}
+  explicit OpTable(std::vector<ComparedOp>& ops) : ops_(ops) {}
 
-  OpTotals& row(const std::string& op) {
+  ComparedOp& row(const std::string& op) {
     auto [it, inserted] = index_.emplace(op, ops_.size());
     if (inserted) {
       ops_.emplace_back();
@@ -56,7 +56,7 @@ class OpTable {
   }
 
  private:
-  std::vector<OpTotals>& ops_;
+  std::vector<ComparedOp>& ops_;
   std::unordered_map<std::string, std::size_t> index_;
 };
 
@@ -145,7 +145,7 @@ void total_runs(CompareResult& result) {
   result.first_divergence = earliest(result, &ProcessComparison::first_divergent_step);
   result.first_origin = earliest(result, &ProcessComparison::first_origin_step);
   std::stable_sort(result.ops.begin(), result.ops.end(),
-                   [](const OpTotals& x, const OpTotals& y) {
+                   [](const ComparedOp& x, const ComparedOp& y) {
                      const bool dx = x.differing + x.unmatched_base + x.unmatched_new > 0;
                      const bool dy = y.differing + y.unmatched_base + y.unmatched_new > 0;
                      if (dx != dy) return dx;

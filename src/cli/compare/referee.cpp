@@ -85,7 +85,7 @@ json referee_request(const CompareResult& result) {
     }
   }
   json ops = json::array();
-  for (const OpTotals& s : result.ops) {
+  for (const ComparedOp& s : result.ops) {
     if (auto it = pairs.find(s.op); it != pairs.end()) ops.push_back({{"op", s.op}, {"pairs", it->second}});
   }
   return {{"base", fs::absolute(result.base_dir).string()},
@@ -101,7 +101,7 @@ void apply_referee_response(CompareResult& result, const json& request, const js
     throw Error("referee response: no list of ops");
   }
   for (const json& entry : response["ops"]) answers[entry.value("op", "")] = &entry;
-  for (OpTotals& s : result.ops) {
+  for (ComparedOp& s : result.ops) {
     if (s.differing == 0) continue;
     RefereeVerdict verdict;
     const auto answer = answers.find(s.op);
@@ -128,7 +128,7 @@ void referee_float64(CompareResult& result, const std::string& python, unsigned 
     const TempDir dir;
     const fs::path request_path = dir.path() / "request.json", response_path = dir.path() / "response.json";
     std::ofstream(request_path) << request.dump();
-    const int status = run_engine(choose_python(python, {result.base_dir, result.new_dir}),
+    const int status = run_replay(choose_python(python, {result.base_dir, result.new_dir}),
                                   {"referee", request_path.string(), response_path.string(), "--jobs",
                                    std::to_string(jobs)});
     if (status != 0) throw Error(fmt::format("the float64 referee stopped with status {}", status));

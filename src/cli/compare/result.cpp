@@ -113,7 +113,7 @@ std::string ValueResult::describe() const {
   return text;
 }
 
-std::string OpTotals::mismatch_text() const {
+std::string ComparedOp::mismatch_text() const {
   std::string text;
   auto add = [&](std::size_t count, const char* label) {
     if (count == 0) return;

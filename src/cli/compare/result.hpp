@@ -75,7 +75,7 @@ struct PairResult {
 };
 
 /// Per-op totals over all pairs and unmatched records of that op.
-struct OpTotals {
+struct ComparedOp {
   std::string op;
   std::size_t pairs = 0, differing = 0, origins = 0;
   double max_abs = 0, max_rel = 0, min_cosine = 1;
@@ -165,7 +165,7 @@ struct CompareResult {
   std::filesystem::path base_dir, new_dir;
   Tolerance tolerance;
   std::vector<ProcessComparison> processes;  // root first, then ranks, then pid<PID> by start
-  std::vector<OpTotals> ops;  // over all processes: differing ops first, then by appearance
+  std::vector<ComparedOp> ops;  // over all processes: differing ops first, then by appearance
   /// The earliest divergent call and origin over all processes, by BASE's clock (t_ns).
   std::optional<CallRef> first_divergence, first_origin;
   CompareCounts counts;  // over all processes

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 /// The fields of the JSON documents a run holds (trace.jsonl's records, summary.json, the replay
-/// engine's answers), read one way everywhere: a field that is absent or null has no value; one of
+/// package's answers), read one way everywhere: a field that is absent or null has no value; one of
 /// another type than asked is an input error, named with `where` (the caller's words for the
 /// object: "trace.jsonl:12 value args[0]: stats").
 namespace ophook::cli {

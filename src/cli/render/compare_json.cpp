@@ -85,7 +85,7 @@ ordered_json pair_json(const ProcessComparison& p, std::size_t process, const Pa
           {"values", std::move(values)}};
 }
 
-ordered_json op_json(const OpTotals& s) {
+ordered_json op_json(const ComparedOp& s) {
   ordered_json j = {{"op", s.op},
           {"pairs", s.pairs},
           {"differing", s.differing},
@@ -189,7 +189,7 @@ void write_compare_json(const CompareResult& r, std::ostream& out) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   out << text << ",\n \"ops\": [";
   StreamedList ops(out);
-  for (const OpTotals& op : r.ops) ops.add(op_json(op));
+  for (const ComparedOp& op : r.ops) ops.add(op_json(op));
   out << "\n ],\n \"unmatched\": [";
   StreamedList unmatched(out);
   for (std::size_t index = 0; index < r.processes.size(); ++index) {

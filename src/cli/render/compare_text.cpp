@@ -132,7 +132,7 @@ void print_first_calls(const CompareResult& r, std::ostream& out) {
 void print_op_table(const CompareResult& r, std::ostream& out) {
   out << fmt::format("\nper op (rtol={:g}, atol={:g}):\n", r.tolerance.rtol, r.tolerance.atol);
   std::vector<std::vector<std::string>> rows;
-  for (const OpTotals& s : r.ops) {
+  for (const ComparedOp& s : r.ops) {
     rows.push_back({s.op, std::to_string(s.pairs), std::to_string(s.differing),
                     std::to_string(s.origins), s.has_errors ? format_error(s.max_abs) : "-",
                     s.rel_known() ? format_error(s.max_rel) : "-",

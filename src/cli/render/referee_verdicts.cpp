@@ -31,7 +31,7 @@ std::string closer_text(const RefereeVerdict& v) {
   return *v.closer == "base" ? "BASE" : "NEW";
 }
 
-std::vector<std::string> verdict_row(const OpTotals& s) {
+std::vector<std::string> verdict_row(const ComparedOp& s) {
   const RefereeVerdict& v = *s.referee;
   return {s.op, fmt::format("{}/{}", v.pairs_judged, v.pairs_asked), closer_text(v), rel_text(v.base_max_rel),
           rel_text(v.new_max_rel), verdict_note(v)};
@@ -43,7 +43,7 @@ const std::vector<std::string> kHeader{"op", "judged", "closer", "BASE max rel",
 
 void print_referee_text(const CompareResult& result, std::ostream& out) {
   std::vector<std::vector<std::string>> rows;
-  for (const OpTotals& s : result.ops) {
+  for (const ComparedOp& s : result.ops) {
     if (s.referee) rows.push_back(verdict_row(s));
   }
   if (rows.empty()) return;
@@ -65,7 +65,7 @@ nlohmann::ordered_json referee_json(const RefereeVerdict& v) {
 void add_referee_html(const CompareResult& result, HtmlPage& page) {
   std::vector<std::vector<std::string>> rows;
   std::vector<bool> flagged;
-  for (const OpTotals& s : result.ops) {
+  for (const ComparedOp& s : result.ops) {
     if (!s.referee) continue;
     rows.push_back(verdict_row(s));
     flagged.push_back(s.referee->closer == "base");  // the new run moved away from float64

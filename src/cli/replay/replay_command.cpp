@@ -103,7 +103,7 @@ CLI::App* ReplayCommand::attach(CLI::App& app) {
   return sub;
 }
 
-std::vector<std::string> ReplayCommand::engine_arguments() const {
+std::vector<std::string> ReplayCommand::replay_arguments() const {
   if (emit_script_ >= 0) return {"script", dir_, std::to_string(emit_script_)};
   const char* mode = random_ ? "random" : !reference_.empty() ? "reference" : "exact";
   std::vector<std::string> args{"replay", dir_, "--mode", mode,
@@ -122,7 +122,7 @@ std::vector<std::string> ReplayCommand::engine_arguments() const {
 
 int ReplayCommand::execute() {
   check_run(dir_);
-  return run_engine(choose_python(python_, {dir_}), engine_arguments());
+  return run_replay(choose_python(python_, {dir_}), replay_arguments());
 }
 
 }  // namespace ophook::cli

@@ -9,7 +9,7 @@ namespace ophook::cli {
 
 /// `ophook replay DIR`: re-runs the recorded calls of a run from their dumps (or, with --random,
 /// on generated inputs) and compares the results with the recording or with a float64 reference.
-/// The options are checked here; the calls run in the Python engine (replay/replay_interpreter.hpp).
+/// The options are checked here; the calls run in the replay package (replay/replay_interpreter.hpp).
 /// Exit 0 when every replayed call matches (is within the thresholds), 1 otherwise, 2 on usage
 /// or input errors.
 class ReplayCommand final : public Command {
@@ -18,7 +18,7 @@ class ReplayCommand final : public Command {
   int execute() override;
 
  private:
-  std::vector<std::string> engine_arguments() const;
+  std::vector<std::string> replay_arguments() const;
 
   std::string dir_;
   std::string reference_;

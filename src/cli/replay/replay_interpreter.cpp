@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // Loads the package from its directory (argv[1]) and runs ophook._replay as __main__ with the
-// rest of argv. A missing NumPy and a failure of the engine itself exit with statuses of their
+// rest of argv. A missing NumPy and a failure of the replay itself exit with statuses of their
 // own, so that neither reads as "the calls differ" (1).
 constexpr const char* kBootstrap = R"(import sys
 package, origin = sys.argv[1], sys.argv[2]
@@ -47,7 +47,7 @@ except BaseException:
     traceback.print_exc()
     sys.exit(3)
 )";
-constexpr int kEngineFailed = 3;
+constexpr int kReplayFailed = 3;
 
 std::optional<std::string> recorded_python(const fs::path& run) {
   const auto file = read_summary_file(run);
@@ -60,12 +60,12 @@ std::optional<std::string> recorded_python(const fs::path& run) {
   return python->get<std::string>();
 }
 
-bool is_engine_package(const fs::path& dir) {
+bool is_replay_package(const fs::path& dir) {
   std::error_code ec;
   return fs::is_regular_file(dir / "_replay" / "__main__.py", ec);
 }
 
-void prepare_engine_environment() {
+void prepare_replay_environment() {
   std::vector<std::string> settings;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string_view text(*entry);
@@ -95,10 +95,10 @@ PythonChoice choose_python(const std::string& explicit_python, const std::vector
   return {"python3", "python3 in PATH"};
 }
 
-std::optional<fs::path> find_engine_package(const fs::path& exe) {
+std::optional<fs::path> find_replay_package(const fs::path& exe) {
   const fs::path dir = exe.parent_path();
   for (const fs::path& candidate : {dir / "python_shim" / "ophook", dir}) {
-    if (is_engine_package(candidate)) return candidate;
+    if (is_replay_package(candidate)) return candidate;
   }
   return std::nullopt;
 }
@@ -118,28 +118,28 @@ std::string preload_without_ophook(std::string_view existing) {
   return kept;
 }
 
-std::vector<std::string> engine_command(const PythonChoice& python, const fs::path& package,
+std::vector<std::string> replay_command_line(const PythonChoice& python, const fs::path& package,
                                         const std::vector<std::string>& args) {
   std::vector<std::string> command{python.python, "-c", kBootstrap, package.string(), python.origin};
   command.insert(command.end(), args.begin(), args.end());
   return command;
 }
 
-int run_engine(const PythonChoice& python, const std::vector<std::string>& args) {
+int run_replay(const PythonChoice& python, const std::vector<std::string>& args) {
   const fs::path exe = self_executable();
-  const auto package = find_engine_package(exe);
+  const auto package = find_replay_package(exe);
   if (!package) {
-    throw Error(fmt::format("the replay engine (ophook/_replay) is not beside {}: rebuild, or reinstall the package",
+    throw Error(fmt::format("the replay package (ophook/_replay) is not beside {}: rebuild, or reinstall the package",
                             exe.string()));
   }
-  prepare_engine_environment();
-  const int status = run_and_wait(engine_command(python, *package, args));
+  prepare_replay_environment();
+  const int status = run_and_wait(replay_command_line(python, *package, args));
   if (status == kExitNotFound || status == kExitNotExecutable) {
     throw Error(fmt::format("cannot run the Python interpreter {} ({}): choose one that has numpy and torch with "
                             "--python PATH", python.python, python.origin));
   }
-  if (status == kEngineFailed) {
-    throw Error(fmt::format("the replay engine failed under {} ({}); its traceback is above", python.python,
+  if (status == kReplayFailed) {
+    throw Error(fmt::format("the replay package failed under {} ({}); its traceback is above", python.python,
                             python.origin));
   }
   return status;

@@ -7,8 +7,8 @@
 
 namespace ophook::cli {
 
-/// The replay engine is Python (the ophook package's _replay module): re-running a recorded op
-/// needs NumPy and torch. These find an interpreter and the package, and run the engine.
+/// The replay package is Python (the ophook package's _replay module): re-running a recorded op
+/// needs NumPy and torch. These find an interpreter and the package, and run the replay.
 
 /// The interpreter chosen, and why it was chosen (for messages).
 struct PythonChoice {
@@ -20,24 +20,24 @@ struct PythonChoice {
 /// names one still present (summary.json: versions.python_executable); else python3 in PATH.
 PythonChoice choose_python(const std::string& explicit_python, const std::vector<std::filesystem::path>& runs);
 
-/// The ophook package that holds the engine, for the ophook executable at `exe`: in a build tree
+/// The ophook package that holds the replay package, for the ophook executable at `exe`: in a build tree
 /// exe_dir/python_shim/ophook, in an installed package exe_dir itself; nullopt when neither holds
 /// _replay/__main__.py.
-std::optional<std::filesystem::path> find_engine_package(const std::filesystem::path& exe);
+std::optional<std::filesystem::path> find_replay_package(const std::filesystem::path& exe);
 
 /// `existing` (an LD_PRELOAD value) without the entries that name libophook.so. Pure.
 std::string preload_without_ophook(std::string_view existing);
 
-/// The command running the engine with `args`: the package is loaded from its directory without
+/// The command running the replay with `args`: the package is loaded from its directory without
 /// putting that directory's parent on sys.path (in a build tree it holds the shim's
 /// sitecustomize.py, which would start recording). Pure.
-std::vector<std::string> engine_command(const PythonChoice& python, const std::filesystem::path& package,
+std::vector<std::string> replay_command_line(const PythonChoice& python, const std::filesystem::path& package,
                                         const std::vector<std::string>& args);
 
-/// Runs the engine with `args` and returns its exit status (0 match, 1 differences, 2 input error,
-/// as the engine says). The engine gets this process's environment without OPHOOK_* settings
+/// Runs the replay with `args` and returns its exit status (0 match, 1 differences, 2 input error,
+/// as the replay says). The replay gets this process's environment without OPHOOK_* settings
 /// (OPHOOK_DISABLE=1 instead) and without libophook.so in LD_PRELOAD: replay must not record
 /// itself. Throws ophook::Error naming the interpreter when it cannot be started or dies.
-int run_engine(const PythonChoice& python, const std::vector<std::string>& args);
+int run_replay(const PythonChoice& python, const std::vector<std::string>& args);
 
 }  // namespace ophook::cli

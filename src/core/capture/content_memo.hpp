@@ -42,8 +42,8 @@ struct RememberedContent {
 /// The arrays seen last, by address, the most recently used first. A program reads most large
 /// arrays more than once unchanged — a weight in the forward, the backward and the optimizer; an
 /// activation as one op's output and the next op's input; the same operands call after call — and
-/// telling their content unchanged (XXH3 with AVX-512: 80 GB/s here) costs a fraction of reading
-/// them for statistics (16 GB/s) or copying them. The content decides, not the address or a version
+/// telling their content unchanged (XXH3) costs a fraction of reading them for statistics or
+/// copying them (docs/performance.md, "Figures behind the code"). The content decides, not the address or a version
 /// counter, so a write no call records (through `.data`, a NumPy view, DLPack, C code) is seen as a
 /// change. Equal hashes of unequal blocks (2^-64 per block) would give back what was made from other
 /// bytes: as likely as two arrays' XXH64 digests being equal, which `ophook compare` already takes

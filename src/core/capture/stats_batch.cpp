@@ -100,8 +100,8 @@ class StatsHelper {
 
   /// Polls the queue for a while before sleeping: a program whose calls come every few hundred
   /// microseconds offers the next batch sooner than a sleeping thread wakes up, which it does late
-  /// on a busy machine (the MLP loop of tests/bench/mlp_loop.py in `stats`: 0.46-0.48 s lingering
-  /// 1 ms, 0.50-0.54 s sleeping at once; back-to-back large calls gain nothing from it).
+  /// on a busy machine (docs/performance.md, "Figures behind the code"); back-to-back large calls
+  /// gain nothing from it.
   void linger() const noexcept {
     const auto until = std::chrono::steady_clock::now() + kLinger;
     while (queued_.load(std::memory_order_relaxed) == 0 && std::chrono::steady_clock::now() < until) {

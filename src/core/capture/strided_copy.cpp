@@ -16,9 +16,9 @@ constexpr std::size_t kHugePageCopyBytes = std::size_t{4} << 20;
 constexpr std::uintptr_t kHugePage = std::uintptr_t{2} << 20;
 
 /// A fresh destination faults in one 4 KiB page at a time as the copy first touches it; advised
-/// onto 2 MiB pages it takes 512 times fewer faults (a 64 MiB copy into a fresh buffer: 55 ms of
-/// CPU before, 24 ms after, 16 ms into a buffer already touched). Only the aligned interior of
-/// the buffer is advised, so no memory beyond it is claimed.
+/// onto 2 MiB pages it takes 512 times fewer faults, which halves the cost of a large copy into a
+/// fresh buffer (docs/performance.md, "Figures behind the code"). Only the aligned interior of the
+/// buffer is advised, so no memory beyond it is claimed.
 void advise_huge_pages(std::byte* dst, std::size_t bytes) noexcept {
   const auto lead = (kHugePage - reinterpret_cast<std::uintptr_t>(dst) % kHugePage) % kHugePage;
   if (bytes <= lead) return;
@@ -90,8 +90,8 @@ void transpose_square(std::byte* dst, std::int64_t dst_stride, const std::byte* 
 /// The last two dimensions of an element-wise copy (a transposed view) in tiles of 32 rows by 16
 /// columns: read down a column, every element lies on a cache line of its own, which the next
 /// rows read again only while the tile's lines stay in L1. A source stride of a power of two maps
-/// a tile's lines onto few cache sets, so the tile is narrow (16 lines); 512×512 float32
-/// transposed, in `stats` mode: 1.2 ms per call before, 0.44 ms after (the op itself 0.06 ms).
+/// a tile's lines onto few cache sets, so the tile is narrow (16 lines). docs/performance.md
+/// ("Figures behind the code") has what a transposed copy costs with and without the tiles.
 template <std::size_t Size>
 void copy_tiles(std::byte* dst, const std::byte* src, std::int64_t rows, std::int64_t cols, std::int64_t row_stride,
                 std::int64_t col_stride) noexcept {

@@ -45,16 +45,7 @@ void SettingParser::text(std::string_view variable, std::string& field) {
 }
 
 void SettingParser::boolean(std::string_view variable, bool& field) {
-  const auto value = get(variable);
-  if (!value) return;
-  const std::string key = lower(trim(*value));
-  for (const auto& c : kBooleans) {
-    if (key == c.name) {
-      field = c.value;
-      return;
-    }
-  }
-  reject(variable, *value, "0, 1 (also false/true, no/yes, off/on)");
+  keyword(variable, field, kBooleans, "0, 1 (also false/true, no/yes, off/on)");
 }
 
 void SettingParser::regex(std::string_view variable, std::string& field) {

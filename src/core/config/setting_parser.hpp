@@ -42,8 +42,9 @@ class SettingParser {
   bool given(std::string_view variable) const { return get(variable).has_value(); }
   void reject(std::string_view variable, std::string value, std::string accepted);
 
+  /// One of `choices`; a rejected value is answered with `accepted` (default: the choices listed).
   template <typename T, std::size_t N>
-  void keyword(std::string_view variable, T& field, const Choice<T> (&choices)[N]) {
+  void keyword(std::string_view variable, T& field, const Choice<T> (&choices)[N], std::string accepted = {}) {
     const auto value = get(variable);
     if (!value) return;
     const std::string key = lower(trim(*value));
@@ -53,7 +54,7 @@ class SettingParser {
         return;
       }
     }
-    reject(variable, *value, accepted_list(choices));
+    reject(variable, *value, accepted.empty() ? accepted_list(choices) : std::move(accepted));
   }
 
   void text(std::string_view variable, std::string& field);

@@ -18,8 +18,8 @@ namespace ophook::core {
 namespace {
 
 // An array this large gets its statistics and its file as two jobs, which two threads may run at
-// once: the two passes over the data overlap instead of adding up (64 MiB of float64 on the bench
-// machine: statistics 45 ms and write() 21 ms of CPU, one after the other before).
+// once: the two passes over the data overlap instead of adding up, each a large share of the
+// array's cost (docs/performance.md, "Figures behind the code").
 constexpr std::size_t kOverlapBytes = std::size_t{8} << 20;
 // Passes over less than this many bytes in all run on the writer alone: waking a helper costs
 // more than it saves (a file job is always worth sharing: its cost is the kernel's).

@@ -3,7 +3,6 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <cstdint>
 #include <mutex>
 #include <thread>
 #include <vector>

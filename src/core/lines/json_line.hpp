@@ -11,8 +11,8 @@
 namespace ophook::core {
 
 /// Appends JSON to a buffer without building a document: the writer thread formats one trace line
-/// per recorded call, and a DOM (nlohmann::json) cost ~10 µs per line — more than the call being
-/// recorded. Commas are the caller's business (`sep()`); strings are escaped per RFC 8259.
+/// per recorded call, and a DOM (nlohmann::json) costs more per line than the call being recorded
+/// (docs/design.md, "The writer"). Commas are the caller's business (`sep()`); strings are escaped per RFC 8259.
 /// Numbers go through fmt's compiled forms (no format-string parsing per value, same text as
 /// "{}"). Not thread-safe; one per writer.
 class JsonLine {

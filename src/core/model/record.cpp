@@ -37,10 +37,10 @@ namespace {
 // Value and error buffers up to this size stay with a recycled record; bigger ones are freed.
 constexpr std::size_t kKeptBufferBytes = 4096;
 // Array buffers up to this size stay with their slot; bigger ones go to CaptureBufferPool, which
-// keeps no smaller ones. Freed here on the writer and allocated again on the program's thread,
-// buffers of a few KiB made the two threads wait on malloc's arena lock and fault in fresh pages:
-// the NaN hunt's ring on `a + b` over 16 KiB tensors cost 12.9 µs a call with them freed, 7.6 µs
-// kept (1.3 µs unhooked). The pool of idle records bounds what they hold (RecordPool).
+// keeps no smaller ones. Freed on the writer and allocated again on the program's thread, buffers
+// of a few KiB make the two threads wait on malloc's arena lock and fault in fresh pages
+// (docs/performance.md, "Figures behind the code"). The pool of idle records bounds what they hold
+// (RecordPool).
 constexpr std::size_t kKeptArrayBufferBytes = CaptureBufferPool::kMinBytes;
 // Array slots a recycled record keeps (each with its shape and small data buffers).
 constexpr std::size_t kKeptArraySlots = 16;

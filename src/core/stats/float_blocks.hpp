@@ -1,8 +1,8 @@
 #pragma once
 // Block kernels for the statistics of native-order float32/float64 arrays, eight doubles at a
-// time. Element by element the statistics ran at 1.9 ns per float64, and two doubles at a time
-// (SSE2, which every x86-64 has) at 0.8 ns per float32: slower than hashing the same bytes, when
-// the statistics of an array in `stats` mode are computed while the program waits. The kernels
+// time: element by element, or two doubles at a time (SSE2, which every x86-64 has), the
+// statistics are slower than hashing the same bytes, and in `stats` mode the program waits for
+// them (docs/performance.md, "Figures behind the code"). The kernels
 // (float_block_kernels.hpp) are compiled for the baseline and for AVX2, picked once per process.
 // A block's kernel assumes every element is finite and reports whether that held; the caller
 // then commits the block's results or redoes the block element by element.
@@ -52,8 +52,8 @@ bool any_all_ones_exponent_u32(const std::byte* data, std::size_t count, std::ui
 bool any_all_ones_exponent_u64(const std::byte* data, std::size_t count, std::uint64_t mask) noexcept;
 
 /// XXH3 (64 bits, seed 0) of `n` bytes: what tells a remembered array's content from a changed one
-/// (stats_memo.hpp). Four times XXH64's speed with AVX2, five with AVX-512 (4 MiB in the cache:
-/// 0.05 ms against 0.18), about XXH64's with the baseline's SSE2.
+/// (stats_memo.hpp): several times XXH64's speed with AVX2 or AVX-512, about XXH64's with the
+/// baseline's SSE2 (docs/performance.md, "Figures behind the code").
 std::uint64_t content_hash(const std::byte* data, std::size_t n) noexcept;
 
 /// The kernels of one instruction set (float_block_kernels.hpp).

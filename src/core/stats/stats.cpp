@@ -158,8 +158,8 @@ inline std::size_t block_kernel_span(std::size_t start, std::size_t end) noexcep
   return (end - start) / float_blocks::kStep * float_blocks::kStep;
 }
 
-// Arrays shorter than this are summarised without the block kernels: on 16 elements the kernels'
-// set-up cost more than they saved (4 ns of 54).
+// Arrays shorter than this are summarised without the block kernels, whose set-up costs more than
+// they save on a few elements.
 constexpr std::size_t kShortestForBlocks = 64;
 
 // Sums of the finite elements' deviations from a chunk's centre, per lane.
@@ -171,11 +171,9 @@ struct LaneSums {
 };
 
 // The content hashes of an array's blocks (kContentBlockBytes each), each taken right after the
-// statistics have read the block's last chunk, while it is in the L1 cache. 8 MiB of float64 in
-// the last-level cache: 0.50 ms without them, 0.65 with; out of it 0.57 and about 1.0 ms either
-// way (hashing a block ahead of the statistics or after them): the pass loses the prefetcher's
-// run-ahead, hence stats_memo.cpp's rule for when to hash. Does nothing without somewhere to
-// put them.
+// statistics have read the block's last chunk, while it is in the L1 cache. Hashing costs the pass
+// the prefetcher's run-ahead all the same (docs/performance.md, "Figures behind the code"), hence
+// stats_memo.cpp's rule for when to hash. Does nothing without somewhere to put them.
 class BlockHasher {
  public:
   BlockHasher(const std::byte* data, std::size_t nbytes, std::uint64_t* hashes) noexcept

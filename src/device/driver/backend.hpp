@@ -35,7 +35,7 @@ class Backend {
   virtual std::uint64_t ring_memory(std::uint64_t bytes, std::string& why) = 0;
   /// Copies `n` bytes at device address `from` into host memory `to` and waits for them, on a
   /// stream of its own that neither waits for the program's streams nor disturbs a CUDA graph
-  /// being captured. Any thread, without the GIL (DeviceRing serialises the calls). False when the
+  /// being captured. Any thread, while the program's thread goes on (DeviceRing serialises the calls). False when the
   /// copy failed.
   virtual bool copy_to_host(std::byte* to, std::uint64_t from, std::size_t n) noexcept = 0;
   /// The kernel's two entry points (statistics_kernel.cu).

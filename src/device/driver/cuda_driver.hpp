@@ -60,7 +60,7 @@ struct Driver {
 };
 
 /// The driver, loaded on first use; null when libcuda.so.1 or one of the functions is missing
-/// (`why` then says which). Not thread-safe on first use: called with the GIL held.
+/// (`why` then says which). Not thread-safe on first use: the caller serialises it.
 const Driver* driver(std::string& why);
 
 /// "CUDA_ERROR_… (code)" for a driver result.

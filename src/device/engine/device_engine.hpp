@@ -16,7 +16,8 @@
 
 /// One device's statistics engine (device_engines.hpp and torch/devices/device_statistics.hpp say what it does for its callers): its
 /// result slots, the launch being assembled and those in flight, the staging memory, its part of
-/// the ring, and which `dump` reads are compared with which. GIL held throughout.
+/// the ring, and which `dump` reads are compared with which. Not thread-safe: the caller serialises
+/// every call (the extension holds the GIL).
 namespace ophook::device {
 
 namespace k = statistics_kernel;
@@ -224,15 +225,15 @@ class DeviceEngine {
 
   /// Frees the abandoned slots whose launches are done (asked, not waited for). Done at each
   /// launch: an abandoned slot keeps its launch, and every launch after it, in launches_, which
-  /// reserve_arena reads through at each launch (an abandoned slot left until the slots ran out
-  /// grew it by a launch per call: 32,000 after 20 steps of a small GPT-2).
+  /// reserve_arena reads through at each launch, so a slot left until the slots run out would grow
+  /// that list by a launch per call (docs/performance.md, "Figures behind the code").
   void sweep_abandoned();
 
   /// Partials for the launch's blocks, past those of launches still running on other streams
   /// (waited for when the arena comes round to them). One on the launch's own stream is not
   /// waited for: it has finished before the launch starts. So a program that runs ahead of its
-  /// GPU on one stream never waits here (a large GPT-2 on an H200 waited about 450 times a step
-  /// when every launch still running was waited for).
+  /// GPU on one stream never waits here; waiting for every launch still running made a large model
+  /// wait hundreds of times a step (docs/performance.md, "Figures behind the code").
   void reserve_arena(Launch& entry);
 
   std::unique_ptr<Backend> backend_;

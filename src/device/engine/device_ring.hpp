@@ -24,8 +24,8 @@ class Backend;
 /// (docs/design.md, "the ring's gate"): the entries a room takes over are kept aside until it
 /// says what it copied (each entry learns that from its launch's result: settle), and stay while
 /// the rooms over them copied nothing (behind a closed gate, the culprit's and the calls' before it).
-/// The program's thread takes space and settles (with the GIL); the writer thread fetches
-/// (without it); a lock keeps the one from overwriting what the other is copying.
+/// The program's thread takes space and settles (its calls serialised by the caller); the writer
+/// thread fetches at the same time; a lock keeps the one from overwriting what the other is copying.
 class DeviceRing final : public core::DeviceHeldBytes {
  public:
   /// `capacity` bytes of device memory at `device_address`, copied out through `backend`.

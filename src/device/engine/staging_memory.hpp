@@ -18,8 +18,8 @@
 /// them where the device put them (docs/devices.md, "dump").
 namespace ophook::device {
 
-/// The ranges of one device's staging memory. Ranges are taken on the program's thread (GIL held)
-/// and given back from any thread (the writer's, its helpers'), in any order: a weight's copy that
+/// The ranges of one device's staging memory. Ranges are taken on the program's thread (the caller
+/// serialises those calls) and given back from any thread (the writer's, its helpers'), in any order: a weight's copy that
 /// records keep sharing (its bytes unchanged step after step) holds its range while later ones
 /// come and go, so free ranges are kept by offset, first fit, neighbours merged.
 class StagingMemory : public std::enable_shared_from_this<StagingMemory> {
@@ -37,7 +37,7 @@ class StagingMemory : public std::enable_shared_from_this<StagingMemory> {
   /// holder of the copy lets it go. No copy when no free range is large enough.
   Range take(std::uint64_t n);
 
-  /// Waits (call without the GIL) until a range of `n` bytes is free, while `more_coming()` says
+  /// Waits (with the caller's lock released: the writer gives ranges back) until a range of `n` bytes is free, while `more_coming()` says
   /// that copies are still on their way back (records not yet written). False when none is free
   /// and none is coming: the ranges are held by what the program's thread itself holds (the
   /// call's own tensors; records a host ring keeps). Then, until a range comes back, false at once

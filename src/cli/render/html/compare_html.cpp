@@ -117,7 +117,7 @@ void add_op_table(const CompareResult& r, HtmlPage& page) {
   page.heading("Per op");
   std::vector<std::vector<std::string>> rows;
   std::vector<bool> flagged;
-  for (const OpTotals& s : r.ops) {
+  for (const ComparedOp& s : r.ops) {
     flagged.push_back(s.differing + s.unmatched_base + s.unmatched_new > 0);
     rows.push_back({s.op, std::to_string(s.pairs), std::to_string(s.differing),
                     std::to_string(s.origins), s.has_errors ? format_error(s.max_abs) : "-",

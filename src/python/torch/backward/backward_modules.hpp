@@ -14,8 +14,8 @@ namespace ophook::py::backward_modules {
 ///
 /// The hooks are not torch's register_multi_grad_hook: its "all" mode keeps the tensors' grad_fns
 /// in the hook that their grad_fns keep, a cycle through autograd's C++ nodes that Python's
-/// collector cannot break, so every module forward with several layers left a few nodes and
-/// about twenty objects behind (a depth-8 MLP grew by 550 objects and 90 KiB a step, for good). A
+/// collector cannot break, so every module forward with several layers would leave a few nodes and
+/// objects behind for good (docs/performance.md, "Figures behind the code"). A
 /// hook here holds only its module's name id and counts: its inputs' backward ends when as many
 /// gradients as it hooked tensors have arrived in the pass. torch counts only the tensors the
 /// pass will reach; a pass that reaches fewer (`inputs=`, an input that does not affect the loss)

@@ -1,4 +1,4 @@
-// `compare --referee float64`: which pairs go to the replay engine, and how its answer lands in the
+// `compare --referee float64`: which pairs go to the replay package, and how its answer lands in the
 // per-op results and the outputs.
 #include <gtest/gtest.h>
 
@@ -49,7 +49,7 @@ CompareResult comparison() {
   add("numpy.exp", true, false);
   for (int i = 0; i < 40; ++i) add("numpy.matmul", true, true);
   for (const char* op : {"numpy.exp", "numpy.matmul", "numpy.tanh"}) {
-    OpTotals s;
+    ComparedOp s;
     s.op = op;
     s.differing = std::string(op) == "numpy.tanh" ? 0 : 1;
     r.ops.push_back(s);

@@ -1,4 +1,4 @@
-// How `ophook replay` and `compare --referee` find the Python that runs the replay engine, the
+// How `ophook replay` and `compare --referee` find the Python that runs the replay package, the
 // engine package, and an environment in which the engine records nothing.
 #include <gtest/gtest.h>
 
@@ -48,20 +48,20 @@ TEST(PythonEngine, ChoosesTheGivenPythonThenTheRecordingOneThenPython3) {
 
 TEST(PythonEngine, FindsThePackageOfABuildTreeAndOfAnInstall) {
   const fs::path dir = test::make_temp_dir("ophook-engine-");
-  EXPECT_EQ(find_engine_package(dir / "build" / "ophook"), std::nullopt);
+  EXPECT_EQ(find_replay_package(dir / "build" / "ophook"), std::nullopt);
   // Build tree: build/ophook beside build/python_shim/ophook.
   fs::create_directories(dir / "build" / "python_shim" / "ophook" / "_replay");
   std::ofstream(dir / "build" / "python_shim" / "ophook" / "_replay" / "__main__.py") << "";
-  EXPECT_EQ(find_engine_package(dir / "build" / "ophook"), dir / "build" / "python_shim" / "ophook");
+  EXPECT_EQ(find_replay_package(dir / "build" / "ophook"), dir / "build" / "python_shim" / "ophook");
   // Installed: site-packages/ophook/ophook inside the package.
   fs::create_directories(dir / "site" / "ophook" / "_replay");
   std::ofstream(dir / "site" / "ophook" / "_replay" / "__main__.py") << "";
-  EXPECT_EQ(find_engine_package(dir / "site" / "ophook" / "ophook"), dir / "site" / "ophook");
+  EXPECT_EQ(find_replay_package(dir / "site" / "ophook" / "ophook"), dir / "site" / "ophook");
   fs::remove_all(dir);
 }
 
 TEST(PythonEngine, TheCommandLoadsThePackageFromItsDirectory) {
-  const auto command = engine_command({"/usr/bin/python3", "python3 in PATH"}, "/b/python_shim/ophook",
+  const auto command = replay_command_line({"/usr/bin/python3", "python3 in PATH"}, "/b/python_shim/ophook",
                                       {"replay", "/runs/a", "--mode", "exact"});
   ASSERT_GE(command.size(), 9u);
   EXPECT_EQ(command[0], "/usr/bin/python3");
