@@ -44,7 +44,7 @@ class SettingParser {
 
   /// One of `choices`; a rejected value is answered with `accepted` (default: the choices listed).
   template <typename T, std::size_t N>
-  void keyword(std::string_view variable, T& field, const Choice<T> (&choices)[N], std::string accepted = {}) {
+  void keyword(std::string_view variable, T& field, const Choice<T> (&choices)[N], std::string_view accepted = {}) {
     const auto value = get(variable);
     if (!value) return;
     const std::string key = lower(trim(*value));
@@ -54,7 +54,7 @@ class SettingParser {
         return;
       }
     }
-    reject(variable, *value, accepted.empty() ? accepted_list(choices) : std::move(accepted));
+    reject(variable, *value, accepted.empty() ? accepted_list(choices) : std::string(accepted));
   }
 
   void text(std::string_view variable, std::string& field);

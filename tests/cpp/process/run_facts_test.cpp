@@ -26,6 +26,7 @@ TEST(RunFacts, VersionsOutliveARunAndNotesDoNot) {
 TEST(RunFacts, ACountingNoteLosesNoUpdateAcrossThreads) {
   RunFacts facts;
   std::vector<std::thread> threads;
+  threads.reserve(4);
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&] {
       for (int i = 0; i < 1000; ++i) {
