@@ -15,7 +15,7 @@ import threading
 import types
 import warnings
 
-from . import _dynamo_stand_ins, _import_hooks, _ophook
+from . import _collectives, _dynamo_stand_ins, _import_hooks, _ophook
 from ._torch_mode_classes import dispatch_mode_class, function_mode_class, new_mode
 from ._torch_names import dispatch_name, function_name, make_module_namer
 
@@ -426,6 +426,7 @@ def install(torch):
     installation.apply_compile_policy()
     installation.push_here(owner=True)
     installation.wrap_threads()
+    _collectives.install(torch)
     _ophook.log("debug", "torch %s: modes %s pushed (compile policy %s)"
                 % (torch.__version__, ",".join(sorted(levels)), installation.compile_policy))
 
@@ -438,6 +439,7 @@ def uninstall():
     installation, _installation = _installation, None
     if installation is None:
         return
+    _collectives.uninstall()
     installation.unwrap_threads()
     installation.unhook_modules()
     installation.restore_compile_policy()

@@ -144,7 +144,7 @@ PYBIND11_MODULE(_ophook, m) {
   m.def("finish", [] {
     RecordingGate::set(RecordingGate::kOn, false);
     import_guard::uninstall();
-    resolve_held_device_reads();
+    Recorder::run_exit_hooks();  // what the capturing side held back goes in first
     pb::gil_scoped_release release;
     if (auto* r = Recorder::get()) r->finish();
   });

@@ -7,8 +7,8 @@
 #include <mutex>
 
 #include "ophook/process/program_pause.hpp"
+#include "ophook/process/recorder.hpp"
 #include "python_common.hpp"
-#include "recording/device_reads.hpp"
 #include "thread_state.hpp"
 
 namespace ophook::py {
@@ -18,11 +18,11 @@ std::mutex g_mu;
 std::condition_variable g_stopped_cv;
 bool g_stopped = false;
 
-// A pending call: the interpreter runs it on the main thread between two bytecodes. Records
-// held for their device statistics are submitted first, unless ophook's own code is the one
-// interrupted (then they are counted as dropped).
+// A pending call: the interpreter runs it on the main thread between two bytecodes. Records held
+// back (device statistics, collectives in flight) are submitted first, unless ophook's own code is
+// the one interrupted (then they are counted as dropped).
 int stop_here(void*) {
-  if (!thread_state().busy) resolve_held_device_reads();
+  if (!thread_state().busy) core::Recorder::run_exit_hooks();
   {
     std::lock_guard lock(g_mu);
     g_stopped = true;

@@ -11,14 +11,15 @@ namespace ophook::py {
 /// The three levels that nest independently (OPHOOK_LEVELS): a call is hidden by an enclosing
 /// recorded call of its own group only. NumPy's ufunc, ufunc-method and array-function levels are
 /// one group: np.mean's inner add.reduce is nested in it.
-enum class LevelGroup : std::uint8_t { Numpy, TorchFunction, TorchDispatch, Compiled };
-inline constexpr std::size_t kLevelGroups = 4;
+enum class LevelGroup : std::uint8_t { Numpy, TorchFunction, TorchDispatch, Compiled, Collective };
+inline constexpr std::size_t kLevelGroups = 5;
 
 constexpr LevelGroup group_of(core::Level level) noexcept {
   switch (level) {
     case core::Level::TorchFunction: return LevelGroup::TorchFunction;
     case core::Level::TorchDispatch: return LevelGroup::TorchDispatch;
     case core::Level::Compiled: return LevelGroup::Compiled;
+    case core::Level::Collective: return LevelGroup::Collective;
     default: return LevelGroup::Numpy;
   }
 }

@@ -19,10 +19,11 @@ namespace ophook::core {
 
 /// The interception levels (README.md, "What is recorded").
 /// Compiled: a kernel that torch.compile's Inductor launches (OPHOOK_COMPILE=record).
-enum class Level : std::uint8_t { Ufunc, UfuncMethod, ArrayFunction, TorchFunction, TorchDispatch, Compiled };
+/// Collective: a c10d collective or point-to-point call (docs/ranks.md), recorded with either torch level.
+enum class Level : std::uint8_t { Ufunc, UfuncMethod, ArrayFunction, TorchFunction, TorchDispatch, Compiled, Collective };
 enum class Phase : std::uint8_t { None, Forward, Backward, Optimizer };
 // How many of each there are, for tables indexed by them: a level or phase added above moves these.
-inline constexpr std::size_t kLevelCount = static_cast<std::size_t>(Level::Compiled) + 1;
+inline constexpr std::size_t kLevelCount = static_cast<std::size_t>(Level::Collective) + 1;
 inline constexpr std::size_t kPhaseCount = static_cast<std::size_t>(Phase::Optimizer) + 1;
 
 OPHOOK_API std::string_view to_string(Level level);
@@ -218,6 +219,19 @@ class ArraySlots {
   std::size_t used_ = 0;
 };
 
+/// A collective's place in its process group (level collective; docs/ranks.md): the group, its
+/// ranks, and how many collectives this process had issued on the group before this one.
+struct CollectiveFacts {
+  static constexpr std::int32_t kNoPeer = -1;
+  std::uint32_t group_id = 0;  // interned group name; 0: the record is no collective
+  std::uint32_t ranks_id = 0;  // interned JSON list of the group's global ranks, "[0,1,2,3]"
+  std::uint64_t group_seq = 0;  // the collective's number in its group, from 1, as every member counts them
+  std::int32_t peer = kNoPeer;  // send's dst, recv's src, a rooted collective's root (global rank)
+  bool async = false;      // issued with async_op (DDP's buckets): its caller went on before it completed
+  bool completed = true;   // false: the run ended before its work completed (outputs not read)
+  bool received_nonfinite = false;  // its outputs hold NaN/Inf its inputs did not: received, no culprit
+};
+
 /// Everything known about one recorded call, built on the program's thread without formatting and
 /// handed to the writer thread, which owns it from then on.
 struct CallRecord {
@@ -244,6 +258,10 @@ struct CallRecord {
   std::uint32_t source_func_id = 0;
   std::int32_t source_line = 0;
   std::uint32_t module_id = 0;       // 0 = null
+  /// A backward culprit's autograd node: the forward call that made it (0 = unknown / none).
+  std::uint32_t forward_file_id = 0, forward_func_id = 0;
+  std::int32_t forward_line = 0;
+  CollectiveFacts collective;        // level collective only
   std::string error;                 // "Type: message" when has_error
   /// args, then kwargs (Key/value pairs), then outputs, encoded by ValueWriter.
   std::vector<std::uint8_t> values;

@@ -19,6 +19,7 @@ enum class ForkStage : std::uint8_t {
   ThreadState,    // the extension's cached thread id: the child's thread has another
   TorchThreads,   // torch's intra-op threads noted as torch's own: the child has none
   HeldReadbacks,  // records a device path holds: the parent's, leaked in the child
+  OpenCollectives,  // collectives in flight: the parent's works, leaked in the child
   DeviceEngines,  // the device engines: the child cannot use the parent's CUDA contexts
   Count,
 };

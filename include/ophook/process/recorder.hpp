@@ -108,13 +108,17 @@ class OPHOOK_API Recorder {
 
   /// For an interposed _exit(): finishes the output when called by the process that owns this
   /// recorder — never in a vfork() child, which shares the parent's memory. Safe without the GIL.
-  /// The exit hook runs first.
+  /// The exit hooks run first.
   static void finish_before_exit() noexcept;
 
-  /// Runs in finish_before_exit() before the output is finished: the capturing side submits the
-  /// records it holds back (see set_held_records) if it can on the exiting thread. Set once.
+  /// Run before the output is finished (at exit, at the end of a run, before a termination
+  /// signal's pause): each part of the capturing side that holds records back (devices' read-backs,
+  /// collectives in flight) submits them if it can on the finishing thread. Added once each, in
+  /// the order they run; at most kExitHooks.
   using ExitHook = void (*)() noexcept;
-  static void set_exit_hook(ExitHook hook) noexcept { exit_hook_.store(hook, std::memory_order_release); }
+  static constexpr std::size_t kExitHooks = 4;
+  static void add_exit_hook(ExitHook hook) noexcept;
+  static void run_exit_hooks() noexcept;
 
   /// Arrays still queued at `deadline` get statistics and trace lines but no .npy file, so that a
   /// terminated process dies in bounded time; summary.json counts them.
@@ -171,7 +175,7 @@ class OPHOOK_API Recorder {
   std::string child_output_path() const;
 
   static std::atomic<Recorder*> instance_;
-  static std::atomic<ExitHook> exit_hook_;
+  static std::atomic<ExitHook> exit_hooks_[kExitHooks];
 
   Config config_;
   mutable std::mutex output_path_mu_;

@@ -14,10 +14,12 @@ class RunCounters {
   void count_dropped() noexcept { dropped_.fetch_add(1, std::memory_order_relaxed); }
   std::uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
 
-  /// Records the capturing side holds back before submitting them (waiting for statistics
-  /// computed on a device, docs/devices.md): finish() counts those still held as dropped.
+  /// Records the capturing side holds back before submitting them — waiting for statistics
+  /// computed on a device (docs/devices.md), or collectives whose work has not completed
+  /// (docs/ranks.md): finish() counts those still held as dropped.
   void set_held_records(std::uint64_t count) noexcept { held_.store(count, std::memory_order_relaxed); }
-  std::uint64_t take_held_records() noexcept { return held_.exchange(0); }
+  void set_open_collectives(std::uint64_t count) noexcept { open_collectives_.store(count, std::memory_order_relaxed); }
+  std::uint64_t take_held_records() noexcept { return held_.exchange(0) + open_collectives_.exchange(0); }
 
   /// Tensors whose values were read through torch (OPHOOK_TENSOR_COPY): summary.json's
   /// totals.tensors_copied_by_torch.
@@ -38,6 +40,7 @@ class RunCounters {
   void reset() noexcept {
     dropped_.store(0);
     held_.store(0);
+    open_collectives_.store(0);
     copied_by_torch_.store(0);
     not_read_.store(0), not_read_oom_.store(0);
   }
@@ -45,6 +48,7 @@ class RunCounters {
  private:
   std::atomic<std::uint64_t> dropped_{0};
   std::atomic<std::uint64_t> held_{0};
+  std::atomic<std::uint64_t> open_collectives_{0};
   std::atomic<std::uint64_t> copied_by_torch_{0};
   std::atomic<std::uint64_t> not_read_{0}, not_read_oom_{0};
 };

@@ -66,6 +66,9 @@ def skip_reason(record):
     if record.get("level") == "compiled":
         return ("a compiled kernel: Inductor's generated code, which lived only in the recorded process "
                 "(compare an eager run with this one instead)")
+    if record.get("level") == "collective":
+        return ("a collective: it needs the recorded job's other ranks (each rank's record holds its inputs and "
+                "what it received; compare them across ranks instead)")
     if record.get("level") == "torch_dispatch" and not op.startswith(("aten.", "prims.")):
         return "not an aten or prims operator (%s)" % op.split(".")[0]
     if name in RANDOM and not ("dropout" in name and _dropout_is_identity(record)):

@@ -105,6 +105,16 @@ class RecordJson::Encoder {
     }
     if (record_.overridden) json_.raw(R"(,"overridden":true)");
     if (record_.grad_disabled) json_.raw(R"(,"grad_enabled":false)");
+    if (record_.forward_file_id) {
+      json_.raw(R"(,"forward_source":")");
+      json_.raw(names_.text(record_.forward_file_id));
+      out_.push_back(':');
+      json_.integer(record_.forward_line);
+      out_.push_back(':');
+      json_.raw(names_.text(record_.forward_func_id));
+      out_.push_back('"');
+    }
+    if (record_.collective.group_id) collective();
     out_.push_back('}');
   }
 
@@ -282,6 +292,26 @@ class RecordJson::Encoder {
       json_.integer(values[i]);
     }
     out_.push_back(']');
+  }
+
+  /// A collective's place in its group (docs/outputs.md, "Collectives").
+  void collective() {
+    const auto& c = record_.collective;
+    json_.raw(R"(,"collective":{"group":)");
+    quoted_text(c.group_id);
+    json_.raw(R"(,"ranks":)");
+    json_.raw(names_.recorder_.text(c.ranks_id));
+    json_.raw(R"(,"group_seq":)");
+    json_.unsigned_integer(c.group_seq);
+    if (c.peer == CollectiveFacts::kNoPeer) {
+      json_.raw(R"(,"peer":null)");
+    } else {
+      json_.raw(R"(,"peer":)");
+      json_.integer(c.peer);
+    }
+    json_.raw(c.async ? R"(,"async":true)" : R"(,"async":false)");
+    json_.raw(c.completed ? R"(,"completed":true)" : R"(,"completed":false)");
+    json_.raw(c.received_nonfinite ? R"(,"received_nonfinite":true})" : R"(,"received_nonfinite":false})");
   }
 
   void stats(const ArrayStats& s) {

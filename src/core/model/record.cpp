@@ -15,12 +15,16 @@ std::string_view to_string(Level level) {
     case Level::TorchFunction: return "torch_function";
     case Level::TorchDispatch: return "torch_dispatch";
     case Level::Compiled: return "compiled";
+    case Level::Collective: return "collective";
   }
   return "unknown";
 }
 
 std::string_view framework_of(Level level) {
-  return level == Level::TorchFunction || level == Level::TorchDispatch || level == Level::Compiled ? "torch" : "numpy";
+  return level == Level::TorchFunction || level == Level::TorchDispatch || level == Level::Compiled ||
+                 level == Level::Collective
+             ? "torch"
+             : "numpy";
 }
 
 std::string_view to_string(Phase phase) {
@@ -128,6 +132,8 @@ void CallRecord::clear_for_reuse() noexcept {
   grad_disabled = false;
   depth = 0, parent = kNoParent, step = 0, t_ns = dur_ns = 0, tid = 0;
   source_file_id = source_func_id = 0, source_line = 0, module_id = 0;
+  forward_file_id = forward_func_id = 0, forward_line = 0;
+  collective = {};
   kwargs_offset = outputs_offset = 0;
   error.clear();
   if (error.capacity() > kKeptBufferBytes) std::string().swap(error);

@@ -34,7 +34,22 @@ std::string absolute(const std::string& path) {
 }  // namespace
 
 std::atomic<Recorder*> Recorder::instance_{nullptr};
-std::atomic<Recorder::ExitHook> Recorder::exit_hook_{nullptr};
+std::atomic<Recorder::ExitHook> Recorder::exit_hooks_[Recorder::kExitHooks];
+
+void Recorder::add_exit_hook(ExitHook hook) noexcept {
+  for (auto& slot : exit_hooks_) {
+    ExitHook expected = nullptr;
+    if (slot.load(std::memory_order_acquire) == hook) return;
+    if (slot.compare_exchange_strong(expected, hook, std::memory_order_acq_rel)) return;
+  }
+  log_error("more than {} exit hooks: one of them will not run", kExitHooks);
+}
+
+void Recorder::run_exit_hooks() noexcept {
+  for (auto& slot : exit_hooks_) {
+    if (auto hook = slot.load(std::memory_order_acquire)) hook();
+  }
+}
 
 Recorder& Recorder::start(const Config& config) { return start(config, WriterThread::Start); }
 
@@ -244,7 +259,7 @@ void Recorder::finish() noexcept {
 void Recorder::finish_before_exit() noexcept {
   auto* recorder = get();
   if (recorder == nullptr || recorder->owner_pid_.load() != ::getpid()) return;
-  if (auto hook = exit_hook_.load(std::memory_order_acquire)) hook();
+  run_exit_hooks();
   recorder->finish();
 }
 

@@ -55,7 +55,23 @@ void RunSummary::observe(const CallRecord& record, const std::vector<ArrayOutcom
       std::none_of(outcomes.begin(), outcomes.end(), [](const ArrayOutcome& o) { return !o.is_output && nonfinite(o); });
   const bool outputs_bad = std::any_of(outcomes.begin(), outcomes.end(),
                                        [](const ArrayOutcome& o) { return o.is_output && nonfinite(o); });
-  if (record.nonfinite_expected) {
+  if (record.collective.group_id) {
+    // A collective's NaN/Inf came from another rank (or from the reduction on every rank alike):
+    // never a culprit here. The first one received is what this rank's timeline starts from.
+    if ((record.collective.received_nonfinite || (outputs_bad && inputs_clean)) && first_received_.is_null()) {
+      using Json = nlohmann::ordered_json;
+      const auto& c = record.collective;
+      const auto source = source_text(record, recorder_);
+      first_received_ = {{"seq", record.seq},
+                         {"op", recorder_.op(record.op_id).name},
+                         {"step", record.step},
+                         {"phase", record.phase == Phase::None ? Json(nullptr) : Json(to_string(record.phase))},
+                         {"source", source.empty() ? Json(nullptr) : Json(source)},
+                         {"group", recorder_.text(c.group_id)},
+                         {"group_seq", c.group_seq},
+                         {"ranks", Json::parse(recorder_.text(c.ranks_id), nullptr, false)}};
+    }
+  } else if (record.nonfinite_expected) {
     ++totals.nonfinite_expected;
   } else if (record.nonfinite_new ||
              (inputs_clean && outputs_bad && !recorder_.op(record.op_id).uninitialized_output)) {
@@ -69,6 +85,10 @@ void RunSummary::observe(const CallRecord& record, const std::vector<ArrayOutcom
                           {"source", source.empty() ? Json(nullptr) : Json(source)},
                           {"module", record.module_id ? Json(recorder_.text(record.module_id)) : Json(nullptr)},
                           {"phase", record.phase == Phase::None ? Json(nullptr) : Json(to_string(record.phase))}};
+      if (record.forward_file_id) {
+        first_nonfinite_["forward_source"] = fmt::format("{}:{}:{}", recorder_.text(record.forward_file_id),
+                                                         record.forward_line, recorder_.text(record.forward_func_id));
+      }
     }
   }
 
@@ -200,6 +220,7 @@ nlohmann::ordered_json RunSummary::summary_json(std::uint64_t dropped, RecordQue
                   {"producer_waits", producer_waits.count},
                   {"producer_wait_ms", static_cast<double>(producer_waits.ns) / 1e6}};
   out["first_nonfinite"] = first_nonfinite_;
+  out["first_received_nonfinite"] = first_received_;
   out["recorded"] = counts_json();
   out["ops"] = std::move(ops);
   out["slowest"] = std::move(slow);

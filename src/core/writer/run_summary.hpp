@@ -91,6 +91,7 @@ class RunSummary {
   std::uint64_t budget_exhausted_at_ = 0, budget_exhausted_at_step_ = 0;
   nlohmann::ordered_json store_once_ = nullptr, ring_ = nullptr;
   nlohmann::ordered_json first_nonfinite_;
+  nlohmann::ordered_json first_received_;  // the first collective whose outputs brought NaN/Inf in
 };
 
 }  // namespace ophook::core

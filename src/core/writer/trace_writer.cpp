@@ -151,14 +151,16 @@ void TraceWriter::process_chunk(const std::deque<RecordPtr>::iterator& first,
     bool held = false;
     *prepared = prepare(*record, *outcomes, held);
     last_seq_ = std::max(last_seq_, record->seq);
-    const bool nan_trigger = ring_.on() && record->nonfinite_new && !nan_triggered_;
+    const bool received = record->collective.received_nonfinite;
+    const bool nan_trigger = ring_.on() && (record->nonfinite_new || received) && !nan_triggered_;
     const auto seq = record->seq;
     const auto op_id = record->op_id;
     const auto queued = record->queued_bytes;
     if (held) hold(record, *outcomes);
     if (nan_trigger) {
       nan_triggered_ = true;
-      dump_ring(fmt::format("first NaN/Inf from finite inputs: call {} ({})", seq, recorder_.op(op_id).name));
+      dump_ring(fmt::format("first NaN/Inf {}: call {} ({})", received ? "received from another rank" : "from finite inputs",
+                            seq, recorder_.op(op_id).name));
     }
     // After the trigger: a flush waiting for the culprit returns once its files are on disk.
     if (record == nullptr) queue_.release(queued, 1);

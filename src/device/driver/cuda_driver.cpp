@@ -4,15 +4,10 @@
 
 #include <optional>
 
+#include "device/driver/library_symbols.hpp"
+
 namespace ophook::device {
 namespace {
-
-/// dlsym'd function `name` into `slot`; false when missing.
-template <typename F>
-bool find(void* library, const char* name, F& slot) {
-  slot = reinterpret_cast<F>(dlsym(library, name));  // dlsym's result is the function
-  return slot != nullptr;
-}
 
 std::optional<Driver> load(std::string& why) {
   void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -26,32 +21,32 @@ std::optional<Driver> load(std::string& why) {
     const char* name;
     bool found;
   } symbols[] = {
-      {"cuInit", find(library, "cuInit", api.init)},
-      {"cuDeviceGet", find(library, "cuDeviceGet", api.device_get)},
-      {"cuDeviceGetAttribute", find(library, "cuDeviceGetAttribute", api.device_get_attribute)},
-      {"cuDevicePrimaryCtxRetain", find(library, "cuDevicePrimaryCtxRetain", api.primary_context_retain)},
-      {"cuCtxGetCurrent", find(library, "cuCtxGetCurrent", api.context_get_current)},
-      {"cuCtxPushCurrent_v2", find(library, "cuCtxPushCurrent_v2", api.context_push)},
-      {"cuCtxPopCurrent_v2", find(library, "cuCtxPopCurrent_v2", api.context_pop)},
-      {"cuModuleLoadData", find(library, "cuModuleLoadData", api.module_load_data)},
-      {"cuModuleGetFunction", find(library, "cuModuleGetFunction", api.module_get_function)},
-      {"cuLaunchKernel", find(library, "cuLaunchKernel", api.launch_kernel)},
-      {"cuMemAlloc_v2", find(library, "cuMemAlloc_v2", api.mem_alloc)},
-      {"cuMemsetD32_v2", find(library, "cuMemsetD32_v2", api.memset_d32)},
-      {"cuMemHostAlloc", find(library, "cuMemHostAlloc", api.host_alloc)},
-      {"cuMemHostGetDevicePointer_v2", find(library, "cuMemHostGetDevicePointer_v2", api.host_get_device_pointer)},
-      {"cuEventCreate", find(library, "cuEventCreate", api.event_create)},
-      {"cuEventRecord", find(library, "cuEventRecord", api.event_record)},
-      {"cuEventQuery", find(library, "cuEventQuery", api.event_query)},
-      {"cuEventSynchronize", find(library, "cuEventSynchronize", api.event_synchronize)},
-      {"cuStreamIsCapturing", find(library, "cuStreamIsCapturing", api.stream_is_capturing)},
-      {"cuStreamCreate", find(library, "cuStreamCreate", api.stream_create)},
-      {"cuStreamSynchronize", find(library, "cuStreamSynchronize", api.stream_synchronize)},
-      {"cuStreamQuery", find(library, "cuStreamQuery", api.stream_query)},
-      {"cuMemcpyDtoHAsync_v2", find(library, "cuMemcpyDtoHAsync_v2", api.memcpy_dtoh_async)},
+      {"cuInit", find_symbol(library, "cuInit", api.init)},
+      {"cuDeviceGet", find_symbol(library, "cuDeviceGet", api.device_get)},
+      {"cuDeviceGetAttribute", find_symbol(library, "cuDeviceGetAttribute", api.device_get_attribute)},
+      {"cuDevicePrimaryCtxRetain", find_symbol(library, "cuDevicePrimaryCtxRetain", api.primary_context_retain)},
+      {"cuCtxGetCurrent", find_symbol(library, "cuCtxGetCurrent", api.context_get_current)},
+      {"cuCtxPushCurrent_v2", find_symbol(library, "cuCtxPushCurrent_v2", api.context_push)},
+      {"cuCtxPopCurrent_v2", find_symbol(library, "cuCtxPopCurrent_v2", api.context_pop)},
+      {"cuModuleLoadData", find_symbol(library, "cuModuleLoadData", api.module_load_data)},
+      {"cuModuleGetFunction", find_symbol(library, "cuModuleGetFunction", api.module_get_function)},
+      {"cuLaunchKernel", find_symbol(library, "cuLaunchKernel", api.launch_kernel)},
+      {"cuMemAlloc_v2", find_symbol(library, "cuMemAlloc_v2", api.mem_alloc)},
+      {"cuMemsetD32_v2", find_symbol(library, "cuMemsetD32_v2", api.memset_d32)},
+      {"cuMemHostAlloc", find_symbol(library, "cuMemHostAlloc", api.host_alloc)},
+      {"cuMemHostGetDevicePointer_v2", find_symbol(library, "cuMemHostGetDevicePointer_v2", api.host_get_device_pointer)},
+      {"cuEventCreate", find_symbol(library, "cuEventCreate", api.event_create)},
+      {"cuEventRecord", find_symbol(library, "cuEventRecord", api.event_record)},
+      {"cuEventQuery", find_symbol(library, "cuEventQuery", api.event_query)},
+      {"cuEventSynchronize", find_symbol(library, "cuEventSynchronize", api.event_synchronize)},
+      {"cuStreamIsCapturing", find_symbol(library, "cuStreamIsCapturing", api.stream_is_capturing)},
+      {"cuStreamCreate", find_symbol(library, "cuStreamCreate", api.stream_create)},
+      {"cuStreamSynchronize", find_symbol(library, "cuStreamSynchronize", api.stream_synchronize)},
+      {"cuStreamQuery", find_symbol(library, "cuStreamQuery", api.stream_query)},
+      {"cuMemcpyDtoHAsync_v2", find_symbol(library, "cuMemcpyDtoHAsync_v2", api.memcpy_dtoh_async)},
       {"cuThreadExchangeStreamCaptureMode",
-       find(library, "cuThreadExchangeStreamCaptureMode", api.thread_exchange_capture_mode)},
-      {"cuGetErrorString", find(library, "cuGetErrorString", api.get_error_string)},
+       find_symbol(library, "cuThreadExchangeStreamCaptureMode", api.thread_exchange_capture_mode)},
+      {"cuGetErrorString", find_symbol(library, "cuGetErrorString", api.get_error_string)},
   };
   for (const auto& symbol : symbols) {
     if (!symbol.found) {

@@ -22,7 +22,12 @@ namespace k = statistics_kernel;
 class FakeBackend final : public Backend {
  public:
   FakeBackend(bool idle, std::uint64_t lag)
-      : results_(kSlots), stamps_(kSlots), ring_copies_(kSlots), on_device_(kSlots), lag_(std::max<std::uint64_t>(1, lag)), idle_(idle) {}
+      : lag_(std::max<std::uint64_t>(1, lag)),
+        results_(kSlots),
+        stamps_(kSlots),
+        ring_copies_(kSlots),
+        on_device_(kSlots),
+        idle_(idle) {}
 
   const k::Result* results() const override { return results_.data(); }
   const std::uint32_t* ring_copies() const override { return ring_copies_.data(); }

@@ -10,6 +10,7 @@
 #define XXH_INLINE_ALL  // header-only: nothing more for the extension to load
 #include <xxhash.h>
 
+#include "device/driver/library_symbols.hpp"
 #include "device/kernel/kernel_cache.hpp"
 #include "device/kernel/kernel_source.hpp"
 
@@ -34,12 +35,6 @@ struct Nvrtc {
   nvrtcResult (*version)(int*, int*);
 };
 
-template <typename F>
-bool find(void* library, const char* name, F& slot) {
-  slot = reinterpret_cast<F>(dlsym(library, name));  // dlsym's result is the function
-  return slot != nullptr;
-}
-
 std::optional<Nvrtc> load(const std::vector<std::string>& libraries, std::string& why) {
   std::vector<std::string> candidates = libraries;
   for (const char* name : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so"}) {
@@ -49,16 +44,16 @@ std::optional<Nvrtc> load(const std::vector<std::string>& libraries, std::string
     void* library = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (library == nullptr) continue;
     Nvrtc api{};
-    const bool complete = find(library, "nvrtcCreateProgram", api.create) &&
-                          find(library, "nvrtcCompileProgram", api.compile) &&
-                          find(library, "nvrtcGetProgramLogSize", api.log_size) &&
-                          find(library, "nvrtcGetProgramLog", api.log) && find(library, "nvrtcGetPTXSize", api.ptx_size) &&
-                          find(library, "nvrtcGetPTX", api.ptx) && find(library, "nvrtcDestroyProgram", api.destroy) &&
-                          find(library, "nvrtcGetNumSupportedArchs", api.architecture_count) &&
-                          find(library, "nvrtcGetSupportedArchs", api.architectures) &&
-                          find(library, "nvrtcVersion", api.version);
+    const bool complete = find_symbol(library, "nvrtcCreateProgram", api.create) &&
+                          find_symbol(library, "nvrtcCompileProgram", api.compile) &&
+                          find_symbol(library, "nvrtcGetProgramLogSize", api.log_size) &&
+                          find_symbol(library, "nvrtcGetProgramLog", api.log) && find_symbol(library, "nvrtcGetPTXSize", api.ptx_size) &&
+                          find_symbol(library, "nvrtcGetPTX", api.ptx) && find_symbol(library, "nvrtcDestroyProgram", api.destroy) &&
+                          find_symbol(library, "nvrtcGetNumSupportedArchs", api.architecture_count) &&
+                          find_symbol(library, "nvrtcGetSupportedArchs", api.architectures) &&
+                          find_symbol(library, "nvrtcVersion", api.version);
     // Cubins need NVRTC 11.1 or later; without them, PTX.
-    if (!find(library, "nvrtcGetCUBINSize", api.cubin_size) || !find(library, "nvrtcGetCUBIN", api.cubin)) {
+    if (!find_symbol(library, "nvrtcGetCUBINSize", api.cubin_size) || !find_symbol(library, "nvrtcGetCUBIN", api.cubin)) {
       api.cubin_size = nullptr, api.cubin = nullptr;
     }
     if (complete) return api;

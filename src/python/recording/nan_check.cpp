@@ -69,6 +69,10 @@ std::string describe_call(const core::Recorder& recorder, const core::CallRecord
   }
   if (record.module_id) out += " in module " + recorder.text(record.module_id);
   if (record.phase != core::Phase::None) out += std::string(" (") + std::string(core::to_string(record.phase)) + ")";
+  if (record.forward_file_id) {
+    out += ", its node made in forward at " + recorder.text(record.forward_file_id) + ":" +
+           std::to_string(record.forward_line) + ":" + recorder.text(record.forward_func_id);
+  }
   return out + kernel_contents(op);
 }
 
@@ -194,6 +198,12 @@ PyObject* report_nonfinite(core::Recorder& recorder, core::RecordPtr& record, Py
 
 }  // namespace
 
+namespace {
+CulpritCheck culprit_check = nullptr;
+}  // namespace
+
+void set_culprit_check(CulpritCheck check) noexcept { culprit_check = check; }
+
 PyObject* check_nonfinite(core::Recorder& recorder, core::RecordPtr& record, std::size_t first_output,
                           std::optional<bool> inputs_nonfinite_before, PyObject* result, RecordUse use) {
   const auto* reads = device_reads();
@@ -208,7 +218,8 @@ PyObject* check_nonfinite(core::Recorder& recorder, core::RecordPtr& record, std
     return result;
   }
   if (reads != nullptr) reads->resolve(*record);  // tensors on devices: their counts, one synchronisation
-  const bool fresh = fresh_nonfinite(recorder, *record, first_output, inputs_nonfinite_before);
+  const bool fresh = fresh_nonfinite(recorder, *record, first_output, inputs_nonfinite_before) &&
+                     (culprit_check == nullptr || culprit_check(recorder, *record));
   // Calls judged later come first: the first culprit is the first in seq order. Waited for only
   // here, where this call would be a culprit: a call that reads nothing on a device (an int
   // tensor, a shape) must not wait for the GPU.

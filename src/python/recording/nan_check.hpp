@@ -36,6 +36,14 @@ PyObject* check_nonfinite(core::Recorder& recorder, core::RecordPtr& record, std
 bool fresh_nonfinite(const core::Recorder& recorder, const core::CallRecord& record, std::size_t first_output,
                      std::optional<bool> inputs_nonfinite_before);
 
+/// A framework's last word on a call about to be named a culprit, from what the record does not
+/// show: false when the NaN/Inf came from state the call computed from besides its recorded inputs
+/// (an autograd node's saved forward tensors), so that it is no culprit; it may also say more of
+/// the call (where its autograd node was made). torch's backward check sets one. Called only for a
+/// fresh NaN/Inf judged while the call runs.
+using CulpritCheck = bool (*)(core::Recorder& recorder, core::CallRecord& record);
+void set_culprit_check(CulpritCheck check) noexcept;
+
 /// Marks `record` as a culprit and, for the run's first, says so on stderr. Returns the call's
 /// description ("seq 12 torch.log at …").
 std::string announce_nonfinite(core::Recorder& recorder, core::CallRecord& record);

@@ -14,6 +14,7 @@
 #include "torch/backward/backward_check.hpp"
 #include "torch/backward/backward_modules.hpp"
 #include "torch/backward/node_modules.hpp"
+#include "torch/collectives/collective_records.hpp"
 #include "torch/compiled_kernels.hpp"
 #include "torch/devices/device_path.hpp"
 #include "torch/devices/held_records.hpp"
@@ -194,6 +195,25 @@ void bind_torch(pb::module_& m) {
       "sees, the autograd nodes below it are hooked and what each computes is checked for NaN/Inf's birth. "
       "next_sequence_number is torch._C._autograd._get_sequence_nr, by which a node's module is found "
       "(None: culprits of backward passes name no module).");
+  m.def("collective_op", &collectives::op_id, pb::arg("name"),
+        "The op id of a c10d collective (\"c10d.allreduce_\"), registered at level collective.");
+  m.def(
+      "collective_begin",
+      [](std::uint32_t op_id, pb::handle values, const std::string& group, const std::string& ranks,
+         std::uint64_t group_seq, std::int64_t peer) {
+        return pb::reinterpret_steal<pb::object>(collectives::begin(op_id, values.ptr(), group, ranks, group_seq, peer));
+      },
+      pb::arg("op_id"), pb::arg("values"), pb::arg("group"), pb::arg("ranks"), pb::arg("group_seq"),
+      pb::arg("peer"),
+      "Opens a collective's record (its arguments read now); a token for collective_end, or None when "
+      "the call is not recorded.");
+  m.def(
+      "collective_end",
+      [](pb::handle token, pb::handle outputs, pb::handle error, bool async_op) {
+        collectives::complete(token.ptr(), outputs.ptr(), error.ptr(), async_op);
+      },
+      pb::arg("token"), pb::arg("outputs"), pb::arg("error"), pb::arg("async_op"),
+      "Closes a collective's record once its work completed (its outputs read now) and submits it.");
   m.def("torch_set_module_filter", &module_stack::set_module_filter, pb::arg("pattern"),
         "OPHOOK_MODULES: record only torch calls inside modules whose dotted path matches (\"\" = all).");
   m.def(

@@ -7,6 +7,7 @@
 
 #include "recording/call_recording.hpp"
 #include "torch/backward/backward_check.hpp"
+#include "torch/backward/node_sources.hpp"
 #include "torch/libtorch_symbols.hpp"
 #include "torch/module_stack.hpp"
 
@@ -101,7 +102,12 @@ OpTarget dispatch_op(PyObject* func) {
   PyRef answer = ask(dispatch_namer, func);
   OpTarget out{0, func};
   if (answer && PyTuple_Check(answer.get()) && PyTuple_GET_SIZE(answer.get()) == 2) {
-    out.op_id = op_named(PyTuple_GET_ITEM(answer.get(), 0), Level::TorchDispatch);
+    PyObject* name = PyTuple_GET_ITEM(answer.get(), 0);
+    const char* text = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : nullptr;
+    // c10d's ops are recorded at level collective, with their groups (collectives/): passed on.
+    if (text != nullptr && std::string_view(text).starts_with("c10d.")) return {0, func};
+    if (text == nullptr) PyErr_Clear();
+    out.op_id = op_named(name, Level::TorchDispatch);
     PyObject* target = PyTuple_GET_ITEM(answer.get(), 1);
     if (PyCallable_Check(target)) out.target = target;
   } else {
@@ -190,8 +196,20 @@ PyObject* handle(PyObject* const* argv, Py_ssize_t nargs, Resolve&& resolve) {
     if (!module_stack::module_selected(module)) recorder = nullptr;  // OPHOOK_MODULES
   }
   if (recorder == nullptr) return rule == nullptr ? call_original() : run_rule();
-  if (rule == nullptr) return record_call(*recorder, *state, op_id, phase, module, capture, call_original);
-  return record_call(*recorder, *state, op_id, phase, module, capture, run_rule, true);
+  // The backward check names a culprit node's forward call: forward calls note where autograd's
+  // counter stands as they start (node_sources), with the line found here once.
+  SourceSite site;
+  const SourceSite* known_site = nullptr;
+  if (phase == core::Phase::Forward && node_sources::recording() && recorder->config().stack) {
+    if (locate_source(site, *recorder) == CallOrigin::TensorRebuild) return rule == nullptr ? call_original() : run_rule();
+    node_sources::call_starts(site);
+    known_site = &site;
+  }
+  if (rule == nullptr) {
+    return record_call(*recorder, *state, op_id, phase, module, capture, call_original, false, RecordUse::Recorded,
+                       known_site);
+  }
+  return record_call(*recorder, *state, op_id, phase, module, capture, run_rule, true, RecordUse::Recorded, known_site);
 }
 
 }  // namespace

@@ -25,11 +25,6 @@ namespace fs = std::filesystem;
 
 ContentDigest same_digest_for_all(std::span<const std::span<const std::byte>> /*parts*/) noexcept { return {42, 42}; }
 
-ino_t inode(const fs::path& path) {
-  struct stat st{};
-  return ::stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
-}
-
 class ArrayFilesTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -80,9 +75,9 @@ TEST_F(ArrayFilesTest, EqualArraysAreLinkedAndDifferentOnesWrittenDespiteEqualDi
 
   const auto a = root_ / "files" / "a.npy";
   for (const char* name : {"a.npy", "b.npy", "c.npy", "d.npy"}) ASSERT_TRUE(fs::exists(root_ / "files" / name)) << name;
-  EXPECT_EQ(inode(root_ / "files" / "c.npy"), inode(a));
-  EXPECT_NE(inode(root_ / "files" / "b.npy"), inode(a));
-  EXPECT_NE(inode(root_ / "files" / "d.npy"), inode(a));
+  EXPECT_EQ(test::inode(root_ / "files" / "c.npy"), test::inode(a));
+  EXPECT_NE(test::inode(root_ / "files" / "b.npy"), test::inode(a));
+  EXPECT_NE(test::inode(root_ / "files" / "d.npy"), test::inode(a));
   EXPECT_EQ(outcomes_[2][0].same_as, "a.npy");
   EXPECT_EQ(outcomes_[1][0].same_as, "");
   EXPECT_EQ(outcomes_[3][0].same_as, "");
@@ -135,7 +130,7 @@ TEST_F(ArrayFilesTest, NarrowCopiesAreWidenedByTheBatchAndLinkedByTheirWidenedBy
   ASSERT_EQ(text.size(), header.size() + wide.size());
   EXPECT_EQ(std::memcmp(text.data() + header.size(), wide.data(), wide.size()), 0);
   EXPECT_EQ(outcomes_[1][0].same_as, "a.npy");
-  EXPECT_EQ(inode(root_ / "files" / "b.npy"), inode(root_ / "files" / "a.npy"));
+  EXPECT_EQ(test::inode(root_ / "files" / "b.npy"), test::inode(root_ / "files" / "a.npy"));
   EXPECT_EQ(outcomes_[0][0].stats->xxh64, compute_stats("<f4", wide.data(), wide.size()).xxh64);
 }
 
@@ -154,8 +149,8 @@ TEST_F(ArrayFilesTest, LinksCostNoBudgetAndAreCountedApart) {
     summary.set_store_once(files.store_once_json());
   }
   for (std::uint64_t seq = 1; seq < 5; ++seq) EXPECT_EQ(outcomes_[seq][0].same_as, "f0.npy");
-  EXPECT_EQ(inode(root_ / "files" / "f4.npy"), inode(root_ / "files" / "f0.npy"));
-  EXPECT_NE(inode(root_ / "files" / "f5.npy"), inode(root_ / "files" / "f0.npy"));
+  EXPECT_EQ(test::inode(root_ / "files" / "f4.npy"), test::inode(root_ / "files" / "f0.npy"));
+  EXPECT_NE(test::inode(root_ / "files" / "f5.npy"), test::inode(root_ / "files" / "f0.npy"));
   summary.write_files(dir, 0, {});
   const auto json = nlohmann::json::parse(test::slurp(root_ / "files" / "summary.json"));
   const auto file_bytes = static_cast<std::uint64_t>(fs::file_size(root_ / "files" / "f0.npy"));

@@ -23,11 +23,6 @@ namespace fs = std::filesystem;
 
 std::span<const std::byte> bytes(const std::string& text) { return std::as_bytes(std::span(text)); }
 
-ino_t inode(const fs::path& path) {
-  struct stat st{};
-  return ::lstat(path.c_str(), &st) == 0 ? st.st_ino : 0;
-}
-
 class OutputDirLinkTest : public ::testing::TestWithParam<OutputDir::Creation> {
  protected:
   void SetUp() override { root_ = test::make_temp_dir("ophook_link_"); }
@@ -51,13 +46,13 @@ TEST_P(OutputDirLinkTest, TheSameBytesAreLinkedNotWritten) {
   const std::span<const std::byte> parts[] = {bytes(header_), bytes(data_)};
   const auto result = dir.link_copy("first.npy", "second.npy", parts);
   EXPECT_EQ(result.outcome, OutputDir::Link::Made);
-  EXPECT_EQ(inode(root_ / "second.npy"), inode(root_ / "first.npy"));
+  EXPECT_EQ(test::inode(root_ / "second.npy"), test::inode(root_ / "first.npy"));
   EXPECT_EQ(test::slurp(root_ / "second.npy"), header_ + data_);
   // A name already there (a file, a symlink) is replaced by the link, not written through.
   std::ofstream(root_ / "victim") << "keep";
   fs::create_symlink(root_ / "victim", root_ / "third.npy");
   EXPECT_EQ(dir.link_copy("first.npy", "third.npy", parts).outcome, OutputDir::Link::Made);
-  EXPECT_EQ(inode(root_ / "third.npy"), inode(root_ / "first.npy"));
+  EXPECT_EQ(test::inode(root_ / "third.npy"), test::inode(root_ / "first.npy"));
   EXPECT_EQ(test::slurp(root_ / "victim"), "keep");
 }
 

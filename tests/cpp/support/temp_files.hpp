@@ -1,7 +1,8 @@
 #pragma once
 // Files for the units that write some: a fresh temporary directory, a file's whole content, a
-// directory's names.
+// directory's names, a file's inode.
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -29,6 +30,12 @@ inline std::string slurp(const std::filesystem::path& path) {
 /// Writes `text` as the whole of `path`.
 inline void spit(const std::filesystem::path& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
+}
+
+/// The inode `path` names (0 when none): two names of one inode are links of one file.
+inline ino_t inode(const std::filesystem::path& path) {
+  struct stat st{};
+  return ::lstat(path.c_str(), &st) == 0 ? st.st_ino : 0;
 }
 
 /// The names in `dir`.

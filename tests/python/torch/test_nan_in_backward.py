@@ -133,3 +133,32 @@ def test_a_custom_functions_backward_is_checked_as_its_node_once_per_pass(tmp_pa
     assert {k: hooking[k] for k in ("passes", "nodes_walked", "nodes_hooked")} == {
         "passes": 2, "nodes_walked": 6, "nodes_hooked": 4}, hooking
     assert hooking["hooking_ms"] > 0
+
+
+# A weight made Inf behind the program's back (through .data: no recorded call wrote it): the
+# forward multiply takes it as an input (no culprit), and its backward node computes the input's
+# gradient from the saved weight: Inf out of a finite gradient, fed by what the node saved.
+SAVED_INF = """
+import torch
+x = torch.ones(3, requires_grad=True)
+w = torch.ones(3, requires_grad=True)
+w.data[1] = float("inf")
+(x * w).sum().backward()
+print("x.grad", x.grad.tolist())
+"""
+
+
+def test_a_node_fed_inf_by_its_saved_tensors_is_no_culprit(tmp_path):
+    proc = run_script(tmp_path, SAVED_INF, nan="warn", mode="stats")
+    assert proc.stdout == run_script(tmp_path, SAVED_INF, preload=False).stdout
+    assert "from finite inputs" not in proc.stderr, proc.stderr
+    assert summary(tmp_path / "out")["first_nonfinite"] is None
+
+
+def test_a_backward_culprit_names_the_forward_line_that_made_its_node(tmp_path):
+    proc = run_script(tmp_path, BACKWARD_NAN, nan="warn")
+    culprit = summary(tmp_path / "out")["first_nonfinite"]
+    forward_line = next(n for n, line in enumerate(BACKWARD_NAN.splitlines(), 1) if "torch.sqrt" in line)
+    assert culprit["op"] == "autograd.SqrtBackward0"
+    assert culprit["forward_source"] == "%s:%d:forward" % (tmp_path / "prog.py", forward_line)
+    assert "its node made in forward at %s:%d:forward" % (tmp_path / "prog.py", forward_line) in proc.stderr

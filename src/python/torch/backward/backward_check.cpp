@@ -10,6 +10,7 @@
 #include "ophook/process/run_facts.hpp"
 #include "recording/call_recording.hpp"
 #include "torch/backward/node_modules.hpp"
+#include "torch/backward/node_sources.hpp"
 #include "torch/module_stack.hpp"
 
 namespace ophook::py::backward_check {
@@ -52,6 +53,61 @@ bool only_moves_elements(std::string_view name) {
       "CloneBackward0",  "SelectBackward0",     "SliceBackward0",        "CatBackward0",
       "SplitBackward0",  "SplitWithSizesBackward0", "UnbindBackward0",   "StackBackward0"};
   return names.contains(name);
+}
+
+/// Whether any of `value` (a tensor, or a sequence of them) holds NaN/Inf, read through torch.
+bool holds_nonfinite(PyObject* torch, PyObject* value) {
+  if (PyList_Check(value) || PyTuple_Check(value)) {
+    PyRef items = PyRef::steal(PySequence_Fast(value, "saved"));
+    if (!items) return PyErr_Clear(), false;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(items.get()); ++i) {
+      if (holds_nonfinite(torch, PySequence_Fast_GET_ITEM(items.get(), i))) return true;
+    }
+    return false;
+  }
+  static PyObject* is_floating_point_name = PyUnicode_InternFromString("is_floating_point");
+  static PyObject* is_complex_name = PyUnicode_InternFromString("is_complex");
+  static PyObject* isfinite_name = PyUnicode_InternFromString("isfinite");
+  static PyObject* all_name = PyUnicode_InternFromString("all");
+  PyRef floating = PyRef::steal(PyObject_CallMethodNoArgs(value, is_floating_point_name));
+  PyRef complex = floating ? PyRef::steal(PyObject_CallMethodNoArgs(value, is_complex_name)) : PyRef();
+  if (!floating || !complex) return PyErr_Clear(), false;  // not a tensor
+  if (floating.get() != Py_True && complex.get() != Py_True) return false;
+  PyRef finite = PyRef::steal(PyObject_CallMethodOneArg(torch, isfinite_name, value));
+  PyRef all = finite ? PyRef::steal(PyObject_CallMethodNoArgs(finite.get(), all_name)) : PyRef();
+  const int truth = all ? PyObject_IsTrue(all.get()) : -1;
+  if (truth < 0) return PyErr_Clear(), false;
+  return truth == 0;
+}
+
+/// The culprit check (nan_check.hpp) while a node's post hook runs: the node computes from the
+/// forward tensors it saved as much as from the gradients it received, so a node whose saved
+/// tensors hold NaN/Inf (weights an earlier step made Inf, activations a received collective made
+/// NaN) was fed it and is no culprit. A culprit is named with the forward call that made its node.
+bool judge_node(core::Recorder& /*recorder*/, core::CallRecord& record) {
+  static PyObject* torch = PyImport_ImportModule("torch");
+  static PyObject* current_node = torch ? PyObject_GetAttrString(torch, "_C") : nullptr;
+  static PyObject* current = current_node ? PyObject_GetAttrString(current_node, "_current_autograd_node") : nullptr;
+  if (current == nullptr) return PyErr_Clear(), true;
+  BusyScope busy;  // torch.isfinite and the attribute reads are ophook's, not the program's calls
+  PyRef node = PyRef::steal(PyObject_CallNoArgs(current));
+  if (!node || node.get() == Py_None) return PyErr_Clear(), true;
+  PyRef names = PyRef::steal(PyObject_Dir(node.get()));
+  for (Py_ssize_t i = 0; names && i < PyList_GET_SIZE(names.get()); ++i) {
+    PyObject* name = PyList_GET_ITEM(names.get(), i);
+    const char* text = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : nullptr;
+    if (text == nullptr || !std::string_view(text).starts_with("_saved_")) continue;
+    PyRef saved = PyRef::steal(PyObject_GetAttr(node.get(), name));  // a freed one raises
+    if (!saved) {
+      PyErr_Clear();
+      continue;
+    }
+    if (holds_nonfinite(torch, saved.get())) return false;
+  }
+  PyErr_Clear();
+  const auto site = node_sources::site_of(node.get());
+  record.forward_file_id = site.file_id, record.forward_func_id = site.func_id, record.forward_line = site.line;
+  return true;
 }
 
 /// The post hook: autograd calls it with (the gradients the node returned, those it received).
@@ -155,6 +211,7 @@ void add_roots(PyObject* roots, std::vector<PyRef>& pending) {
 
 void enable(bool on) {
   checking = on;
+  set_culprit_check(on ? &judge_node : nullptr);
   if (on) return;
   for (auto& [type, op_id] : ops_by_type) Py_DECREF(reinterpret_cast<PyObject*>(type));
   ops_by_type.clear();

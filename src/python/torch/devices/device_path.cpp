@@ -230,7 +230,7 @@ bool queue_on_device(ValueCapture& capture, PyObject* tensor, const TorchDtype& 
 bool enable_device_path() {
   if (torch_device_module().loaded()) return true;
   if (!load_torch_device_module()) return false;
-  core::Recorder::set_exit_hook(&device_readback::resolve_held_before_exit);
+  core::Recorder::add_exit_hook(&device_readback::resolve_held_before_exit);
   device_readback::register_with_recording();
   return true;
 }

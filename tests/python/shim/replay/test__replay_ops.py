@@ -30,6 +30,7 @@ def record(op, level="torch_function", **fields):
 
 @pytest.mark.parametrize("call, reason", [
     (record("compiled.triton_poi_fused_add_0", level="compiled"), "a compiled kernel"),
+    (record("c10d.allreduce_", level="collective"), "a collective: it needs the recorded job's other ranks"),
     (record("autograd.SqrtBackward0", level="torch_dispatch"), "not an aten or prims operator (autograd)"),
     (record("torch.randn"), "random: draws from a random generator"),
     (record("aten.bernoulli_.float", level="torch_dispatch"), "random: draws from a random generator"),

@@ -1,0 +1,113 @@
+"""Collectives are records at the default levels: every c10d call two gloo ranks make — DDP's
+construction broadcasts and bucket allreduces, an explicit asynchronous all_reduce, all_gather,
+send and recv, a collective on a subgroup, a barrier — is a record of level `collective` with its
+group, the group's global ranks, its number in the group (the same on both ranks), its peer, and
+its tensors' statistics: inputs as issued, outputs as they were when the work completed (read by
+no wait of ophook's). The program computes what it computes unhooked."""
+import pytest
+
+from harness import arrays_in, trace
+from ranks import spawned
+
+PROGRAM = """
+import datetime, os, sys
+import torch, torch.distributed as dist, torch.multiprocessing as mp
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def worker(rank, port):
+    os.environ.update(RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=2, timeout=datetime.timedelta(seconds=60))
+    torch.manual_seed(0)
+    model = DDP(nn.Linear(4, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.arange(8.0).reshape(2, 4) / 8 + rank
+    for step in range(2):
+        optimizer.zero_grad()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+    summed = torch.full((3,), float(rank + 1))
+    dist.all_reduce(summed, async_op=True).wait()
+    gathered = [torch.zeros(2) for _ in range(2)]
+    dist.all_gather(gathered, torch.full((2,), float(rank)))
+    if rank == 0:
+        dist.send(torch.arange(4.0), 1)
+    else:
+        received = torch.zeros(4)
+        dist.recv(received, 0)
+    pair = dist.new_group([0, 1])
+    tens = torch.ones(2) * 10
+    dist.all_reduce(tens, group=pair)
+    print(rank, loss.item(), summed.tolist(), [g.tolist() for g in gathered], tens.tolist(), flush=True)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    mp.spawn(worker, args=(int(sys.argv[1]),), nprocs=2)
+"""
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    hooked = tmp_path_factory.mktemp("hooked")
+    proc = spawned(hooked, PROGRAM, mode="stats")
+    plain = spawned(tmp_path_factory.mktemp("plain"), PROGRAM, preload=False)
+    return proc, plain, {rank: trace(hooked / "out" / ("rank%d" % rank)) for rank in (0, 1)}
+
+
+def collectives(records):
+    return [r for r in records if r["level"] == "collective"]
+
+
+def means(values):
+    return [a["stats"]["mean"] for a in arrays_in(values)]
+
+
+def test_the_program_computes_what_it_computes_unhooked(runs):
+    proc, plain, _ = runs
+    assert sorted(proc.stdout.splitlines()) == sorted(plain.stdout.splitlines())
+
+
+def test_every_collective_is_a_record_numbered_alike_in_its_group(runs):
+    _, _, records = runs
+    calls = {rank: [(r["op"], r["collective"]["group"], r["collective"]["group_seq"]) for r in collectives(records[rank])]
+             for rank in (0, 1)}
+    # DDP's construction: an allgather and broadcasts; a bucket allreduce in each backward; then
+    # the explicit calls. send on rank 0 is recv on rank 1, at the same number.
+    assert [op for op, _, _ in calls[0]].count("c10d.allreduce_") == 4
+    assert ("c10d.send", "0", 10) in calls[0] and ("c10d.recv_", "0", 10) in calls[1]
+    swap = {"c10d.send": "c10d.recv_"}
+    assert [(swap.get(op, op), g, n) for op, g, n in calls[0]] == calls[1]
+    for rank in (0, 1):
+        default = [n for _, g, n in calls[rank] if g == "0"]
+        assert default == list(range(1, len(default) + 1))  # every collective of the group, in order
+        assert [n for _, g, n in calls[rank] if g != "0"] == [1]  # the subgroup counts its own
+        for record in collectives(records[rank]):
+            assert record["collective"]["ranks"] == [0, 1] and record["collective"]["completed"]
+
+
+def test_values_are_read_as_issued_and_as_completed(runs):
+    _, _, records = runs
+    for rank in (0, 1):
+        calls = collectives(records[rank])
+        explicit = next(r for r in calls if r["op"] == "c10d.allreduce_" and r["phase"] == "forward"
+                        and r["collective"]["group"] == "0")
+        assert means(explicit["args"]) == [rank + 1.0] and means(explicit["outputs"]) == [3.0]
+        gather = [r for r in calls if r["op"] == "c10d.allgather_"][-1]
+        assert means(gather["args"]) == [float(rank)] and means(gather["outputs"]) == [0.0, 1.0]
+        buckets = [r for r in calls if r["op"] == "c10d.allreduce_" and r["phase"] == "backward"]
+        assert len(buckets) == 2 and all(r["collective"]["async"] for r in buckets)
+        assert [r["step"] for r in buckets] == [0, 1]
+        pair = next(r for r in calls if r["collective"]["group"] != "0")
+        assert means(pair["args"]) == [10.0] and means(pair["outputs"]) == [20.0]
+    send = next(r for r in collectives(records[0]) if r["op"] == "c10d.send")
+    recv = next(r for r in collectives(records[1]) if r["op"] == "c10d.recv_")
+    assert (send["collective"]["peer"], recv["collective"]["peer"]) == (1, 0)
+    assert means(send["args"]) == [1.5] and means(recv["outputs"]) == [1.5]  # arange(4), as received
+    # The same bucket on both ranks carries the same averaged gradient: one digest.
+    digest = lambda r: [a["stats"]["xxh64"] for a in arrays_in(r["outputs"])]  # noqa: E731
+    buckets = {rank: [r for r in collectives(records[rank]) if r["phase"] == "backward"] for rank in (0, 1)}
+    assert [digest(r) for r in buckets[0]] == [digest(r) for r in buckets[1]]

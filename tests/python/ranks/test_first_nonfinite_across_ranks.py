@@ -1,0 +1,88 @@
+"""The first NaN/Inf across ranks: four DDP ranks under torchrun (gloo), an Inf born in rank 2's
+backward pass at step 3 and spread to every rank by the bucket allreduce. Rank 2 names the culprit,
+with the backward() line and the forward line that made its autograd node; ranks 0, 1 and 3 name
+no culprit — the allreduce *received* it, at the same collective number on each — and the later
+steps, whose forward tensors are Inf (the Inf weights the optimizer step wrote), make no false
+culprit either: a node fed NaN through its saved tensors is no culprit. The program computes what
+it computes unhooked."""
+import json
+
+import pytest
+
+from harness import summary, trace
+from ranks import torchrun
+
+PROGRAM = """
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(0)
+model = DDP(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1)))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+data = torch.randn(16, 8) + rank
+for step in range(6):
+    out = model(data)
+    if rank == 2 and step == 3:
+        d = out - out.detach()
+        out = out + torch.sqrt(d * d)  # FORWARD
+    loss = out.pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()  # BACKWARD
+    optimizer.step()
+print("rank", rank, "loss", loss.item(), flush=True)
+dist.destroy_process_group()
+"""
+LINES = {tag: n for n, line in enumerate(PROGRAM.splitlines(), 1) for tag in ("FORWARD", "BACKWARD") if "# " + tag in line}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    where = tmp_path_factory.mktemp("ranks")
+    proc = torchrun(where, PROGRAM, 4, nan="warn")
+    plain = torchrun(tmp_path_factory.mktemp("plain"), PROGRAM, 4, preload=False)
+    return where, proc, plain
+
+
+def test_the_program_computes_what_it_computes_unhooked(run):
+    _, proc, plain = run
+    assert sorted(proc.stdout.splitlines()) == sorted(plain.stdout.splitlines())
+
+
+def test_the_culprit_is_named_on_its_rank_with_its_forward_line(run):
+    where, proc, _ = run
+    culprit = summary(where / "out" / "rank2")["first_nonfinite"]
+    script = where / "prog.py"
+    assert (culprit["op"], culprit["step"], culprit["phase"]) == ("autograd.SqrtBackward0", 3, "backward")
+    assert culprit["source"] == "%s:%d:<module>" % (script, LINES["BACKWARD"])
+    assert culprit["forward_source"] == "%s:%d:<module>" % (script, LINES["FORWARD"])
+    record = next(r for r in trace(where / "out" / "rank2") if r["seq"] == culprit["seq"])
+    assert record["forward_source"] == culprit["forward_source"]
+    found = [line for line in proc.stderr.splitlines() if "from finite inputs" in line]
+    assert len(found) == 1 and "SqrtBackward0" in found[0] and "made in forward at %s:%d" % (script, LINES["FORWARD"]) in found[0]
+
+
+def test_every_other_rank_received_it_at_the_same_collective_and_names_no_culprit(run):
+    where, proc, _ = run
+    received = {}
+    for rank in (0, 1, 3):
+        written = summary(where / "out" / ("rank%d" % rank))
+        assert written["first_nonfinite"] is None, (rank, written["first_nonfinite"])
+        first = written["first_received_nonfinite"]
+        assert (first["op"], first["step"], first["phase"], first["ranks"]) == ("c10d.allreduce_", 3, "backward", [0, 1, 2, 3])
+        record = next(r for r in trace(where / "out" / ("rank%d" % rank)) if r["seq"] == first["seq"])
+        assert record["collective"]["received_nonfinite"] and record["collective"]["group_seq"] == first["group_seq"]
+        received[rank] = first["group_seq"]
+    assert len(set(received.values())) == 1, received
+    # On the culprit's rank the same allreduce sent the Inf: its inputs held it, nothing received.
+    at_culprit = [r for r in trace(where / "out" / "rank2") if r["level"] == "collective"
+                  and r["collective"]["group_seq"] == received[0]]
+    assert len(at_culprit) == 1 and not at_culprit[0]["collective"]["received_nonfinite"]
+    assert summary(where / "out" / "rank2")["first_received_nonfinite"] is None
+    assert sum("first NaN/Inf received from another rank" in line for line in proc.stderr.splitlines()) == 3
+    for rank in (0, 1, 3):  # each rank's ring written on its own trigger: the collective that received it
+        triggers = json.loads((where / "out" / ("rank%d" % rank) / "summary.json").read_text())["ring"]["triggers"]
+        assert triggers[0]["why"].startswith("first NaN/Inf received from another rank"), triggers
