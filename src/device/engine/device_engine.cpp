@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "ophook/log.hpp"
 
@@ -310,9 +312,10 @@ DeviceRing* DeviceEngine::ring_for(std::uint64_t bytes, bool check_part) {
     if (address == 0) {
       core::log_warn("the OPHOOK_RING_BYTES ring keeps tensors' bytes on the host, not on their device: {}", why);
     } else {
-      // Never freed: the writer may fetch from them until the end.
-      rings_[0] = new DeviceRing(*backend_, address, bytes);
-      rings_[1] = new DeviceRing(*backend_, address + bytes, check_bytes);
+      // Kept for the process's life, past the engine's: the writer may fetch from them until the end.
+      static auto& kept = *new std::vector<std::unique_ptr<DeviceRing>>;
+      rings_[0] = kept.emplace_back(std::make_unique<DeviceRing>(*backend_, address, bytes)).get();
+      rings_[1] = kept.emplace_back(std::make_unique<DeviceRing>(*backend_, address + bytes, check_bytes)).get();
       engine_costs.ring_bytes += bytes + check_bytes;
     }
   }
