@@ -199,10 +199,20 @@ PyObject* report_nonfinite(core::Recorder& recorder, core::RecordPtr& record, Py
 }  // namespace
 
 namespace {
-CulpritCheck culprit_check = nullptr;
+const CulpritCheck* culprit_check = nullptr;
 }  // namespace
 
-void set_culprit_check(CulpritCheck check) noexcept { culprit_check = check; }
+void set_culprit_check(const CulpritCheck* check) noexcept { culprit_check = check; }
+
+PyObject* gather_culprit_evidence(core::CallRecord& record) {
+  return culprit_check != nullptr ? culprit_check->gather(record) : nullptr;
+}
+
+bool convicted(core::CallRecord& record, bool fresh, PyObject* evidence) {
+  const bool culprit = fresh && (culprit_check == nullptr || !culprit_check->fed(evidence));
+  if (!culprit) record.forward_file_id = record.forward_func_id = 0, record.forward_line = 0;
+  return culprit;
+}
 
 PyObject* check_nonfinite(core::Recorder& recorder, core::RecordPtr& record, std::size_t first_output,
                           std::optional<bool> inputs_nonfinite_before, PyObject* result, RecordUse use) {
@@ -218,8 +228,12 @@ PyObject* check_nonfinite(core::Recorder& recorder, core::RecordPtr& record, std
     return result;
   }
   if (reads != nullptr) reads->resolve(*record);  // tensors on devices: their counts, one synchronisation
-  const bool fresh = fresh_nonfinite(recorder, *record, first_output, inputs_nonfinite_before) &&
-                     (culprit_check == nullptr || culprit_check(recorder, *record));
+  // The culprit check's evidence only for a call that would be one: it reads the node's state.
+  bool fresh = fresh_nonfinite(recorder, *record, first_output, inputs_nonfinite_before);
+  if (fresh) {
+    PyRef evidence = PyRef::steal(gather_culprit_evidence(*record));
+    fresh = convicted(*record, fresh, evidence.get());
+  }
   // Calls judged later come first: the first culprit is the first in seq order. Waited for only
   // here, where this call would be a culprit: a call that reads nothing on a device (an int
   // tensor, a shape) must not wait for the GPU.

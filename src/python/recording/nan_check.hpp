@@ -37,12 +37,25 @@ bool fresh_nonfinite(const core::Recorder& recorder, const core::CallRecord& rec
                      std::optional<bool> inputs_nonfinite_before);
 
 /// A framework's last word on a call about to be named a culprit, from what the record does not
-/// show: false when the NaN/Inf came from state the call computed from besides its recorded inputs
-/// (an autograd node's saved forward tensors), so that it is no culprit; it may also say more of
-/// the call (where its autograd node was made). torch's backward check sets one. Called only for a
-/// fresh NaN/Inf judged while the call runs.
-using CulpritCheck = bool (*)(core::Recorder& recorder, core::CallRecord& record);
-void set_culprit_check(CulpritCheck check) noexcept;
+/// show (an autograd node's saved forward tensors), in two steps so that a call judged later (its
+/// values still on a device) takes what the verdict needs while it runs: `gather` returns it (a
+/// new reference, nullptr for nothing) and may note more of the call on its record (where its
+/// autograd node was made); `fed`, given it, says that the NaN/Inf came from that state, so that
+/// the call is no culprit. torch's backward check sets one.
+struct CulpritCheck {
+  PyObject* (*gather)(core::CallRecord& record);
+  bool (*fed)(PyObject* evidence);
+};
+void set_culprit_check(const CulpritCheck* check) noexcept;
+
+/// The culprit check's evidence on `record` while it runs (a new reference; nullptr when no check
+/// is set or it needs nothing).
+PyObject* gather_culprit_evidence(core::CallRecord& record);
+
+/// The verdict on `record` whose outputs hold a fresh NaN/Inf (`fresh`), given the evidence
+/// gathered while it ran (borrowed; may be nullptr): a culprit unless the check says it was fed.
+/// What gather noted of a call that is no culprit is taken off its record.
+bool convicted(core::CallRecord& record, bool fresh, PyObject* evidence);
 
 /// Marks `record` as a culprit and, for the run's first, says so on stderr. Returns the call's
 /// description ("seq 12 torch.log at …").

@@ -33,7 +33,9 @@ def test_kernel_nan_warn_names_the_culprit_of_the_direct_path(tmp_path, where, l
         warnings = [line.split("] ", 1)[1].replace(here, "") for line in proc.stderr.splitlines()
                     if "warning: first NaN/Inf" in line]
         first = summary(tmp_path / copy / "out")
-        first["first_nonfinite"]["source"] = first["first_nonfinite"]["source"].replace(here, "")
+        for key in ("source", "forward_source"):
+            if first["first_nonfinite"].get(key):
+                first["first_nonfinite"][key] = first["first_nonfinite"][key].replace(here, "")
         files = sorted(p.name for p in (tmp_path / copy / "out").glob("op_*.npy"))
         runs[copy] = (proc.stdout, warnings, first, files)
     (plain, direct_warnings, direct, direct_files), (out, kernel_warnings, kernel, kernel_files) = runs.values()

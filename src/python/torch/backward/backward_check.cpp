@@ -9,6 +9,7 @@
 #include "ophook/log.hpp"
 #include "ophook/process/run_facts.hpp"
 #include "recording/call_recording.hpp"
+#include "recording/nan_check.hpp"
 #include "torch/backward/node_modules.hpp"
 #include "torch/backward/node_sources.hpp"
 #include "torch/module_stack.hpp"
@@ -55,15 +56,17 @@ bool only_moves_elements(std::string_view name) {
   return names.contains(name);
 }
 
-/// Whether any of `value` (a tensor, or a sequence of them) holds NaN/Inf, read through torch.
-bool holds_nonfinite(PyObject* torch, PyObject* value) {
+/// Appends to `flags` torch.isfinite(t).all() of every floating tensor in `value` (a tensor, or a
+/// sequence of them): 0-dim tensors, computed where `t` lies and read only for the verdict, so that
+/// a node judged later waits for nothing and holds none of its saved tensors.
+void finiteness_of(PyObject* torch, PyObject* value, PyObject* flags) {
   if (PyList_Check(value) || PyTuple_Check(value)) {
     PyRef items = PyRef::steal(PySequence_Fast(value, "saved"));
-    if (!items) return PyErr_Clear(), false;
+    if (!items) return PyErr_Clear();
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(items.get()); ++i) {
-      if (holds_nonfinite(torch, PySequence_Fast_GET_ITEM(items.get(), i))) return true;
+      finiteness_of(torch, PySequence_Fast_GET_ITEM(items.get(), i), flags);
     }
-    return false;
+    return;
   }
   static PyObject* is_floating_point_name = PyUnicode_InternFromString("is_floating_point");
   static PyObject* is_complex_name = PyUnicode_InternFromString("is_complex");
@@ -71,29 +74,27 @@ bool holds_nonfinite(PyObject* torch, PyObject* value) {
   static PyObject* all_name = PyUnicode_InternFromString("all");
   PyRef floating = PyRef::steal(PyObject_CallMethodNoArgs(value, is_floating_point_name));
   PyRef complex = floating ? PyRef::steal(PyObject_CallMethodNoArgs(value, is_complex_name)) : PyRef();
-  if (!floating || !complex) return PyErr_Clear(), false;  // not a tensor
-  if (floating.get() != Py_True && complex.get() != Py_True) return false;
+  if (!floating || !complex) return PyErr_Clear();  // not a tensor
+  if (floating.get() != Py_True && complex.get() != Py_True) return;
   PyRef finite = PyRef::steal(PyObject_CallMethodOneArg(torch, isfinite_name, value));
   PyRef all = finite ? PyRef::steal(PyObject_CallMethodNoArgs(finite.get(), all_name)) : PyRef();
-  const int truth = all ? PyObject_IsTrue(all.get()) : -1;
-  if (truth < 0) return PyErr_Clear(), false;
-  return truth == 0;
+  if (!all || PyList_Append(flags, all.get()) < 0) PyErr_Clear();
 }
 
-/// The culprit check (nan_check.hpp) while a node's post hook runs: the node computes from the
-/// forward tensors it saved as much as from the gradients it received, so a node whose saved
-/// tensors hold NaN/Inf (weights an earlier step made Inf, activations a received collective made
-/// NaN) was fed it and is no culprit. A culprit is named with the forward call that made its node.
-bool judge_node(core::Recorder& /*recorder*/, core::CallRecord& record) {
+/// The culprit check's first step (nan_check.hpp) while a node's post hook runs: the node computes
+/// from the forward tensors it saved as much as from the gradients it received, so its evidence is
+/// whether each saved tensor is finite. Its record notes the forward call that made its node.
+PyObject* gather_node_state(core::CallRecord& record) {
   static PyObject* torch = PyImport_ImportModule("torch");
   static PyObject* current_node = torch ? PyObject_GetAttrString(torch, "_C") : nullptr;
   static PyObject* current = current_node ? PyObject_GetAttrString(current_node, "_current_autograd_node") : nullptr;
-  if (current == nullptr) return PyErr_Clear(), true;
+  if (current == nullptr) return PyErr_Clear(), nullptr;
   BusyScope busy;  // torch.isfinite and the attribute reads are ophook's, not the program's calls
   PyRef node = PyRef::steal(PyObject_CallNoArgs(current));
-  if (!node || node.get() == Py_None) return PyErr_Clear(), true;
+  if (!node || node.get() == Py_None) return PyErr_Clear(), nullptr;
+  PyObject* flags = PyList_New(0);
   PyRef names = PyRef::steal(PyObject_Dir(node.get()));
-  for (Py_ssize_t i = 0; names && i < PyList_GET_SIZE(names.get()); ++i) {
+  for (Py_ssize_t i = 0; flags && names && i < PyList_GET_SIZE(names.get()); ++i) {
     PyObject* name = PyList_GET_ITEM(names.get(), i);
     const char* text = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : nullptr;
     if (text == nullptr || !std::string_view(text).starts_with("_saved_")) continue;
@@ -102,13 +103,28 @@ bool judge_node(core::Recorder& /*recorder*/, core::CallRecord& record) {
       PyErr_Clear();
       continue;
     }
-    if (holds_nonfinite(torch, saved.get())) return false;
+    finiteness_of(torch, saved.get(), flags);
   }
   PyErr_Clear();
   const auto site = node_sources::site_of(node.get());
   record.forward_file_id = site.file_id, record.forward_func_id = site.func_id, record.forward_line = site.line;
-  return true;
+  return flags;
 }
+
+/// The culprit check's verdict: a node whose saved tensors held NaN/Inf (weights an earlier step
+/// made Inf, activations a received collective made NaN) was fed it and is no culprit.
+bool fed_by_node_state(PyObject* flags) {
+  if (flags == nullptr) return false;
+  BusyScope busy;  // reading a flag is ophook's call, not the program's
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(flags); ++i) {
+    const int truth = PyObject_IsTrue(PyList_GET_ITEM(flags, i));
+    if (truth < 0) PyErr_Clear();
+    if (truth == 0) return true;
+  }
+  return false;
+}
+
+constexpr CulpritCheck kNodeStateCheck{&gather_node_state, &fed_by_node_state};
 
 /// The post hook: autograd calls it with (the gradients the node returned, those it received).
 /// `bound` is a Python int: the op id of `autograd.<node type>`, and above its 32 bits the name id
@@ -211,7 +227,7 @@ void add_roots(PyObject* roots, std::vector<PyRef>& pending) {
 
 void enable(bool on) {
   checking = on;
-  set_culprit_check(on ? &judge_node : nullptr);
+  set_culprit_check(on ? &kNodeStateCheck : nullptr);
   if (on) return;
   for (auto& [type, op_id] : ops_by_type) Py_DECREF(reinterpret_cast<PyObject*>(type));
   ops_by_type.clear();

@@ -11,6 +11,7 @@
 #include "program_pause.hpp"
 #include "recording/call_recording.hpp"
 #include "recording/device_reads.hpp"
+#include "recording/nan_check.hpp"
 #include "thread_state.hpp"
 #include "torch/devices/device_costs_note.hpp"
 #include "torch/devices/device_readback.hpp"
@@ -42,6 +43,7 @@ struct HeldCheck {
   std::size_t first_output;
   std::optional<bool> inputs_nonfinite_before;
   bool check_only;  // a call no level records: written, with a seq, only if it is the culprit
+  PyRef evidence;   // the culprit check's, gathered while the call ran (nan_check.hpp)
 };
 auto& held_checks = *new std::unordered_map<const core::CallRecord*, HeldCheck>;
 
@@ -52,6 +54,9 @@ const bool fork_handlers_set = [] {
   core::set_fork_handler(core::ForkStage::HeldReadbacks, {nullptr, nullptr, []() noexcept {
                                                              for (auto& record : held) (void)record.release();
                                                              held.clear();
+                                                             for (auto& [record, check] : held_checks) {
+                                                               (void)check.evidence.release();
+                                                             }
                                                              held_checks.clear();
                                                              forget_expected_after_fork();
                                                            }});
@@ -63,7 +68,7 @@ const bool fork_handlers_set = [] {
 std::optional<HeldCheck> take_check(const core::CallRecord& record) {
   const auto it = held_checks.find(&record);
   if (it == held_checks.end()) return std::nullopt;
-  const HeldCheck check = it->second;
+  HeldCheck check = std::move(it->second);
   held_checks.erase(it);
   return check;
 }
@@ -73,7 +78,9 @@ std::optional<HeldCheck> take_check(const core::CallRecord& record) {
 bool judge(core::Recorder& recorder, core::CallRecord& record) {
   const auto check = take_check(record);
   if (!check) return true;
-  const bool culprit = fresh_nonfinite(recorder, record, check->first_output, check->inputs_nonfinite_before);
+  const bool culprit = convicted(
+      record, fresh_nonfinite(recorder, record, check->first_output, check->inputs_nonfinite_before),
+      check->evidence.get());
   if (culprit && check->check_only) record.seq = recorder.next_seq();  // its seq, as the checked-at-once get
   if (culprit) announce_nonfinite(recorder, record);
   return culprit || !check->check_only;
@@ -128,7 +135,9 @@ bool check_later(core::CallRecord& record, std::size_t first_output, std::option
                                      [](const Expected& entry) { return !entry.readback.slot.valid(); })) {
     return false;
   }
-  held_checks.insert_or_assign(&record, HeldCheck{first_output, inputs_nonfinite_before, check_only});
+  // The node's state is gone by the time its values are in: the culprit check's evidence now.
+  held_checks.insert_or_assign(&record, HeldCheck{first_output, inputs_nonfinite_before, check_only,
+                                                  PyRef::steal(gather_culprit_evidence(record))});
   return true;
 }
 
