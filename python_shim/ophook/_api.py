@@ -49,7 +49,11 @@ def step():
 def dump_ring(reason="ophook.dump_ring()"):
     """Writes the arrays that dump mode holds in its ring (OPHOOK_RING_BYTES): the files and
     trace.jsonl lines of the latest calls, as a NaN/Inf or an uncaught exception would. `reason`
-    goes into summary.json. Returns when they are on disk: True, or False when there is no ring."""
+    goes into summary.json. Returns when they are on disk: True, or False when there is no ring.
+    In a torch.distributed job every rank writes its ring too (docs/ranks.md)."""
+    from . import _rank_signals
+
+    _rank_signals.trigger(str(reason))
     return _native().dump_ring(str(reason))
 
 

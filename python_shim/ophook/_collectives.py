@@ -19,7 +19,7 @@ Usage::
 """
 import sys
 
-from . import _ophook
+from . import _ophook, _rank_signals
 
 # By op: the schema arguments read as inputs when it is issued, those read as outputs when its
 # work completes (in-place collectives: the same), and the argument naming its peer or root.
@@ -118,6 +118,8 @@ def _kernel(torch, name, spec, groups):
         redispatch = lambda: op.redispatch(keyset & after_autograd, *args, **kwargs)  # noqa: E731
         if kwargs or compiling() or any(_traced(t) for t in _tensors(args, inputs_at + outputs_at)):
             return redispatch()  # traced, not run: the compiled graph's own call is the one to record
+        if _rank_signals._signals is None:
+            _rank_signals.start(_ophook)  # the job's first collective: its store is known from now on
         # Counted whether recorded or not (OPHOOK_STEPS, OPHOOK_RANKS): every member counts alike.
         group_name, ranks, ranks_text, group_seq, shown = groups.issue(args[group_at])
         peer = args[peer_at] if peer_at is not None and peer_at < len(args) else None
@@ -198,6 +200,7 @@ def uninstall():
     unread by the recorder's exit hook (not completed when the run ended)."""
     global _library
     _settle_unfinished()
+    _rank_signals.stop()
     if _library is not None:
         _library._destroy()
         _library = None

@@ -10,6 +10,9 @@ _installed = False
 
 def _write_ring(native, why):
     try:
+        from . import _rank_signals
+
+        _rank_signals.trigger(why)  # every rank of a distributed job writes its ring too
         native.dump_ring(why)
     except Exception:  # the program's own report of its exception must come whatever happens here
         pass

@@ -15,7 +15,7 @@ import threading
 import types
 import warnings
 
-from . import _collectives, _dynamo_stand_ins, _import_hooks, _ophook
+from . import _collectives, _dynamo_stand_ins, _import_hooks, _ophook, _rank_signals
 from ._torch_mode_classes import dispatch_mode_class, function_mode_class, new_mode
 from ._torch_names import dispatch_name, function_name, make_module_namer
 
@@ -328,6 +328,8 @@ def _rank_watcher():
             return
         distributed = sys.modules.get("torch.distributed")
         initialized = distributed is not None and distributed.is_available() and distributed.is_initialized()
+        if initialized:
+            _rank_signals.start(_ophook)
         selected = _ophook.learn_rank(distributed.get_rank() if initialized else None)
         if selected is None:
             return

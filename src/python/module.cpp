@@ -22,6 +22,7 @@
 #include "recording/device_reads.hpp"
 #include "recording/source_location.hpp"
 #include "recording/step_counter.hpp"
+#include "recording/trigger_listener.hpp"
 #include "thread_state.hpp"
 #include "torch/bindings.hpp"
 #include "torch/tensors/tensors.hpp"
@@ -148,6 +149,11 @@ PYBIND11_MODULE(_ophook, m) {
     pb::gil_scoped_release release;
     if (auto* r = Recorder::get()) r->finish();
   });
+  m.def(
+      "set_trigger_listener", [](pb::object callable) { set_trigger_listener(callable.is_none() ? nullptr : callable.ptr()); },
+      pb::arg("callable"),
+      "callable(why) is told of the ring's triggers that fire on the program's side (the first NaN/Inf, a "
+      "termination signal), so that the other ranks of a job write theirs; None: nobody.");
   m.def("exported_environment", [] {
     // What the recorder exported with setenv(), which os.environ does not see by itself.
     pb::dict out;

@@ -5,10 +5,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <string>
 
 #include "ophook/process/program_pause.hpp"
 #include "ophook/process/recorder.hpp"
 #include "python_common.hpp"
+#include "recording/trigger_listener.hpp"
 #include "thread_state.hpp"
 
 namespace ophook::py {
@@ -18,11 +20,17 @@ std::mutex g_mu;
 std::condition_variable g_stopped_cv;
 bool g_stopped = false;
 
-// A pending call: the interpreter runs it on the main thread between two bytecodes. Records held
-// back (device statistics, collectives in flight) are submitted first, unless ophook's own code is
-// the one interrupted (then they are counted as dropped).
+// A pending call: the interpreter runs it on the main thread between two bytecodes. The other ranks
+// of a job are told first (their rings are written too), then records held back (device
+// statistics, collectives in flight) are submitted, unless ophook's own code is the one
+// interrupted (then they are counted as dropped).
+const char* g_signal = "a termination signal";
+
 int stop_here(void*) {
-  if (!thread_state().busy) core::Recorder::run_exit_hooks();
+  if (!thread_state().busy) {
+    tell_trigger_listener(std::string("termination signal ") + g_signal);
+    core::Recorder::run_exit_hooks();
+  }
   {
     std::lock_guard lock(g_mu);
     g_stopped = true;
@@ -31,9 +39,10 @@ int stop_here(void*) {
   for (;;) ::pause();  // the watcher ends the process once the output is written
 }
 
-bool stop_program(int timeout_ms) noexcept {
+bool stop_program(int timeout_ms, const char* signal) noexcept {
   // During finalisation no bytecode may run again, and the recorder finishes at exit anyway.
   if (!interpreter_running()) return false;
+  g_signal = signal;
   if (Py_AddPendingCall(&stop_here, nullptr) != 0) return false;
   std::unique_lock lock(g_mu);
   return g_stopped_cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), [] { return g_stopped; });

@@ -95,7 +95,7 @@ void watch(int wake_read) noexcept {
   if (n != 1) return;
   const int sig = byte;
   const auto start = Clock::now();
-  if (const auto pause = g_pause.load()) pause(kTerminationPauseMs);
+  if (const auto pause = g_pause.load()) pause(kTerminationPauseMs, signal_name(sig));
   finish_until(signal_name(sig), start + milliseconds(kTerminationFilesMs), start + milliseconds(kTerminationWaitMs));
   die_of(sig);
 }

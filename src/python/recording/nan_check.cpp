@@ -13,6 +13,7 @@
 #include "recording/device_reads.hpp"
 #include "recording/record_submission.hpp"
 #include "recording/source_location.hpp"
+#include "recording/trigger_listener.hpp"
 #include "thread_state.hpp"
 
 namespace ophook::py {
@@ -148,6 +149,7 @@ std::string announce_nonfinite(core::Recorder& recorder, core::CallRecord& recor
   auto where = describe_call(recorder, record);
   if (recorder.claim_first_nonfinite_report()) {
     core::log_warn("first NaN/Inf from finite inputs: {}", where);
+    tell_trigger_listener("first NaN/Inf from finite inputs: " + where);
     // Its trigger, on its way to the writer, fetches what the devices' rings kept: settled first.
     if (const auto* reads = device_reads()) reads->settle_ring();
   }

@@ -40,7 +40,7 @@ def worker(rank, port):
     pair = dist.new_group([0, 1])
     tens = torch.ones(2) * 10
     dist.all_reduce(tens, group=pair)
-    print(rank, loss.item(), summed.tolist(), [g.tolist() for g in gathered], tens.tolist(), flush=True)
+    sys.stdout.write("%s\\n" % [rank, loss.item(), summed.tolist(), [g.tolist() for g in gathered], tens.tolist()])
     dist.barrier()
     dist.destroy_process_group()
 

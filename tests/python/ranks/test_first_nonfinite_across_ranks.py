@@ -13,6 +13,7 @@ from harness import summary, trace
 from ranks import torchrun
 
 PROGRAM = """
+import sys
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -33,7 +34,7 @@ for step in range(6):
     optimizer.zero_grad()
     loss.backward()  # BACKWARD
     optimizer.step()
-print("rank", rank, "loss", loss.item(), flush=True)
+sys.stdout.write("rank %d loss %s\\n" % (rank, loss.item()))
 dist.destroy_process_group()
 """
 LINES = {tag: n for n, line in enumerate(PROGRAM.splitlines(), 1) for tag in ("FORWARD", "BACKWARD") if "# " + tag in line}
@@ -83,6 +84,9 @@ def test_every_other_rank_received_it_at_the_same_collective_and_names_no_culpri
     assert len(at_culprit) == 1 and not at_culprit[0]["collective"]["received_nonfinite"]
     assert summary(where / "out" / "rank2")["first_received_nonfinite"] is None
     assert sum("first NaN/Inf received from another rank" in line for line in proc.stderr.splitlines()) == 3
-    for rank in (0, 1, 3):  # each rank's ring written on its own trigger: the collective that received it
-        triggers = json.loads((where / "out" / ("rank%d" % rank) / "summary.json").read_text())["ring"]["triggers"]
-        assert triggers[0]["why"].startswith("first NaN/Inf received from another rank"), triggers
+    for rank in range(4):  # every rank's ring written, on rank 2's word through the job's store or its own
+        written = json.loads((where / "out" / ("rank%d" % rank) / "summary.json").read_text())
+        whys = [t["why"] for t in written["ring"]["triggers"]]
+        assert whys and all(w.startswith(("first NaN/Inf", "rank 2 asked every rank: first NaN/Inf from finite"))
+                            for w in whys), whys
+        assert written["notes"]["rank_trigger"]["triggered_by_rank"] == 2, written["notes"]

@@ -31,7 +31,8 @@ def _retry(launch, preload, output):
 
 def torchrun(tmp_path, source, nprocs, *args, name="prog.py", check=True, **kwargs):
     """Writes `source` to <tmp_path>/<name> and runs it on `nprocs` ranks under torchrun; `kwargs`
-    as harness.run (OPHOOK_* settings, env, preload, timeout)."""
+    as harness.run (OPHOOK_* settings, env, preload, timeout). torchrun starts its ranks with
+    `python -u`: a rank's line must be one sys.stdout.write, or the ranks' lines interleave."""
     script = Path(tmp_path) / name
     script.write_text(textwrap.dedent(source))
     kwargs.setdefault("timeout", 240)

@@ -13,6 +13,7 @@
 #include "recording/nan_check.hpp"
 #include "recording/source_location.hpp"
 #include "recording/step_counter.hpp"
+#include "recording/trigger_listener.hpp"
 #include "recording/value_capture.hpp"
 #include "thread_state.hpp"
 #include "torch/handlers.hpp"
@@ -58,6 +59,9 @@ void announce_received(core::Recorder& recorder, const core::CallRecord& record)
                  record.seq, recorder.op(record.op_id).name, recorder.text(c.group_id), c.group_seq,
                  recorder.text(c.ranks_id), record.phase == core::Phase::None ? "" : std::string(" in ") +
                                                                                        std::string(core::to_string(record.phase)));
+  tell_trigger_listener("first NaN/Inf received from another rank: seq " + std::to_string(record.seq) + " " +
+                        recorder.op(record.op_id).name + " (group " + recorder.text(c.group_id) + ", collective #" +
+                        std::to_string(c.group_seq) + ")");
 }
 
 }  // namespace
