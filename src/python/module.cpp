@@ -22,10 +22,10 @@
 #include "recording/device_reads.hpp"
 #include "recording/source_location.hpp"
 #include "recording/step_counter.hpp"
-#include "recording/trigger_listener.hpp"
 #include "thread_state.hpp"
 #include "torch/bindings.hpp"
 #include "torch/tensors/tensors.hpp"
+#include "trigger_listener.hpp"
 
 namespace pb = pybind11;
 using ophook::core::Recorder;

@@ -10,8 +10,8 @@
 #include "ophook/process/program_pause.hpp"
 #include "ophook/process/recorder.hpp"
 #include "python_common.hpp"
-#include "recording/trigger_listener.hpp"
 #include "thread_state.hpp"
+#include "trigger_listener.hpp"
 
 namespace ophook::py {
 namespace {

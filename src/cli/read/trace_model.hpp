@@ -38,6 +38,14 @@ struct ScalarSpec {
   nlohmann::json value;
 };
 
+/// A collective's place in its process group (a record's "collective"): the group and the
+/// collective's number there, which every member counts alike.
+struct CollectiveSpec {
+  std::string group;
+  std::int64_t group_seq = 0;
+  bool received_nonfinite = false;  // its outputs held NaN/Inf its inputs on this rank did not
+};
+
 /// One line of trace.jsonl, reduced to what the reader commands use. Values are flattened in
 /// call order: positional arguments, keyword arguments (by name), then outputs.
 struct TraceRecord {
@@ -51,6 +59,7 @@ struct TraceRecord {
   bool overridden = false;
   std::vector<std::string> sources;  // a compiled kernel's: the program's lines its ops come from
   std::vector<std::string> modules;  // a compiled kernel's: the modules its ops run in
+  std::optional<CollectiveSpec> collective;  // level `collective`
   std::vector<ArraySpec> arrays;
   std::vector<ScalarSpec> scalars;
   std::size_t line = 0;  // 1-based line number in trace.jsonl

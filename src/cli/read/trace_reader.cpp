@@ -173,6 +173,12 @@ TraceRecord record_from_json(const json& line) {
       }
     }
   }
+  if (auto collective = line.find("collective"); collective != line.end() && collective->is_object()) {
+    const auto received = collective->find("received_nonfinite");
+    record.collective = CollectiveSpec{optional_string(*collective, "group").value_or(""),
+                                       integer_field(*collective, "group_seq", 0),
+                                       received != collective->end() && received->is_boolean() && received->get<bool>()};
+  }
   flatten_field(line, "args", record);
   flatten_field(line, "kwargs", record);
   flatten_field(line, "outputs", record);

@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
-#include "report/report_contents.hpp"
+#include "report/run_report.hpp"
 
 namespace ophook::cli {
 

@@ -5,8 +5,9 @@
 
 #include <algorithm>
 
-#include "report/composition.hpp"
+#include "render/rank_chain_text.hpp"
 #include "render/text_format.hpp"
+#include "report/composition.hpp"
 
 namespace ophook::cli {
 
@@ -138,6 +139,10 @@ std::vector<std::pair<std::string, std::string>> report_facts(const RunReport& r
                                   : "unknown (no summary.json)");
   for (auto& fact : composition_facts(report)) facts.push_back(std::move(fact));
   facts.emplace_back("first NaN/Inf", describe_nonfinite(report));
+  // Bounded whatever the number of ranks: the ranks reached at one collective share a line.
+  constexpr std::size_t kRankChainLines = 12;
+  const auto chain = describe_rank_chain(report, first_nonfinite_per_rank(report), kRankChainLines);
+  for (std::size_t i = 0; i < chain.size(); ++i) facts.emplace_back(i == 0 ? "across ranks" : "", chain[i]);
   for (const ProcessRun& p : report.processes) {
     if (!p.summary) continue;
     const std::string suffix = report.processes.size() > 1 ? " (" + p.label + ")" : "";

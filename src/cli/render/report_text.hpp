@@ -2,7 +2,7 @@
 #include <ostream>
 #include <string>
 
-#include "report/report_contents.hpp"
+#include "report/run_report.hpp"
 
 namespace ophook::cli {
 

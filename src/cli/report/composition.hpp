@@ -3,7 +3,7 @@
 #include <utility>
 #include <vector>
 
-#include "report/report_contents.hpp"
+#include "report/run_report.hpp"
 
 namespace ophook::cli {
 

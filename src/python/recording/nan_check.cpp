@@ -13,8 +13,8 @@
 #include "recording/device_reads.hpp"
 #include "recording/record_submission.hpp"
 #include "recording/source_location.hpp"
-#include "recording/trigger_listener.hpp"
 #include "thread_state.hpp"
+#include "trigger_listener.hpp"
 
 namespace ophook::py {
 namespace {

@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from cli_fixtures import run_ophook
 from harness import summary, trace
 from ranks import torchrun
 
@@ -90,3 +91,23 @@ def test_every_other_rank_received_it_at_the_same_collective_and_names_no_culpri
         assert whys and all(w.startswith(("first NaN/Inf", "rank 2 asked every rank: first NaN/Inf from finite"))
                             for w in whys), whys
         assert written["notes"]["rank_trigger"]["triggered_by_rank"] == 2, written["notes"]
+
+
+def test_the_report_names_the_culprits_rank_and_the_collective_that_carried_it(run):
+    """ophook report over the four rank directories: the culprit's rank (in causal order, by the
+    collectives' numbers, not by the hosts' clocks), then one line for the allreduce that brought
+    it to the three others, ranks as a range."""
+    where, _, _ = run
+    culprit = summary(where / "out" / "rank2")["first_nonfinite"]
+    received = summary(where / "out" / "rank0")["first_received_nonfinite"]
+    proc = run_ophook("report", where / "out")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    first = next(line for line in lines if line.strip().startswith("first NaN/Inf"))
+    assert "op=autograd.SqrtBackward0" in first and first.endswith("in rank2"), first
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("across ranks"))
+    assert lines[at].split("across ranks", 1)[1].strip().startswith(
+        "rank2: made it, seq %d autograd.SqrtBackward0 at %s (step 3), after collective #%d of group 0"
+        % (culprit["seq"], culprit["source"], received["group_seq"] - 1)), lines[at]
+    assert lines[at + 1].strip() == "received by rank0-1,3 at c10d.allreduce_ #%d of group 0 (step 3)" % (
+        received["group_seq"]), lines[at + 1]

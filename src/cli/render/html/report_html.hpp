@@ -1,7 +1,7 @@
 #pragma once
 #include <string>
 
-#include "report/report_contents.hpp"
+#include "report/run_report.hpp"
 
 namespace ophook::cli {
 

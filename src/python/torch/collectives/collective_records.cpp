@@ -13,11 +13,11 @@
 #include "recording/nan_check.hpp"
 #include "recording/source_location.hpp"
 #include "recording/step_counter.hpp"
-#include "recording/trigger_listener.hpp"
 #include "recording/value_capture.hpp"
 #include "thread_state.hpp"
 #include "torch/handlers.hpp"
 #include "torch/module_stack.hpp"
+#include "trigger_listener.hpp"
 
 namespace ophook::py::collectives {
 namespace {

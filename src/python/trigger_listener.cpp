@@ -1,4 +1,4 @@
-#include "recording/trigger_listener.hpp"
+#include "trigger_listener.hpp"
 
 #include "thread_state.hpp"
 

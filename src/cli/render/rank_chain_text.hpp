@@ -1,0 +1,16 @@
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "report/first_nonfinite.hpp"
+
+namespace ophook::cli {
+
+/// The report's lines on the ranks' first NaN/Inf: the culprit's rank, then each collective that
+/// carried it on with the ranks it reached (ranks listed as ranges: rank0-3,5); at most `limit`
+/// lines whatever the number of ranks, the rest counted. Empty for one process or no NaN/Inf.
+std::vector<std::string> describe_rank_chain(const RunReport& report, const std::vector<RankNonfinite>& ranks,
+                                             std::size_t limit);
+
+}  // namespace ophook::cli
