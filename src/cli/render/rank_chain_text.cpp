@@ -12,7 +12,7 @@ namespace ophook::cli {
 namespace {
 
 /// "rank0-3,5,pid42": ranks by number, runs of consecutive ones as ranges, other labels after.
-std::string rank_list(const RunReport& report, std::vector<std::size_t> processes) {
+std::string rank_list(const RunReport& report, const std::vector<std::size_t>& processes) {
   std::vector<int> numbers;
   std::vector<std::string> others;
   for (const std::size_t p : processes) {
@@ -59,7 +59,7 @@ std::vector<std::string> describe_rank_chain(const RunReport& report, const std:
     lines.push_back(fmt::format("{}: made it, seq {} {} at {} (step {}){}", report.processes[born.process].label,
                                 born.seq, born.op, born.source, born.step, after_text(born)));
   } else {
-    lines.push_back("no rank made it: every rank's first NaN/Inf was received (its culprit's rank wrote no record)");
+    lines.emplace_back("no rank made it: every rank's first NaN/Inf was received (its culprit's rank wrote no record)");
   }
   // The collectives that carried it, each with the ranks it reached there, earliest first.
   std::map<std::tuple<std::int64_t, std::string, std::int64_t, std::string>, std::vector<std::size_t>> carried;
