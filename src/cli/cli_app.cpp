@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "bisect/bisect_command.hpp"
 #include "command.hpp"
 #include "compare/compare_command.hpp"
 #include "exit_codes.hpp"
@@ -28,6 +29,7 @@ std::vector<std::unique_ptr<Command>> make_commands() {
   commands.push_back(std::make_unique<CompareCommand>());
   commands.push_back(std::make_unique<ReportCommand>());
   commands.push_back(std::make_unique<ReplayCommand>());
+  commands.push_back(std::make_unique<BisectCommand>());
   commands.push_back(std::make_unique<PreloadPathCommand>());
   return commands;
 }
@@ -51,7 +53,7 @@ int run_cli(int argc, char** argv) {
   CLI::App app{
       "ophook: record every NumPy/PyTorch operator call of a Python program, and read the\n"
       "records back. The recorder is the preload library; this tool runs programs under it\n"
-      "and compares, summarises or replays what it wrote.",
+      "and compares, summarises or replays what it wrote, or bisects which ops need more precision.",
       "ophook"};
   app.set_version_flag("--version", std::string("ophook ") + OPHOOK_VERSION,
                        "Print the version and exit");
@@ -59,7 +61,7 @@ int run_cli(int argc, char** argv) {
   app.footer(
       "Run 'ophook SUBCOMMAND --help' for the options of each subcommand.\n"
       "Exit status: 0 success; 1 'compare' found differences, or calls 'replay' re-ran differ;\n"
-      "2 usage or input error;\n"
+      "2 usage or input error; 'bisect' 1 and 4: see 'ophook bisect --help';\n"
       "'run' exits with the status of the command it ran.\n");
 
   std::vector<std::unique_ptr<Command>> commands = make_commands();

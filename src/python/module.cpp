@@ -211,5 +211,16 @@ PYBIND11_MODULE(_ophook, m) {
   m.def("patched_count", &NumpyHooks::patched_count);
   m.def("set_override", [](const std::string& op, const pb::object& rule) { set_override(op, rule.ptr()); },
         "Register an override rule for a qualified op name (use ophook.override).");
+  m.def(
+      "in_outermost_call",
+      [] {
+        // During a recorded call its own depth is counted: 1 in all means no recorded call encloses it.
+        const ThreadState& state = thread_state();
+        int depth = 0;
+        for (const int level_depth : state.depth) depth += level_depth;
+        return state.innermost_seq != ophook::core::CallRecord::kNoParent && depth == 1;
+      },
+      "Whether the call whose override rule runs now is recorded and no recorded call encloses it (its "
+      "record's parent is null): `ophook bisect` counts only those calls.");
   bind_torch(m);
 }

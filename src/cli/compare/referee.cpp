@@ -128,7 +128,7 @@ void referee_float64(CompareResult& result, const std::string& python, unsigned 
     const TempDir dir;
     const fs::path request_path = dir.path() / "request.json", response_path = dir.path() / "response.json";
     std::ofstream(request_path) << request.dump();
-    const int status = run_replay(choose_python(python, {result.base_dir, result.new_dir}),
+    const int status = run_engine(choose_python(python, {result.base_dir, result.new_dir}), "ophook._replay",
                                   {"referee", request_path.string(), response_path.string(), "--jobs",
                                    std::to_string(jobs)});
     if (status != 0) throw Error(fmt::format("the float64 referee stopped with status {}", status));

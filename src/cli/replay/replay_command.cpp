@@ -122,7 +122,7 @@ std::vector<std::string> ReplayCommand::replay_arguments() const {
 
 int ReplayCommand::execute() {
   check_run(dir_);
-  return run_replay(choose_python(python_, {dir_}), replay_arguments());
+  return run_engine(choose_python(python_, {dir_}), "ophook._replay", replay_arguments());
 }
 
 }  // namespace ophook::cli

@@ -22,12 +22,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Loads the package from its directory (argv[1]) and runs ophook._replay as __main__ with the
-// rest of argv. A missing NumPy and a failure of the replay itself exit with statuses of their
-// own, so that neither reads as "the calls differ" (1).
+// Loads the package from its directory (argv[1]) and runs the engine module (argv[3]:
+// ophook._replay, ophook._bisect) as __main__ with the rest of argv. A missing NumPy and a failure
+// of the engine itself exit with statuses of their own, so that neither reads as one of the
+// engine's answers ("the calls differ", 1).
 constexpr const char* kBootstrap = R"(import sys
-package, origin = sys.argv[1], sys.argv[2]
-sys.argv = ["ophook._replay"] + sys.argv[3:]
+package, origin, engine = sys.argv[1], sys.argv[2], sys.argv[3]
+sys.argv = [engine] + sys.argv[4:]
 try:
     import numpy
 except ImportError as error:
@@ -40,7 +41,7 @@ module = importlib.util.module_from_spec(spec)
 sys.modules["ophook"] = module
 spec.loader.exec_module(module)
 try:
-    runpy.run_module("ophook._replay", run_name="__main__", alter_sys=True)
+    runpy.run_module(engine, run_name="__main__", alter_sys=True)
 except (SystemExit, KeyboardInterrupt):
     raise
 except BaseException:
@@ -118,14 +119,14 @@ std::string preload_without_ophook(std::string_view existing) {
   return kept;
 }
 
-std::vector<std::string> replay_command_line(const PythonChoice& python, const fs::path& package,
-                                        const std::vector<std::string>& args) {
-  std::vector<std::string> command{python.python, "-c", kBootstrap, package.string(), python.origin};
+std::vector<std::string> engine_command_line(const PythonChoice& python, const fs::path& package,
+                                             const std::string& engine, const std::vector<std::string>& args) {
+  std::vector<std::string> command{python.python, "-c", kBootstrap, package.string(), python.origin, engine};
   command.insert(command.end(), args.begin(), args.end());
   return command;
 }
 
-int run_replay(const PythonChoice& python, const std::vector<std::string>& args) {
+int run_engine(const PythonChoice& python, const std::string& engine, const std::vector<std::string>& args) {
   const fs::path exe = self_executable();
   const auto package = find_replay_package(exe);
   if (!package) {
@@ -133,14 +134,13 @@ int run_replay(const PythonChoice& python, const std::vector<std::string>& args)
                             exe.string()));
   }
   prepare_replay_environment();
-  const int status = run_and_wait(replay_command_line(python, *package, args));
+  const int status = run_and_wait(engine_command_line(python, *package, engine, args));
   if (status == kExitNotFound || status == kExitNotExecutable) {
     throw Error(fmt::format("cannot run the Python interpreter {} ({}): choose one that has numpy and torch with "
                             "--python PATH", python.python, python.origin));
   }
   if (status == kReplayFailed) {
-    throw Error(fmt::format("the replay package failed under {} ({}); its traceback is above", python.python,
-                            python.origin));
+    throw Error(fmt::format("{} failed under {} ({}); its traceback is above", engine, python.python, python.origin));
   }
   return status;
 }

@@ -7,8 +7,9 @@
 
 namespace ophook::cli {
 
-/// The replay package is Python (the ophook package's _replay module): re-running a recorded op
-/// needs NumPy and torch. These find an interpreter and the package, and run the replay.
+/// The engines are Python (the ophook package's _replay and _bisect modules): re-running a
+/// recorded op needs NumPy and torch, and bisect reads the results of the runs it makes with
+/// NumPy. These find an interpreter and the package, and run an engine.
 
 /// The interpreter chosen, and why it was chosen (for messages).
 struct PythonChoice {
@@ -28,16 +29,18 @@ std::optional<std::filesystem::path> find_replay_package(const std::filesystem::
 /// `existing` (an LD_PRELOAD value) without the entries that name libophook.so. Pure.
 std::string preload_without_ophook(std::string_view existing);
 
-/// The command running the replay with `args`: the package is loaded from its directory without
-/// putting that directory's parent on sys.path (in a build tree it holds the shim's
-/// sitecustomize.py, which would start recording). Pure.
-std::vector<std::string> replay_command_line(const PythonChoice& python, const std::filesystem::path& package,
-                                        const std::vector<std::string>& args);
+/// The command running the engine module `engine` ("ophook._replay", "ophook._bisect") with
+/// `args`: the package is loaded from its directory without putting that directory's parent on
+/// sys.path (in a build tree it holds the shim's sitecustomize.py, which would start recording).
+/// Pure.
+std::vector<std::string> engine_command_line(const PythonChoice& python, const std::filesystem::path& package,
+                                             const std::string& engine, const std::vector<std::string>& args);
 
-/// Runs the replay with `args` and returns its exit status (0 match, 1 differences, 2 input error,
-/// as the replay says). The replay gets this process's environment without OPHOOK_* settings
-/// (OPHOOK_DISABLE=1 instead) and without libophook.so in LD_PRELOAD: replay must not record
-/// itself. Throws ophook::Error naming the interpreter when it cannot be started or dies.
-int run_replay(const PythonChoice& python, const std::vector<std::string>& args);
+/// Runs the engine with `args` and returns its exit status (its own answer: replay's 0 match, 1
+/// differences, 2 input error). The engine gets this process's environment without OPHOOK_*
+/// settings (OPHOOK_DISABLE=1 instead) and without libophook.so in LD_PRELOAD: it must not record
+/// itself (bisect records the programs it starts, which it runs through `ophook run`). Throws
+/// ophook::Error naming the interpreter when it cannot be started or dies.
+int run_engine(const PythonChoice& python, const std::string& engine, const std::vector<std::string>& args);
 
 }  // namespace ophook::cli

@@ -61,9 +61,9 @@ TEST(PythonEngine, FindsThePackageOfABuildTreeAndOfAnInstall) {
 }
 
 TEST(PythonEngine, TheCommandLoadsThePackageFromItsDirectory) {
-  const auto command = replay_command_line({"/usr/bin/python3", "python3 in PATH"}, "/b/python_shim/ophook",
-                                      {"replay", "/runs/a", "--mode", "exact"});
-  ASSERT_GE(command.size(), 9u);
+  const auto command = engine_command_line({"/usr/bin/python3", "python3 in PATH"}, "/b/python_shim/ophook",
+                                           "ophook._replay", {"replay", "/runs/a", "--mode", "exact"});
+  ASSERT_GE(command.size(), 10u);
   EXPECT_EQ(command[0], "/usr/bin/python3");
   EXPECT_EQ(command[1], "-c");
   // The bootstrap never puts the package's parent (which holds the shim's sitecustomize.py) on
@@ -72,7 +72,8 @@ TEST(PythonEngine, TheCommandLoadsThePackageFromItsDirectory) {
   EXPECT_EQ(command[2].find("sys.path"), std::string::npos);
   EXPECT_EQ(command[3], "/b/python_shim/ophook");
   EXPECT_EQ(command[4], "python3 in PATH");
-  EXPECT_EQ(std::vector<std::string>(command.begin() + 5, command.end()),
+  EXPECT_EQ(command[5], "ophook._replay");
+  EXPECT_EQ(std::vector<std::string>(command.begin() + 6, command.end()),
             (std::vector<std::string>{"replay", "/runs/a", "--mode", "exact"}));
 }
 
