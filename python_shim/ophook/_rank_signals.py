@@ -126,7 +126,9 @@ def start(native):
         try:
             address = _job_store(distributed)
             if address is None:
-                _signals = False  # a store without an address (FileStore, HashStore): one rank's ring only
+                _signals = False
+                native.log("warn", "this job's store has no address (a FileStore or HashStore): a trigger "
+                                   "writes the ring of its own rank only")
                 return
             _signals = _Signals(native, distributed, address, distributed.get_rank(), distributed.get_world_size())
             native.set_trigger_listener(trigger)  # the first NaN/Inf and a termination signal, from C++
