@@ -51,6 +51,23 @@ struct TestSettings {
   bool no_links = false;               // every file written, none linked (the benchmarks' "before")
 };
 
+/// What OPHOOK_MONITOR watches at each optimizer step (docs/monitor.md).
+struct MonitorSet {
+  bool params = false;   // each parameter's weight, gradient and update; the loss; the global gradient norm
+  bool modules = false;  // also each module's output activations and the gradients they get back
+  bool on() const noexcept { return params || modules; }
+};
+
+/// One OPHOOK_MONITOR_TRIGGER rule ("loss:6sigma", "grad_norm:10x"): a step fires when its
+/// `statistic` lies more than `threshold` standard deviations above the mean of the window's earlier
+/// steps (Sigma), or more than `threshold` times their median (Ratio).
+struct TriggerRule {
+  enum class Kind : std::uint8_t { Sigma, Ratio };
+  std::string statistic;  // "loss", "grad_norm", or "<parameter or module path>.<statistic>" ('*' in the path: any)
+  Kind kind = Kind::Sigma;
+  double threshold = 0;
+};
+
 /// OPHOOK_OUTPUT's default, relative to the working directory at start.
 inline constexpr const char* kDefaultOutput = "np_op_dumps";
 
@@ -69,6 +86,7 @@ struct Config {
   bool imports = false;
   std::uint64_t ring_bytes = 0;  // 0 = no ring: dump mode writes every file at once
   bool ring_for_nan_hunt = false;  // ring_bytes is OPHOOK_NAN's default, not a setting
+  std::uint64_t ring_steps = 0;    // 0: the ring holds calls by bytes only; K: also only the last K steps
   std::string dump_include;      // ECMAScript regex; empty = every recorded op gets files
   TensorCopy tensor_copy = TensorCopy::Auto;
   std::uint64_t max_bytes = std::uint64_t{1} << 30;
@@ -78,6 +96,12 @@ struct Config {
   CompilePolicy compile = CompilePolicy::Eager;
   std::string overrides;
   LogLevel log_level = LogLevel::Info;
+  MonitorSet monitor;
+  std::vector<TriggerRule> monitor_trigger;
+  std::uint64_t monitor_window = 50;
+  // False when the monitor runs alone (OPHOOK_MONITOR without OPHOOK_MODE, OPHOOK_NAN or a ring):
+  // no op call is recorded, only the monitor's statistics.
+  bool records_ops = true;
   bool strict = false;
   bool disable = false;
   TestSettings test;
@@ -92,6 +116,11 @@ OPHOOK_API std::string_view to_string(CompilePolicy policy);
 OPHOOK_API std::string_view to_string(TensorCopy copy);
 /// "numpy,torch_function" in canonical order.
 OPHOOK_API std::string levels_to_string(const Levels& levels);
+
+/// "params,modules" as OPHOOK_MONITOR spells it ("" when off).
+OPHOOK_API std::string monitor_to_string(const MonitorSet& monitor);
+/// "loss:6sigma", "grad_norm:10x": the rule as OPHOOK_MONITOR_TRIGGER spells it.
+OPHOOK_API std::string to_string(const TriggerRule& rule);
 
 /// OPHOOK_LOG_LEVEL's spelling of a level.
 OPHOOK_API std::string_view to_string(LogLevel level);

@@ -20,6 +20,19 @@ namespace ophook::core {
 /// anything but digits, '-' and ',').
 OPHOOK_API std::optional<RangeSet> parse_ranges(std::string_view text);
 
+/// "loss:6sigma,grad_norm:10x" → rules; nullopt when malformed or when a statistic is not one that
+/// monitor_statistics() names.
+OPHOOK_API std::optional<std::vector<TriggerRule>> parse_trigger_rules(std::string_view text);
+
+/// The statistics a trigger rule may watch: the step's ("loss", "grad_norm") and, after a
+/// parameter's or a module's path, each of theirs ("grad_norm", "act_norm", ...).
+struct MonitorStatistics {
+  std::span<const std::string_view> step;
+  std::span<const std::string_view> parameter;
+  std::span<const std::string_view> module;
+};
+OPHOOK_API MonitorStatistics monitor_statistics();
+
 /// One rejected setting: names the variable, the value given and what is accepted.
 struct OPHOOK_API ConfigError {
   std::string variable;  // e.g. "OPHOOK_MODE"

@@ -22,6 +22,13 @@ nlohmann::json config_to_json(const Config& config) {
   if (config.levels.numpy) levels.push_back("numpy");
   if (config.levels.torch_function) levels.push_back("torch_function");
   if (config.levels.torch_dispatch) levels.push_back("torch_dispatch");
+  nlohmann::json triggers = nlohmann::json::array();
+  for (const auto& rule : config.monitor_trigger) {
+    triggers.push_back({{"rule", to_string(rule)},
+                        {"statistic", json_text(rule.statistic)},
+                        {"kind", rule.kind == TriggerRule::Kind::Sigma ? "sigma" : "ratio"},
+                        {"threshold", rule.threshold}});
+  }
   return {
       {"output", json_text(config.output)},
       {"mode", to_string(config.mode)},
@@ -35,6 +42,7 @@ nlohmann::json config_to_json(const Config& config) {
       {"accessors", config.accessors},
       {"imports", config.imports},
       {"ring_bytes", config.ring_bytes},
+      {"ring_steps", config.ring_steps},
       {"dump_include", json_text(config.dump_include)},
       {"tensor_copy", to_string(config.tensor_copy)},
       {"max_bytes", config.max_bytes},
@@ -44,6 +52,9 @@ nlohmann::json config_to_json(const Config& config) {
       {"compile", to_string(config.compile)},
       {"overrides", json_text(config.overrides)},
       {"log_level", to_string(config.log_level)},
+      {"monitor", monitor_to_string(config.monitor)},
+      {"monitor_trigger", std::move(triggers)},
+      {"monitor_window", config.monitor_window},
       {"strict", config.strict},
       {"disable", config.disable},
   };

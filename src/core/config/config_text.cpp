@@ -17,6 +17,7 @@ std::string ring_description(const Config& config) {
   std::string text = "arrays of the latest calls held in a " + size +
                      " ring, written on the first NaN/Inf, an uncaught exception, a termination signal or "
                      "ophook.dump_ring()";
+  if (config.ring_steps > 0) text += ", of the current step and the " + std::to_string(config.ring_steps) + " before it";
   if (config.ring_for_nan_hunt) {
     text += " (OPHOOK_NAN's default: OPHOOK_RING_BYTES sets another size, OPHOOK_MODE=dump writes every array)";
   }

@@ -23,6 +23,14 @@ ConfigResult parse_config(const SettingLookup& lookup) {
     c.ring_bytes = kNanHuntRingBytes;
     c.ring_for_nan_hunt = true;
   }
+  if (c.ring_steps > 0 && !p.given("OPHOOK_RING_BYTES")) c.ring_bytes = kNanHuntRingBytes;
+  const bool ring_given = p.given("OPHOOK_RING_BYTES") || p.given("OPHOOK_RING_STEPS");
+  // Trigger rules watch the monitor's statistics: they turn it on (docs/monitor.md).
+  if (!c.monitor_trigger.empty() && !p.given("OPHOOK_MONITOR")) c.monitor.params = true;
+  // The monitor left on alone costs its once-per-step statistics only.
+  if (c.monitor.on() && !p.given("OPHOOK_MODE") && c.nan == NanPolicy::Off && !ring_given) {
+    c.records_ops = false;
+  }
   return std::move(p.result());
 }
 

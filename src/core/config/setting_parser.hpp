@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ophook/config/settings.hpp"
 
@@ -63,6 +64,10 @@ class SettingParser {
   void byte_size(std::string_view variable, std::uint64_t& field, std::uint64_t minimum, std::string_view accepted);
   void levels(std::string_view variable, Levels& field);
   void ranges(std::string_view variable, RangeSet& field);
+  /// OPHOOK_MONITOR's list: params, modules (a boolean's on: params).
+  void monitor_set(std::string_view variable, MonitorSet& field);
+  /// OPHOOK_MONITOR_TRIGGER's rules (parse_trigger_rules).
+  void trigger_rules(std::string_view variable, std::vector<TriggerRule>& field);
   /// A whole number in [minimum, maximum].
   void count(std::string_view variable, std::uint64_t& field, std::uint64_t minimum, std::uint64_t maximum);
 

@@ -62,6 +62,10 @@ constexpr SettingInfo kSettings[] = {
      [](SettingParser& p, Config& c) {
        p.byte_size("OPHOOK_RING_BYTES", c.ring_bytes, 0, "a byte count with optional K/M/G/T binary suffix, e.g. 256M");
      }},
+    {"RING_STEPS", "K", "a whole number from 1 to 1000000", "off",
+     "the ring holds only the calls of the current step and the K before it (within OPHOOK_RING_BYTES, 256M "
+     "unless set): a trigger at step N writes the calls of steps N-K to N",
+     [](SettingParser& p, Config& c) { p.count("OPHOOK_RING_STEPS", c.ring_steps, 1, 1000000); }},
     {"DUMP_INCLUDE", "RE", kRegex, "every recorded op",
      "dump mode writes .npy files only for ops whose qualified name matches; the others get statistics",
      [](SettingParser& p, Config& c) { p.regex("OPHOOK_DUMP_INCLUDE", c.dump_include); }},
@@ -90,6 +94,17 @@ constexpr SettingInfo kSettings[] = {
      "torch.compile'd code: eager runs it eagerly and records it; ignore runs it compiled, unrecorded; "
      "record runs it compiled and records each kernel it launches (level compiled)",
      [](SettingParser& p, Config& c) { p.keyword("OPHOOK_COMPILE", c.compile, kCompilePolicies); }},
+    {"MONITOR", "LIST", "comma list of params, modules (1/on: params)", "off",
+     "watch training at each optimizer step into monitor.jsonl: every parameter's weight, gradient and update, "
+     "the loss, the gradient norm (modules: also each module's activations); alone, no op call is recorded",
+     [](SettingParser& p, Config& c) { p.monitor_set("OPHOOK_MONITOR", c.monitor); }},
+    {"MONITOR_TRIGGER", "RULES", "comma list of STATISTIC:Nsigma or STATISTIC:Nx, e.g. loss:6sigma,grad_norm:10x",
+     "no trigger",
+     "the monitor marks a step whose statistic spikes against the window's earlier steps, and writes the ring",
+     [](SettingParser& p, Config& c) { p.trigger_rules("OPHOOK_MONITOR_TRIGGER", c.monitor_trigger); }},
+    {"MONITOR_WINDOW", "N", "a whole number from 3 to 100000", "50",
+     "the earlier steps each trigger rule measures a step against",
+     [](SettingParser& p, Config& c) { p.count("OPHOOK_MONITOR_WINDOW", c.monitor_window, 3, 100000); }},
     {"OVERRIDES", "FILE", "a Python file of @ophook.override rules", "none",
      "replacement implementations of ops, imported at start",
      [](SettingParser& p, Config& c) { p.text("OPHOOK_OVERRIDES", c.overrides); }},

@@ -27,14 +27,15 @@ bool any_matches(const std::vector<std::string>& names, const std::regex& patter
 }  // namespace
 
 OpFilters::OpFilters(const Config& config)
-    : accessors_(config.accessors),
+    : records_ops_(config.records_ops),
+      accessors_(config.accessors),
       dump_mode_(config.mode == Mode::Dump),
       include_(compiled(config.include)),
       exclude_(compiled(config.exclude)),
       dump_include_(compiled(config.dump_include)) {}
 
 bool OpFilters::records(const std::string& name, std::string_view annotation) const {
-  if (!accessors_ && is_metadata_query(name)) return false;
+  if (!records_ops_ || (!accessors_ && is_metadata_query(name))) return false;
   if (!include_ && !exclude_) return true;
   const auto names = filtered_names(name, annotation);
   if (include_ && !any_matches(names, *include_)) return false;

@@ -23,6 +23,7 @@ class OpFilters {
   bool dumps(const std::string& name, std::string_view annotation) const;
 
  private:
+  bool records_ops_ = true;  // false: the monitor alone (Config::records_ops)
   bool accessors_ = false;
   bool dump_mode_ = false;
   std::unique_ptr<std::regex> include_, exclude_, dump_include_;

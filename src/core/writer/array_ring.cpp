@@ -48,6 +48,7 @@ nlohmann::ordered_json ArrayRing::to_json() const {
   if (!on()) return nullptr;
   return {{"bytes", cap_},
           {"nan_hunt_default", nan_hunt_default_},
+          {"steps", steps_ > 0 ? nlohmann::ordered_json(steps_) : nlohmann::ordered_json()},
           {"peak_bytes", peak_bytes_},
           {"calls_evicted", evicted_},
           {"calls_held_at_end", not_triggered_},

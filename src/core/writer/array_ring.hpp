@@ -26,7 +26,9 @@ class ArrayRing {
   };
 
   /// `cap_bytes` 0: no ring. `nan_hunt_default`: the cap is OPHOOK_NAN's default, not a setting.
-  ArrayRing(std::uint64_t cap_bytes, bool nan_hunt_default) : cap_(cap_bytes), nan_hunt_default_(nan_hunt_default) {}
+  /// `steps` (OPHOOK_RING_STEPS): > 0, a call leaves once it is more than that many steps old.
+  ArrayRing(std::uint64_t cap_bytes, bool nan_hunt_default, std::uint64_t steps = 0)
+      : cap_(cap_bytes), nan_hunt_default_(nan_hunt_default), steps_(steps) {}
 
   bool on() const noexcept { return cap_ > 0; }
   bool empty() const noexcept { return held_.empty(); }
@@ -39,6 +41,10 @@ class ArrayRing {
   /// Whether `extra` more bytes would take the ring over its bytes (a call to hold, or trace lines
   /// waiting behind the held calls, which count on its account).
   bool over(std::size_t extra) const noexcept { return held_bytes_ + extra > cap_; }
+  /// Whether the oldest call is older than the steps the ring keeps, seen from a call of `step`.
+  bool before_window(std::uint64_t step) const noexcept {
+    return steps_ > 0 && !held_.empty() && held_.front().record->step + steps_ < step;
+  }
   /// The oldest call, leaving unwritten.
   HeldCall evict_oldest();
   /// Every held call, oldest first, for a trigger (`why`, after call `seq`, at CLOCK_MONOTONIC
@@ -57,6 +63,7 @@ class ArrayRing {
  private:
   std::uint64_t cap_;
   bool nan_hunt_default_;
+  std::uint64_t steps_;
   std::deque<HeldCall> held_;
   std::size_t held_bytes_ = 0, peak_bytes_ = 0;
   std::uint64_t evicted_ = 0, not_triggered_ = 0;

@@ -79,7 +79,8 @@ TraceWriter::TraceWriter(Recorder& recorder, RecordQueue& queue, std::string out
       summary_(recorder),
       lines_(cleared(dir_), summary_),
       files_(dir_, recorder, summary_, thread == WriterThread::Start ? FileThreads::default_helpers(recorder.config().test.file_helpers) : 0),
-      ring_(uses_ring(recorder.config()) ? recorder.config().ring_bytes : 0, recorder.config().ring_for_nan_hunt),
+      ring_(uses_ring(recorder.config()) ? recorder.config().ring_bytes : 0, recorder.config().ring_for_nan_hunt,
+            recorder.config().ring_steps),
       record_json_(recorder),
       inline_(thread == WriterThread::Inline) {
   if (inline_) return;
@@ -202,6 +203,8 @@ void TraceWriter::hold(RecordPtr& record, std::vector<ArrayOutcome>& outcomes) n
   call.bytes = call.record->footprint();
   if (ring_.too_large(call)) return release_unwritten(call, NoFileReason::RingTooLarge);
   while (!ring_.empty() && ring_.over(call.bytes)) evict_oldest();  // room first: never more than its bytes
+  const std::uint64_t step = call.record->step;
+  while (!ring_.empty() && ring_.before_window(step)) evict_oldest();  // OPHOOK_RING_STEPS
   try {
     ring_.hold(std::move(call));
   } catch (const std::exception& e) {  // no memory for the ring's bookkeeping: the call's line is lost

@@ -304,11 +304,14 @@ TEST(Config, StringsAndJson) {
       {"nested", false},         {"steps", ""},
       {"ranks", ""},             {"modules", ""},
       {"accessors", false},      {"imports", false},
-      {"ring_bytes", 0},         {"dump_include", ""},
+      {"ring_bytes", 0},         {"ring_steps", 0},
+      {"dump_include", ""},
       {"tensor_copy", "auto"},   {"max_bytes", 1073741824},
       {"queue_bytes", 268435456}, {"stack", true},
       {"nan", "off"},            {"compile", "eager"},
       {"overrides", "o.py"},     {"log_level", "warn"},
+      {"monitor", ""},           {"monitor_trigger", nlohmann::json::array()},
+      {"monitor_window", 50},
       {"strict", false},         {"disable", false}};
   EXPECT_EQ(j, expected) << j.dump();
 }
