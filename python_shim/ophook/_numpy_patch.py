@@ -40,6 +40,8 @@ def _ufunc_name(np, module, ufunc):
 
 def install(np):
     """Hooks `np` (the imported numpy module). Returns a short description for the log."""
+    if not _ophook.records_ops():
+        return  # the training monitor alone records no call
     if not _ophook.enable_numpy_capture():
         _ophook.log("warn", "numpy %s: its C API could not be imported; NumPy calls are not recorded"
                     % getattr(np, "__version__", "?"))

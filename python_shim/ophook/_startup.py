@@ -1,5 +1,6 @@
 """Process start-up of ophook: configuration, the recorder, hooks installed as frameworks load."""
 import atexit
+import json
 import os
 import sys
 
@@ -154,14 +155,18 @@ def _start_deferred():
         return False
     if output is None:
         return False  # a rank OPHOOK_RANKS leaves out: it runs unrecorded
-    native.log("info", _start_message(settings, output, native.ring_description(settings)))
+    native.log("info", _start_message(settings, output, native.ring_description(settings), native))
     return True
 
 
-def _start_message(settings, output, ring=""):
+def _start_message(settings, output, ring="", native=None):
     """The log line of a start, as bytes (the path may not be UTF-8); `ring`: the ring's
-    description, when dump mode keeps one."""
+    description, when dump mode keeps one; `native`: the extension, once the recorder has started."""
+    if native is not None and not native.records_ops():
+        return os.fsencode("monitoring training into monitor.jsonl (no op call recorded) in ") + os.fsencode(output)
     mode = settings.get("OPHOOK_MODE", "dump") + " mode" + ("; " + ring if ring else "")
+    if native is not None and json.loads(native.config()).get("monitor"):
+        mode += "; training monitor into monitor.jsonl"
     levels = ",".join(sorted(_settings.levels(settings)))
     return os.fsencode("recording %s (%s) into " % (levels, mode)) + os.fsencode(output)
 

@@ -41,8 +41,9 @@ class Unread:
         self.reason, self.detail, self.out_of_memory = reason, detail, out_of_memory
 
 
-class _Suspended:
-    """ophook's own torch work: no torch function or dispatch mode, no autograd, no autocast."""
+class Suspended:
+    """ophook's own torch work (here and the training monitor's): no torch function or dispatch mode, no
+    autograd, no autocast."""
     __slots__ = ("_guards", "_grad")
 
     def __enter__(self):
@@ -88,7 +89,7 @@ def copy_into(tensor, target):
         refused = _refusal(tensor.device)
         if refused is not None:
             return refused
-        with _Suspended():
+        with Suspended():
             destination = torch.frombuffer(target, dtype=tensor.dtype).view(tensor.shape)
             destination.copy_(_values(tensor))
             del destination  # before the caller frees `target`
@@ -227,7 +228,7 @@ def snapshot(tensor):
         refused = _refusal(tensor.device)
         if refused is not None:
             return refused
-        with _Suspended():
+        with Suspended():
             copy = _values(tensor).clone(memory_format=torch.contiguous_format)
             return _Pending(copy.reshape(-1).view(torch.uint8))
     except Exception as error:
@@ -243,7 +244,7 @@ def statistics(tensor, counts_only):
         refused = _refusal(tensor.device)
         if refused is not None:
             return refused
-        with _Suspended():
+        with Suspended():
             if counts_only:
                 return _Pending(_counts(_values(tensor).reshape(-1)))
             vector, counts = _statistics(tensor)
@@ -287,7 +288,7 @@ def resolve(pending):
     for (_, kind), indices in groups.items():
         items = [pending[i] for i in indices]
         try:
-            with _Suspended():
+            with Suspended():
                 for stream in {id(item.stream): item.stream for item in items if item.stream is not None}.values():
                     stream.synchronize()
                 values = _host_bytes(items) if kind == "bytes" else _host_values(items, kind)

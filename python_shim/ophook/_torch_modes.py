@@ -15,7 +15,7 @@ import threading
 import types
 import warnings
 
-from . import _collectives, _dynamo_stand_ins, _import_hooks, _ophook, _rank_signals
+from . import _collectives, _dynamo_stand_ins, _import_hooks, _monitor, _ophook, _rank_signals
 from ._torch_mode_classes import dispatch_mode_class, function_mode_class, new_mode
 from ._torch_names import dispatch_name, function_name, make_module_namer
 
@@ -406,6 +406,8 @@ def install(torch):
         return
     config = json.loads(_ophook.config())
     levels = set(config.get("levels", ())) & {"torch_function", "torch_dispatch"}
+    if not _ophook.records_ops():
+        levels = {"torch_function"}  # the monitor alone: the level records nothing and hands it the loss
     _warn_about_unreachable_rules(levels)
     if not levels:
         return
@@ -429,6 +431,7 @@ def install(torch):
     installation.push_here(owner=True)
     installation.wrap_threads()
     _collectives.install(torch)
+    _monitor.install(torch, _ophook, config)
     _ophook.log("debug", "torch %s: modes %s pushed (compile policy %s)"
                 % (torch.__version__, ",".join(sorted(levels)), installation.compile_policy))
 
@@ -441,6 +444,7 @@ def uninstall():
     installation, _installation = _installation, None
     if installation is None:
         return
+    _monitor.uninstall()
     _collectives.uninstall()
     installation.unwrap_threads()
     installation.unhook_modules()

@@ -134,6 +134,10 @@ PYBIND11_MODULE(_ophook, m) {
         return r != nullptr && r->dump_ring(why);
       },
       "Write dump mode's ring (OPHOOK_RING_BYTES) now, `why` noted; False when there is none.");
+  m.def("records_ops", [] {
+    auto* r = Recorder::get();
+    return r == nullptr || r->config().records_ops;
+  }, "False when the training monitor runs alone: no op call is recorded (docs/monitor.md).");
   m.def("uses_ring", [] {
     auto* r = Recorder::get();
     return r != nullptr && !r->finished() && ophook::core::uses_ring(r->config());

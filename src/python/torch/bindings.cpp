@@ -195,6 +195,11 @@ void bind_torch(pb::module_& m) {
       "sees, the autograd nodes below it are hooked and what each computes is checked for NaN/Inf's birth. "
       "next_sequence_number is torch._C._autograd._get_sequence_nr, by which a node's module is found "
       "(None: culprits of backward passes name no module).");
+  m.def(
+      "torch_set_backward_observer", [](const pb::object& observer) { torch_handlers::set_backward_observer(observer.ptr()); },
+      pb::arg("observer"),
+      "observer(args) for each torch.Tensor.backward / torch.autograd.backward call, before it runs (the "
+      "training monitor's loss); None removes it.");
   m.def("collective_op", &collectives::op_id, pb::arg("name"),
         "The op id of a c10d collective (\"c10d.allreduce_\"), registered at level collective.");
   m.def(

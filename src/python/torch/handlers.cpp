@@ -41,7 +41,8 @@ bool probe_returns_node = false;
 // OPHOOK_COMPILE=ignore: code objects of the frames that run a torch.compile'd callable
 // (Dynamo's compile_wrapper); calls made below one of them pass through unrecorded.
 std::vector<PyObject*> compiled_region_markers;
-std::vector<std::int8_t> backward_entries;  // by op id: -1 unknown, 0 no, 1 starts a backward pass
+std::vector<std::int8_t> backward_entries;
+PyObject* backward_observer = nullptr;  // held; set_backward_observer  // by op id: -1 unknown, 0 no, 1 starts a backward pass
 PyObject* self_name = nullptr;
 PyObject* name_name = nullptr;
 std::unordered_map<PyObject*, std::uint32_t> function_ops;  // func → op (func held)
@@ -266,11 +267,24 @@ void clear_caches() {
   accessor_ops.clear();
 }
 
+void set_backward_observer(PyObject* observer) {
+  if (observer == Py_None) observer = nullptr;
+  Py_XINCREF(observer);
+  Py_XDECREF(backward_observer);
+  backward_observer = observer;
+}
+
 PyObject* on_torch_function(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   auto resolve = [](PyObject* func) { return OpTarget{function_op(func), func}; };
-  if (!backward_check::enabled() || nargs < 1 || !starts_backward(function_op(args[0]))) {
+  if ((!backward_check::enabled() && backward_observer == nullptr) || nargs < 1 ||
+      !starts_backward(function_op(args[0]))) {
     return handle(args, nargs, resolve);
   }
+  if (backward_observer != nullptr && nargs > 2) {
+    PyRef seen = PyRef::steal(PyObject_CallOneArg(backward_observer, args[2]));
+    if (!seen) PyErr_Clear();  // the monitor's trouble never becomes the program's
+  }
+  if (!backward_check::enabled()) return handle(args, nargs, resolve);
   backward_check::Scope check(nargs > 2 ? args[2] : nullptr, nargs > 3 ? args[3] : nullptr);
   return handle(args, nargs, resolve);
 }

@@ -27,6 +27,11 @@ bool configure(PyObject* torch, PyObject* function_namer, PyObject* dispatch_nam
 /// through unrecorded. Empty (the default): everything is recorded.
 void set_compiled_region_markers(const std::vector<PyObject*>& codes);
 
+/// The training monitor's view of backward passes (python_shim/ophook/_monitor): observer(args) is
+/// called with the arguments of each torch.Tensor.backward / torch.autograd.backward call the
+/// torch_function level sees, before it runs (the loss is their first). None: no observer.
+void set_backward_observer(PyObject* observer);
+
 /// Drops the per-func caches (their op ids stay valid: ops are never unregistered).
 void clear_caches();
 

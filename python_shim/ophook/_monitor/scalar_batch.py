@@ -1,0 +1,47 @@
+"""The scalars of one step, gathered where the tensors live and read to the host once: one float64
+vector per device, copied without blocking into pinned memory on an accelerator (its values are
+read when its event has completed, a step or more later) and read at once on the CPU."""
+
+
+class ScalarBatch:
+    def __init__(self, torch):
+        self._torch = torch
+        self._parts = {}  # device -> [(keys, float64 vector)]
+        self._read = None  # device -> (keys, host vector, event or None)
+
+    def add(self, keys, values):
+        """`values`: 0-d tensors of one device and dtype (a multi-tensor op's results), one per key."""
+        if not values:
+            return
+        vector = self._torch.stack(values).to(self._torch.float64)
+        self._parts.setdefault(vector.device, []).append((list(keys), vector))
+
+    def launch(self):
+        """Starts every device's copy to the host."""
+        torch = self._torch
+        self._read = {}
+        for device, parts in self._parts.items():
+            keys = [key for part_keys, _ in parts for key in part_keys]
+            vector = torch.cat([vector for _, vector in parts])
+            if device.type == "cpu":
+                self._read[device] = (keys, vector, None)
+                continue
+            host = torch.empty(vector.shape, dtype=vector.dtype, pin_memory=True)
+            host.copy_(vector, non_blocking=True)
+            event = torch.cuda.Event() if device.type == "cuda" else None
+            if event is not None:
+                event.record()
+            self._read[device] = (keys, host, event)
+        self._parts = {}
+
+    def ready(self):
+        return all(event is None or event.query() for _, _, event in self._read.values())
+
+    def values(self):
+        """{key: float}; waits for copies not complete yet (at the end of the run)."""
+        out = {}
+        for keys, vector, event in self._read.values():
+            if event is not None:
+                event.synchronize()
+            out.update(zip(keys, vector.tolist()))
+        return out

@@ -1,0 +1,227 @@
+"""The monitor's flow through a training step: backward() hands it the loss (the torch_function
+level's observer), the optimizer's pre-hook copies the weights, its post-hook gathers the step's
+statistics and starts their one copy to the host; a step's line is written, and its rules judged,
+once its values have arrived (at once on the CPU). All its torch work runs unseen by ophook's modes
+and the program's own (_torch_device.Suspended)."""
+import json
+import math
+import time
+
+from .. import _rank_signals
+from .._torch_device import Suspended
+from .module_statistics import ModuleStatistics
+from .monitor_file import FILE_NAME, MonitorFile
+from .parameter_names import name_parameters
+from .parameter_statistics import Parameter, UpdateSnapshot, gather, nonfinite_counts
+from .scalar_batch import ScalarBatch
+from .spike_rules import SpikeRules, describe
+
+PARAMETER_STATISTICS = ("norm", "grad_norm", "update_ratio", "min", "max", "grad_min", "grad_max")
+MAX_NOTED_TRIGGERS = 100
+# A run that diverges fires on every step after the spike: stderr says the first few.
+MAX_TOLD_TRIGGERS = 10
+
+
+class _Optimizer:
+    """What the monitor keeps of one optimizer: its parameters, named, and their copy before a step."""
+
+    def __init__(self, index):
+        self.index = index
+        self.parameters = []
+        self.count = -1
+        self.snapshot = UpdateSnapshot()
+
+    def refresh(self, torch, optimizer):
+        groups = optimizer.param_groups
+        count = sum(len(group["params"]) for group in groups)
+        if count == self.count:
+            return
+        self.count = count
+        tensors = [(tensor, g) for g, group in enumerate(groups) for tensor in group["params"]]
+        names = name_parameters(torch, {id(tensor) for tensor, _ in tensors})
+        self.parameters = [Parameter(tensor, names.get(id(tensor), "optimizer%d.group%d.param%d" % (self.index, g, k)), g)
+                           for k, (tensor, g) in enumerate(tensors)]
+
+
+class _Step:
+    __slots__ = ("step", "optimizer", "batch", "lrs", "backward_calls", "modules")
+
+    def __init__(self, step, optimizer, batch, lrs, backward_calls, modules):
+        self.step, self.optimizer, self.batch = step, optimizer, batch
+        self.lrs, self.backward_calls, self.modules = lrs, backward_calls, modules
+
+
+class TrainingMonitor:
+    def __init__(self, torch, native, config):
+        self._torch = torch
+        self._native = native
+        self._rules = SpikeRules(config.get("monitor_trigger", ()), config.get("monitor_window", 50))
+        self._modules = ModuleStatistics(torch) if "modules" in config["monitor"].split(",") else None
+        self._optimizers = {}  # id(optimizer) -> _Optimizer
+        self._losses = []
+        self._backward_calls = 0
+        self._pending = []  # _Step, oldest first
+        self._step = 0
+        self._handles = []
+        self._file = None
+        self._lines = 0
+        self._triggers = []
+        self._told = 0
+        self._ring_written = False
+        self._saw_backward = False
+
+    # -- hooks --
+    def start(self):
+        from torch.optim import optimizer as optim_module
+
+        self._file = MonitorFile(self._native.output_path(), self._native.log)
+        self._handles = [optim_module.register_optimizer_step_pre_hook(self._before_step),
+                         optim_module.register_optimizer_step_post_hook(self._after_step)]
+        self._native.torch_set_backward_observer(self._on_backward)
+        if self._modules is not None:
+            self._modules.start()
+
+    def stop(self):
+        self._native.torch_set_backward_observer(None)
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+        if self._modules is not None:
+            self._modules.stop()
+        if self._file is None:
+            return
+        self._drain(wait=True)
+        self._file.close()
+        self._file = None
+        self._note_summary()
+
+    def _compiling(self):
+        compiler = getattr(self._torch, "compiler", None)
+        return compiler is not None and compiler.is_compiling()
+
+    def _on_backward(self, args):
+        if not args or self._compiling():
+            return
+        root = args[0]
+        tensors = root if isinstance(root, (list, tuple)) else (root,)
+        self._saw_backward = True
+        self._backward_calls += 1
+        for tensor in tensors:
+            if isinstance(tensor, self._torch.Tensor) and tensor.is_floating_point():
+                self._losses.append(tensor.detach())
+
+    def _before_step(self, optimizer, args, kwargs):
+        if self._compiling():
+            return
+        kept = self._optimizers.get(id(optimizer))
+        if kept is None:
+            kept = self._optimizers[id(optimizer)] = _Optimizer(len(self._optimizers))
+        self._step = self._native.steps_completed()
+        with Suspended():
+            kept.refresh(self._torch, optimizer)
+            kept.snapshot.take(self._torch, kept.parameters)
+
+    def _after_step(self, optimizer, args, kwargs):
+        kept = self._optimizers.get(id(optimizer))
+        if kept is None or self._compiling():
+            return
+        torch = self._torch
+        lrs = {}
+        with Suspended():
+            batch = ScalarBatch(torch)
+            gather(torch, kept.parameters, kept.snapshot, batch)
+            if self._losses:
+                losses = [loss.to(torch.float64).mean() for loss in self._losses]
+                batch.add([("", "loss")], [torch.stack(losses).mean()] if len(losses) > 1 else losses)
+            for g, group in enumerate(optimizer.param_groups):
+                lr = group.get("lr")
+                if isinstance(lr, torch.Tensor):
+                    batch.add([("lr", g)], [lr.detach().reshape(())])
+                elif lr is not None:
+                    lrs[g] = float(lr)
+            modules = self._modules.take(batch) if self._modules is not None else None
+            batch.launch()
+        self._pending.append(_Step(self._step, kept, batch, lrs, self._backward_calls, modules))
+        self._losses = []
+        self._backward_calls = 0
+        self._drain(wait=False)
+
+    # -- lines --
+    def _drain(self, wait):
+        while self._pending and (wait or self._pending[0].batch.ready()):
+            self._write(self._pending.pop(0))
+
+    def _write(self, step):
+        values = step.batch.values()
+        lrs = dict(step.lrs)
+        lrs.update({key[1]: value for key, value in values.items() if key[0] == "lr"})
+        params, squares, any_grad = {}, 0.0, False
+        with Suspended():
+            for parameter in step.optimizer.parameters:
+                stats = {stat: values.get((parameter.name, stat)) for stat in PARAMETER_STATISTICS}
+                update, norm = values.get((parameter.name, "update_norm")), stats["norm"]
+                stats["update_ratio"] = update / norm if update is not None and norm else None
+                stats.update(nonfinite_counts(parameter, stats))
+                stats["lr"] = lrs.get(parameter.group)
+                if stats["grad_norm"] is not None:
+                    any_grad = True
+                    squares += stats["grad_norm"] ** 2
+                params[parameter.name] = stats
+        line = {"step": step.step, "rank": _rank(self._torch), "time": round(time.time(), 6),
+                "loss": values.get(("", "loss")), "backward_calls": step.backward_calls,
+                "grad_norm": math.sqrt(squares) if any_grad else None, "params": params}
+        if step.modules is not None:
+            line["modules"] = self._modules.values(step.modules, values)
+        fired = self._rules.judge(_flat(line)) if self._rules else []
+        if fired:
+            line["triggers"] = fired
+        self._file.write(line)
+        self._lines += 1
+        for trigger in fired:
+            self._told += 1
+            if self._told <= MAX_TOLD_TRIGGERS:
+                self._native.log("warn", describe(step.step, trigger))
+            elif self._told == MAX_TOLD_TRIGGERS + 1:
+                self._native.log("warn", "monitor: more triggers fired; they are in monitor.jsonl only")
+            if len(self._triggers) < MAX_NOTED_TRIGGERS:
+                self._triggers.append(dict(trigger, step=step.step))
+        if fired and not self._ring_written:
+            self._write_ring(describe(step.step, fired[0]))
+
+    def _write_ring(self, why):
+        """The first trigger writes the ring, the steps that led to the spike; the steps after it
+        (a run that diverges fires on each) are in monitor.jsonl."""
+        self._ring_written = True
+        _rank_signals.trigger(why)  # every rank of a distributed job writes its ring too
+        if self._native.uses_ring():
+            self._native.dump_ring(why)
+
+    def _note_summary(self):
+        note = {"file": FILE_NAME, "steps": self._lines, "triggers": self._triggers,
+                "loss": self._saw_backward}
+        if not self._lines:
+            note["missing"] = "no optimizer step ran: nothing was monitored"
+        elif not self._saw_backward:
+            note["missing"] = "no backward() was seen: no loss (parameters and gradients are monitored)"
+        # A process that neither stepped nor ran backward() (a job's launcher) is no training run.
+        if "missing" in note and (self._lines or self._saw_backward):
+            self._native.log("warn", "monitor: " + note["missing"])
+        self._native.add_note("monitor", json.dumps(note))
+
+
+def _rank(torch):
+    distributed = getattr(torch, "distributed", None)
+    if distributed is not None and distributed.is_available() and distributed.is_initialized():
+        return distributed.get_rank()
+    return None
+
+
+def _flat(line):
+    """{statistic: value} as the trigger rules name them: loss, grad_norm, <path>.<statistic>."""
+    out = {"loss": line["loss"], "grad_norm": line["grad_norm"]}
+    for section in ("params", "modules"):
+        for name, stats in line.get(section, {}).items():
+            for stat, value in stats.items():
+                if isinstance(value, (int, float)):
+                    out["%s.%s" % (name, stat)] = float(value)
+    return out

@@ -1,0 +1,199 @@
+"""The training monitor (python_shim/ophook/_monitor, OPHOOK_MONITOR): an MLP trained by AdamW from
+a DataLoader, with the batch of step 12 scaled by 1e3. monitor.jsonl holds one line per optimizer
+step whose values equal the program's own recomputation (the loss, each parameter's weight,
+gradient and update norms, the global gradient norm, the learning rate); loss:6sigma fires at step 12
+and at no step before; a loss that drifts slowly fires nothing; a bad rule fails at start, naming
+what is accepted; the program computes what it computes unhooked."""
+import json
+import math
+
+import pytest
+
+from cli_fixtures import run_ophook
+from harness import run_script, summary
+
+# REFERENCE=path: the program writes, per step, what the monitor should find, computed from its own
+# tensors (under the monitor alone no op is recorded, so these computations are not seen).
+PROGRAM = """
+import json, os, sys
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+SPIKE = int(os.environ.get("SPIKE_STEP", "-1"))
+DRIFT = float(os.environ.get("DRIFT", "0"))
+x = torch.randn(512, 16)
+y = (x @ torch.randn(16, 1)).tanh()
+loader = DataLoader(TensorDataset(x, y), batch_size=32, shuffle=True)
+model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
+opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+names = ["Sequential." + n for n, _ in model.named_parameters()]
+reference = []
+step = 0
+for epoch in range(2):
+    for xb, yb in loader:
+        if step == SPIKE:
+            xb = xb * 1e3
+        yb = yb + DRIFT * step
+        loss = torch.nn.functional.mse_loss(model(xb), yb)
+        opt.zero_grad()
+        loss.backward()
+        before = [p.detach().clone() for p in model.parameters()]
+        grads = [p.grad.detach().clone() for p in model.parameters()]
+        opt.step()
+        with torch.no_grad():
+            params = {}
+            for name, p, b, g in zip(names, model.parameters(), before, grads):
+                params[name] = {"norm": p.norm().item(), "grad_norm": g.norm().item(),
+                                "update_norm": (p - b).norm().item(), "max": p.max().item(), "grad_min": g.min().item()}
+            total = torch.stack([g.norm() for g in grads]).norm().item()
+        reference.append({"loss": loss.item(), "grad_norm": total, "params": params})
+        step += 1
+        if step == 24:
+            break
+if os.environ.get("REFERENCE"):
+    json.dump(reference, open(os.environ["REFERENCE"], "w"))
+sys.stdout.write("final %r\\n" % [float(p.sum()) for p in model.parameters()])
+"""
+
+
+def monitor_lines(directory):
+    return [json.loads(line) for line in (directory / "monitor.jsonl").read_text().splitlines()]
+
+
+def close(a, b, rel=1e-5):
+    return math.isclose(a, b, rel_tol=rel, abs_tol=1e-7)
+
+
+@pytest.fixture(scope="module")
+def spiked(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("spiked")
+    proc = run_script(tmp, PROGRAM, monitor="1", monitor_trigger="loss:6sigma",
+                      env={"SPIKE_STEP": "12", "REFERENCE": str(tmp / "reference.json")})
+    return tmp, proc
+
+
+def test_monitor_values_equal_the_programs_recomputation(spiked):
+    tmp, _ = spiked
+    reference = json.loads((tmp / "reference.json").read_text())
+    lines = monitor_lines(tmp / "out")
+    assert [line["step"] for line in lines] == list(range(24))
+    for line, want in zip(lines, reference):
+        assert close(line["loss"], want["loss"]), (line["step"], line["loss"], want["loss"])
+        assert close(line["grad_norm"], want["grad_norm"]), line["step"]
+        assert line["backward_calls"] == 1
+        assert set(line["params"]) == set(want["params"])
+        for name, stats in line["params"].items():
+            expected = want["params"][name]
+            for stat in ("norm", "grad_norm", "max", "grad_min"):
+                assert close(stats[stat], expected[stat]), (line["step"], name, stat, stats[stat], expected[stat])
+            assert close(stats["update_ratio"], expected["update_norm"] / expected["norm"], rel=1e-4), (name, stats)
+            assert stats["lr"] == 1e-2 and stats["nan"] == stats["grad_inf"] == 0
+
+
+def test_the_spike_fires_at_its_step_and_not_before(spiked):
+    tmp, proc = spiked
+    lines = monitor_lines(tmp / "out")
+    fired = [line["step"] for line in lines if line.get("triggers")]
+    assert fired and fired[0] == 12, fired
+    trigger = lines[12]["triggers"][0]
+    assert trigger["rule"] == "loss:6sigma" and trigger["statistic"] == "loss" and trigger["sigmas"] > 6
+    assert "monitor: step 12: loss" in proc.stderr
+    note = summary(tmp / "out")["notes"]["monitor"]
+    note = json.loads(note) if isinstance(note, str) else note
+    assert note["steps"] == 24 and note["triggers"][0]["step"] == 12
+    trace = (tmp / "out" / "trace.jsonl")
+    assert not trace.exists() or not trace.read_text().strip()  # the monitor alone records no op
+
+
+def test_the_program_computes_what_it_computes_unhooked(spiked, tmp_path):
+    _, hooked = spiked
+    plain = run_script(tmp_path, PROGRAM, preload=False, env={"SPIKE_STEP": "12"})
+    assert hooked.stdout == plain.stdout
+
+
+def test_a_slow_drift_fires_nothing(tmp_path):
+    run_script(tmp_path, PROGRAM, monitor="1", monitor_trigger="loss:6sigma,grad_norm:10x", env={"DRIFT": "0.2"})
+    lines = monitor_lines(tmp_path / "out")
+    assert len(lines) == 24 and not [line["step"] for line in lines if line.get("triggers")]
+    assert lines[-1]["loss"] > 2 * lines[5]["loss"]  # it did drift
+
+
+@pytest.mark.parametrize("rule", ["loss:6", "los:6sigma", "fc1.weight.gradnorm:3x", "loss:-2sigma"])
+def test_a_bad_rule_fails_at_start_naming_what_is_accepted(tmp_path, rule):
+    proc = run_script(tmp_path, PROGRAM, check=False, monitor="1", monitor_trigger=rule, strict="1")
+    assert proc.returncode == 2
+    assert "OPHOOK_MONITOR_TRIGGER='%s' is not valid" % rule in proc.stderr
+    assert "STATISTIC:Nsigma" in proc.stderr and "update_ratio" in proc.stderr
+
+
+def test_a_run_without_an_optimizer_says_what_it_could_not_monitor(tmp_path):
+    program = "import torch\nw = torch.ones(3, requires_grad=True)\n(w * 2).sum().backward()\n"
+    proc = run_script(tmp_path, program, monitor="1")
+    assert "monitor: no optimizer step ran: nothing was monitored" in proc.stderr
+    note = summary(tmp_path / "out")["notes"]["monitor"]
+    note = json.loads(note) if isinstance(note, str) else note
+    assert note["steps"] == 0 and "no optimizer step ran" in note["missing"]
+    assert not (tmp_path / "out" / "monitor.jsonl").exists()
+
+
+def test_the_report_names_the_op_that_made_the_spike(tmp_path):
+    run_script(tmp_path, PROGRAM, monitor="1", mode="stats", monitor_trigger="loss:6sigma", env={"SPIKE_STEP": "12"})
+    lines = monitor_lines(tmp_path / "out")
+    assert [line["step"] for line in lines if line.get("triggers")][:1] == [12]
+    report = run_ophook("report", tmp_path / "out")
+    assert report.returncode == 0, report.stderr
+    assert "24 steps (0-23), 1 trigger" in report.stdout, report.stdout
+    made_by = next(line for line in report.stdout.splitlines() if "made by" in line)
+    line_number = PROGRAM.splitlines().index(
+        "        loss = torch.nn.functional.mse_loss(model(xb), yb)") + 1
+    assert "op=torch.nn.functional.linear" in made_by and "module=Sequential.0" in made_by, made_by
+    assert "/prog.py:%d:" % line_number in made_by and "phase=forward" in made_by, made_by
+
+
+def test_a_killed_run_leaves_every_complete_step_whole(tmp_path):
+    killed = PROGRAM.replace("        step += 1\n", "        step += 1\n"
+                             "        if step == 15:\n            os.kill(os.getpid(), 9)\n")
+    proc = run_script(tmp_path, killed, check=False, monitor="1")
+    assert proc.returncode == -9
+    lines = monitor_lines(tmp_path / "out")
+    assert [line["step"] for line in lines] == list(range(15))
+
+
+GPT2 = """
+import json, os, sys
+import torch
+from torch.utils.data import DataLoader
+from transformers import GPT2Config, GPT2LMHeadModel
+
+torch.manual_seed(0)
+model = GPT2LMHeadModel(GPT2Config(vocab_size=96, n_positions=16, n_embd=32, n_layer=2, n_head=2))
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+loader = DataLoader(torch.randint(0, 96, (320, 16)), batch_size=16)
+reference = []
+for step, ids in enumerate(loader):
+    for group in opt.param_groups:
+        group["lr"] = 1.0 if step == 14 else 1e-3  # the learning rate jumps for one step
+    loss = model(input_ids=ids, labels=ids).loss
+    opt.zero_grad()
+    loss.backward()
+    total = torch.nn.utils.get_total_norm([p.grad for p in model.parameters() if p.grad is not None]).item()
+    opt.step()
+    reference.append({"loss": loss.item(), "grad_norm": total})
+json.dump(reference, open(os.environ["REFERENCE"], "w"))
+sys.stdout.write("final %.6f\\n" % reference[-1]["loss"])
+"""
+
+
+def test_a_gpt2_from_a_config_fires_on_the_step_its_learning_rate_jumps(tmp_path):
+    run_script(tmp_path, GPT2, monitor="1", monitor_trigger="*.update_ratio:10x",
+               env={"REFERENCE": str(tmp_path / "reference.json")}, timeout=300)
+    reference = json.loads((tmp_path / "reference.json").read_text())
+    lines = monitor_lines(tmp_path / "out")
+    assert len(lines) == len(reference) == 20
+    for line, want in zip(lines, reference):
+        assert close(line["loss"], want["loss"]) and close(line["grad_norm"], want["grad_norm"], rel=1e-4), line["step"]
+    assert "GPT2LMHeadModel.transformer.h.1.attn.c_attn.weight" in lines[0]["params"]
+    fired = sorted({line["step"] for line in lines if line.get("triggers")})
+    assert fired and fired[0] == 14, fired
+    assert all(t["statistic"].endswith(".update_ratio") for t in lines[14]["triggers"])
