@@ -62,6 +62,49 @@ std::string write_errors_text(const json& errors) {
   return errors.dump();
 }
 
+std::string describe_origin(const SpikeOrigin& origin) {
+  const TraceRecord& r = *origin.record;
+  std::string text = fmt::format("seq={} op={} source={}", r.seq, r.op, r.source.value_or("-"));
+  if (r.module) text += " module=" + *r.module;
+  if (r.phase) text += " phase=" + *r.phase;
+  const std::string size = origin.size ? fmt::format("max |x| {:.4g}", *origin.size) : std::string("no finite value");
+  text += fmt::format(": {} {}", origin.value_path, size);
+  if (origin.nonfinite > 0) text += fmt::format(" ({} NaN/Inf)", origin.nonfinite);
+  return text + fmt::format(", was {:.4g} to {:.4g} in steps {}-{}", origin.low, origin.high, origin.from_step,
+                            origin.to_step);
+}
+
+/// The monitor's lines: steps and triggers per process, each trigger step's spike origin. Bounded
+/// whatever the number of ranks: the processes with triggers first, at most kMonitorProcesses.
+void add_monitor_facts(const RunReport& report, std::vector<std::pair<std::string, std::string>>& facts) {
+  constexpr std::size_t kMonitorProcesses = 8;
+  std::size_t shown = 0, quiet = 0, monitored = 0;
+  for (const ProcessRun& p : report.processes) {
+    if (!p.monitor.present) continue;
+    ++monitored;
+    if (p.monitor.triggers.empty()) ++quiet;
+  }
+  if (monitored == 0) return;
+  const bool many = report.processes.size() > 1;
+  for (std::size_t i = 0; i < report.processes.size(); ++i) {
+    const ProcessRun& p = report.processes[i];
+    if (!p.monitor.present || (p.monitor.triggers.empty() && monitored > 1) || shown == kMonitorProcesses) continue;
+    ++shown;
+    const MonitorLog& log = p.monitor;
+    facts.emplace_back("monitor" + (many ? " (" + p.label + ")" : std::string()),
+                       fmt::format("{} steps ({}-{}), {} trigger{}", log.steps, log.first_step.value_or(0),
+                                   log.last_step.value_or(0), log.triggers.size(), log.triggers.size() == 1 ? "" : "s"));
+    for (const SpikeFinding& spike : report.spikes) {
+      if (spike.process != i) continue;
+      facts.emplace_back("", fmt::format("step {}: {}", spike.trigger->step, describe_trigger(*spike.trigger)));
+      facts.emplace_back("", spike.origin ? "  made by " + describe_origin(*spike.origin)
+                                          : std::string("  made by: not in the records (record the run in stats or "
+                                                        "dump mode, or with OPHOOK_RING_BYTES, to have it named)"));
+    }
+  }
+  if (monitored > 1) facts.emplace_back("", fmt::format("{} of {} monitored processes had no trigger", quiet, monitored));
+}
+
 void print_top(const RunReport& report, std::ostream& out, std::size_t top, bool by_time) {
   std::vector<const OpTotals*> ops;
   for (const OpTotals& t : report.ops) ops.push_back(&t);
@@ -143,6 +186,7 @@ std::vector<std::pair<std::string, std::string>> report_facts(const RunReport& r
   constexpr std::size_t kRankChainLines = 12;
   const auto chain = describe_rank_chain(report, first_nonfinite_per_rank(report), kRankChainLines);
   for (std::size_t i = 0; i < chain.size(); ++i) facts.emplace_back(i == 0 ? "across ranks" : "", chain[i]);
+  add_monitor_facts(report, facts);
   for (const ProcessRun& p : report.processes) {
     if (!p.summary) continue;
     const std::string suffix = report.processes.size() > 1 ? " (" + p.label + ")" : "";

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "ophook/error.hpp"
+#include "read/monitor_file.hpp"
 #include "read/parallel_for.hpp"
 #include "read/process_dirs.hpp"
 #include "read/summary_file.hpp"
@@ -40,6 +41,7 @@ ProcessRun load_process(std::string label, const fs::path& dir,
     process.has_trace = true;
   }
   process.summary = read_summary(dir);
+  process.monitor = read_monitor_file(dir, warnings);
   return process;
 }
 
@@ -59,6 +61,20 @@ void total_ops(RunReport& report) {
   }
   std::stable_sort(report.ops.begin(), report.ops.end(),
                    [](const OpTotals& a, const OpTotals& b) { return a.calls > b.calls; });
+}
+
+/// The monitor's trigger steps, each with the call that made it (report/spike_origin.hpp).
+void find_spikes(RunReport& report) {
+  for (std::size_t p = 0; p < report.processes.size(); ++p) {
+    const ProcessRun& process = report.processes[p];
+    std::optional<std::int64_t> last_step;
+    std::size_t found = 0;
+    for (const MonitorTrigger& trigger : process.monitor.triggers) {
+      if (trigger.step == last_step || found == kMaxSpikes) continue;
+      last_step = trigger.step, ++found;
+      report.spikes.push_back({p, &trigger, find_spike_origin(process.records, trigger.step)});
+    }
+  }
 }
 
 }  // namespace
@@ -87,6 +103,7 @@ RunReport load_run_report(const fs::path& dir) {
     const std::size_t process = ranks[*first].process;
     report.first_nonfinite = find_first_nonfinite(report.processes[process], process);
   }
+  find_spikes(report);
   return report;
 }
 

@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "read/monitor_file.hpp"
 #include "read/trace_model.hpp"
+#include "report/spike_origin.hpp"
 
 namespace ophook::cli {
 
@@ -17,6 +19,14 @@ struct ProcessRun {
   bool has_trace = false;
   std::vector<TraceRecord> records;
   std::optional<nlohmann::json> summary;  // summary.json, when present
+  MonitorLog monitor;                     // monitor.jsonl, when present
+};
+
+/// A step the training monitor marked, and the call that made it where the records tell.
+struct SpikeFinding {
+  std::size_t process = 0;
+  const MonitorTrigger* trigger = nullptr;  // the step's first trigger, in processes[process].monitor
+  std::optional<SpikeOrigin> origin;
 };
 
 struct OpTotals {
@@ -34,6 +44,9 @@ struct NonfiniteCall {
   std::uint64_t nan = 0, inf = 0;
 };
 
+/// The trigger steps per process that the report looks into.
+inline constexpr std::size_t kMaxSpikes = 5;
+
 /// Everything `ophook report` shows about one output directory.
 struct RunReport {
   std::filesystem::path dir;
@@ -42,6 +55,7 @@ struct RunReport {
   std::uint64_t total_calls = 0;
   double total_ns = 0;
   std::optional<NonfiniteCall> first_nonfinite;  // the earliest culprit: causal order, then step and time
+  std::vector<SpikeFinding> spikes;              // per process, its first kMaxSpikes trigger steps
   std::vector<std::string> warnings;
 };
 

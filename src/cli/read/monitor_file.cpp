@@ -1,0 +1,64 @@
+#include "read/monitor_file.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "ophook/error.hpp"
+#include "read/json_fields.hpp"
+
+namespace ophook::cli {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+MonitorLog read_monitor_file(const fs::path& dir, std::vector<std::string>& warnings) {
+  MonitorLog log;
+  const fs::path path = dir / "monitor.jsonl";
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return log;
+  log.present = true;
+  std::string line, bad;
+  std::size_t number = 0, bad_number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty()) continue;
+    if (!bad.empty()) throw Error(fmt::format("{}:{}: not a JSON object", path.string(), bad_number));
+    json parsed = json::parse(line, nullptr, false);
+    if (!parsed.is_object()) {
+      bad = line, bad_number = number;
+      continue;
+    }
+    const std::string where = fmt::format("{}:{}", path.string(), number);
+    const auto step = optional_integer(parsed, "step", where);
+    if (!step) throw Error(where + ": no step");
+    ++log.steps;
+    if (!log.first_step) log.first_step = step;
+    log.last_step = step;
+    const auto triggers = parsed.find("triggers");
+    if (triggers == parsed.end() || !triggers->is_array()) continue;
+    for (auto& trigger : *triggers) log.triggers.push_back({*step, std::move(trigger)});
+  }
+  if (!bad.empty()) {
+    warnings.push_back(fmt::format("{}:{}: the last line is cut short (the run ended while writing it): left out",
+                                   path.string(), bad_number));
+  }
+  return log;
+}
+
+std::string describe_trigger(const MonitorTrigger& trigger) {
+  const json& t = trigger.facts;
+  const std::string statistic = t.value("statistic", "?"), rule = t.value("rule", "?");
+  const json value = t.value("value", json());
+  if (!value.is_number()) return fmt::format("{} is not finite ({})", statistic, rule);
+  const auto steps = t.value("steps", 0);
+  if (t.contains("sigmas")) {
+    return fmt::format("{} {:.4g} is {:.1f} sigma above the mean of the {} steps before ({:.4g}, sigma {:.3g}) ({})",
+                       statistic, value.get<double>(), t.value("sigmas", 0.0), steps, t.value("mean", 0.0),
+                       t.value("std", 0.0), rule);
+  }
+  return fmt::format("{} {:.4g} is {:.1f} times the median of the {} steps before ({:.4g}) ({})", statistic,
+                     value.get<double>(), t.value("times", 0.0), steps, t.value("median", 0.0), rule);
+}
+
+}  // namespace ophook::cli
