@@ -79,16 +79,16 @@ def measure_calls(group, ctx):
     return rows
 
 
-def measure_loop(group, ctx, options, settings, limits, baselines=None):
-    """mlp_loop.py with `options`, unhooked and under each row's OPHOOK_ `settings`, in turn; a row
-    per key of `limits` (its ratio's bound, or None), against the unhooked loop or the variant
-    `baselines` names for it."""
-    argv = [ctx.python, os.path.join(ctx.root, "tests", "bench", "mlp_loop.py"), *options]
+def measure_loop(group, ctx, options, settings, limits, baselines=None, script="mlp_loop.py"):
+    """`script` (a loop of tests/bench/ that prints its timed loop's seconds first) with `options`,
+    unhooked and under each row's OPHOOK_ `settings`, in turn; a row per key of `limits` (its
+    ratio's bound, or None), against the unhooked loop or the variant `baselines` names for it."""
+    argv = [ctx.python, os.path.join(ctx.root, "tests", "bench", script), *options]
 
     def loop_s(env):
         done = subprocess.run(argv, env=env, capture_output=True, text=True)
         if done.returncode != 0:
-            raise RuntimeError("mlp_loop.py exited with %d: %s" % (done.returncode, done.stderr.strip()[-400:]))
+            raise RuntimeError("%s exited with %d: %s" % (script, done.returncode, done.stderr.strip()[-400:]))
         return float(done.stdout.split()[0])
 
     variants = {"plain": plain_env()}

@@ -1,7 +1,8 @@
 """One optimizer step's statistics of its parameters, as multi-tensor ops per device and dtype
 (torch._foreach_norm, as torch.nn.utils.clip_grad_norm_ groups them) into a ScalarBatch: weight,
-gradient and update norms, weight and gradient min/max. The update is the weights after the step
-less a copy taken before it (one copy of the parameters, kept between steps)."""
+gradient and update norms, weight and gradient min/max. The update is the copy of the weights
+taken before the step less the weights after it, computed in the copy's place (one copy of the
+parameters, kept between steps; a new allocation per step would cost more than the norms)."""
 import math
 
 
@@ -55,7 +56,8 @@ def gather(torch, parameters, snapshot, batch):
             _add_extremes(torch, batch, [p for p, _ in with_grad], grads, "grad_min", "grad_max")
         updated = [(p, w, snapshot.before(p)) for p, w in zip(bucket, weights) if snapshot.before(p) is not None]
         if updated:
-            deltas = torch._foreach_sub([before for _, _, before in updated], [w for _, w, _ in updated])
+            deltas = [before for _, _, before in updated]
+            torch._foreach_sub_(deltas, [w for _, w, _ in updated])
             batch.add([(p.name, "update_norm") for p, _, _ in updated], torch._foreach_norm(deltas))
 
 

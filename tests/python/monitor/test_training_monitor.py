@@ -197,3 +197,18 @@ def test_a_gpt2_from_a_config_fires_on_the_step_its_learning_rate_jumps(tmp_path
     fired = sorted({line["step"] for line in lines if line.get("triggers")})
     assert fired and fired[0] == 14, fired
     assert all(t["statistic"].endswith(".update_ratio") for t in lines[14]["triggers"])
+
+
+def test_tensorboard_reads_the_scalars_back(spiked):
+    tmp, _ = spiked
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(tmp / "out" / "tensorboard"))
+    events.Reload()
+    lines = monitor_lines(tmp / "out")
+    loss = {event.step: event.value for event in events.Scalars("loss")}
+    assert sorted(loss) == list(range(24))
+    for line in lines:
+        assert close(loss[line["step"]], line["loss"], rel=1e-6)
+    grad_norms = events.Scalars("params/Sequential.0.weight/grad_norm")
+    assert close(grad_norms[5].value, lines[5]["params"]["Sequential.0.weight"]["grad_norm"], rel=1e-6)
