@@ -25,6 +25,21 @@ def scalars(line):
     return out
 
 
+def _remove_earlier_events(directory):
+    """An earlier run's event files in ophook's own directory: TensorBoard would show both runs
+    as one (as a new run removes the earlier one's other files)."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        if name.startswith("events.out.tfevents."):
+            try:
+                os.unlink(os.path.join(directory, name))
+            except OSError:
+                pass
+
+
 class TensorBoardEvents:
     @staticmethod
     def open(directory, log):
@@ -36,7 +51,9 @@ class TensorBoardEvents:
         try:
             from torch.utils.tensorboard import SummaryWriter
 
-            return TensorBoardEvents(SummaryWriter(log_dir=os.path.join(directory, DIRECTORY)))
+            events = os.path.join(directory, DIRECTORY)
+            _remove_earlier_events(events)
+            return TensorBoardEvents(SummaryWriter(log_dir=events))
         except Exception as error:
             log("warn", "monitor: TensorBoard events not written (%s: %s)" % (type(error).__name__, error))
             return None

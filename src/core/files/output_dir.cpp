@@ -129,8 +129,8 @@ std::pair<std::string, std::string> split_last(std::string path) {
 }
 
 bool is_previous_run_file(std::string_view name) noexcept {
-  for (const std::string_view fixed : {"trace.jsonl", "summary.json", "api_trace.txt",
-                                       "api_apis.txt", "api_configs.txt", "api_statistics.txt"}) {
+  for (const std::string_view fixed : {"trace.jsonl", "summary.json", "api_trace.txt", "api_apis.txt",
+                                       "api_configs.txt", "api_statistics.txt", "monitor.jsonl"}) {
     if (name == fixed) return true;
   }
   if (name.size() > 7 && name.starts_with("op_") && name.ends_with(".npy")) return true;

@@ -219,6 +219,7 @@ TEST_F(OutputDirTest, RemovePreviousRunFilesRemovesOnlyContractNames) {
   const std::set<std::string> ours = {
       "trace.jsonl",     "summary.json",        "api_trace.txt",
       "api_apis.txt",    "api_configs.txt",     "api_statistics.txt",
+      "monitor.jsonl",
       "op_numpy.add_input1_000000.npy",          "op_aten.mm.default_output_000001.npy",
       ".tmp.op_x.npy.123.4"};
   for (const auto& name : ours) spit(out / name, "old");
