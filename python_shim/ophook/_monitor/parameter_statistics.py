@@ -7,10 +7,22 @@ import math
 
 
 class Parameter:
-    __slots__ = ("tensor", "name", "group")
+    """`tensor` is what the statistics read: a DTensor parameter's (FSDP2) local shard, so that no
+    collective of the monitor's runs on the program's groups; `sharded` says so."""
+    __slots__ = ("parameter", "name", "group", "sharded")
 
-    def __init__(self, tensor, name, group):
-        self.tensor, self.name, self.group = tensor, name, group
+    def __init__(self, parameter, name, group):
+        self.parameter, self.name, self.group = parameter, name, group
+        self.sharded = hasattr(parameter, "_local_tensor") and hasattr(parameter, "placements")
+
+    @property
+    def tensor(self):
+        return self.parameter._local_tensor if self.sharded else self.parameter
+
+    @property
+    def grad(self):
+        grad = self.parameter.grad
+        return grad._local_tensor if grad is not None and self.sharded else grad
 
 
 def buckets(parameters):
@@ -33,14 +45,14 @@ class UpdateSnapshot:
             weights = [p.tensor.detach() for p in bucket]
             copies = []
             for p, weight in zip(bucket, weights):
-                copy = self._buffers.get(id(p.tensor))
+                copy = self._buffers.get(id(p.parameter))
                 if copy is None or copy.shape != weight.shape:
-                    copy = self._buffers[id(p.tensor)] = torch.empty_like(weight)
+                    copy = self._buffers[id(p.parameter)] = torch.empty_like(weight)
                 copies.append(copy)
             torch._foreach_copy_(copies, weights)
 
     def before(self, parameter):
-        return self._buffers.get(id(parameter.tensor))
+        return self._buffers.get(id(parameter.parameter))
 
 
 def gather(torch, parameters, snapshot, batch):
@@ -49,7 +61,7 @@ def gather(torch, parameters, snapshot, batch):
         weights = [p.tensor.detach() for p in bucket]
         batch.add([(p.name, "norm") for p in bucket], torch._foreach_norm(weights))
         _add_extremes(torch, batch, bucket, weights, "min", "max")
-        with_grad = [(p, p.tensor.grad.detach()) for p in bucket if p.tensor.grad is not None]
+        with_grad = [(p, p.grad.detach()) for p in bucket if p.grad is not None]
         if with_grad:
             grads = [g for _, g in with_grad]
             batch.add([(p.name, "grad_norm") for p, _ in with_grad], torch._foreach_norm(grads))
@@ -72,7 +84,7 @@ def nonfinite_counts(parameter, values):
     any (a finite norm means every element is finite): {statistic: count}."""
     out = {"nan": 0, "inf": 0, "grad_nan": 0, "grad_inf": 0}
     checks = (("", parameter.tensor.detach(), values.get("norm")),
-              ("grad_", parameter.tensor.grad, values.get("grad_norm")))
+              ("grad_", parameter.grad, values.get("grad_norm")))
     for prefix, tensor, norm in checks:
         if tensor is None or norm is None or math.isfinite(norm):
             continue

@@ -163,6 +163,8 @@ class TrainingMonitor:
                 stats["update_ratio"] = update / norm if update is not None and norm else None
                 stats.update(nonfinite_counts(parameter, stats))
                 stats["lr"] = lrs.get(parameter.group)
+                if parameter.sharded:
+                    stats["sharded"] = True  # this rank's shard: the whole norm is sqrt(sum of the ranks' norm²)
                 if stats["grad_norm"] is not None:
                     any_grad = True
                     squares += stats["grad_norm"] ** 2
@@ -222,6 +224,6 @@ def _flat(line):
     for section in ("params", "modules"):
         for name, stats in line.get(section, {}).items():
             for stat, value in stats.items():
-                if isinstance(value, (int, float)):
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
                     out["%s.%s" % (name, stat)] = float(value)
     return out

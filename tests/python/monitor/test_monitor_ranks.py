@@ -71,3 +71,45 @@ def test_the_spiking_rank_is_named_and_every_rank_writes_its_last_steps(tmp_path
     assert "1 of 2 monitored processes had no trigger" in text
     made_by = next(line for line in text.splitlines() if "made by" in line)
     assert "op=torch.nn.functional.linear" in made_by and "module=DistributedDataParallel.module.0" in made_by, made_by
+
+
+FSDP2 = """
+import datetime, json, os, sys
+import torch
+import torch.distributed as dist
+from torch.distributed.fsdp import fully_shard
+
+dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
+rank = dist.get_rank()
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+for layer in (model[0], model[2]):
+    fully_shard(layer)
+fully_shard(model)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+torch.manual_seed(1 + rank)
+norms = []
+for step in range(4):
+    loss = model(torch.randn(8, 8)).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    norms.append({name: p.full_tensor().norm().item() for name, p in model.named_parameters()})
+if rank == 0:
+    json.dump(norms, open(sys.argv[1], "w"))
+dist.destroy_process_group()
+"""
+
+
+def test_fsdp2_shards_norms_put_together_are_the_unsharded_norms(tmp_path):
+    reference = tmp_path / "norms.json"
+    torchrun(tmp_path, FSDP2, 2, reference, monitor="1", timeout=180)
+    want = json.loads(reference.read_text())
+    ranks = [lines(tmp_path / "out" / ("rank%d" % rank)) for rank in (0, 1)]
+    for step, expected in enumerate(want):
+        for name, norm in expected.items():
+            # fully_shard gives the model a class of its own, FSDPSequential: records name it so too
+            shards = [rank_lines[step]["params"]["FSDPSequential." + name] for rank_lines in ranks]
+            assert all(shard["sharded"] for shard in shards)
+            together = np.sqrt(sum(shard["norm"] ** 2 for shard in shards))
+            assert np.isclose(together, norm, rtol=1e-5), (step, name, together, norm)
