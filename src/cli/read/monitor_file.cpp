@@ -33,6 +33,7 @@ MonitorLog read_monitor_file(const fs::path& dir, std::vector<std::string>& warn
     const auto step = optional_integer(parsed, "step", where);
     if (!step) throw Error(where + ": no step");
     ++log.steps;
+    log.points.push_back({*step, optional_number(parsed, "loss", where), optional_number(parsed, "grad_norm", where)});
     if (!log.first_step) log.first_step = step;
     log.last_step = step;
     const auto triggers = parsed.find("triggers");

@@ -17,9 +17,16 @@ struct MonitorTrigger {
   nlohmann::json facts;  // the trigger as the line holds it: rule, statistic, value, sigmas or times, ...
 };
 
+/// A step's loss and global gradient norm (none where the line holds null).
+struct MonitorPoint {
+  std::int64_t step = 0;
+  std::optional<double> loss, grad_norm;
+};
+
 struct MonitorLog {
   bool present = false;
   std::uint64_t steps = 0;  // lines read
+  std::vector<MonitorPoint> points;  // one per line: the series `report --html` plots
   std::optional<std::int64_t> first_step, last_step;
   std::vector<MonitorTrigger> triggers;  // in step order
 };

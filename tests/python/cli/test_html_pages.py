@@ -57,13 +57,15 @@ def pages(tmp_path_factory):
     record_all([(work / "regression", "regression_model.py", (), {}),
                 (work / "regression_perturbed", "regression_model.py", (), {"OPHOOK_EXAMPLE_PERTURB": "1"}),
                 (work / "mlp2", "torch_mlp.py", ("--steps", "2"), {}),
-                (work / "mlp3", "torch_mlp.py", ("--steps", "3"), {})])
+                (work / "mlp3", "torch_mlp.py", ("--steps", "3"), {}),
+                (work / "monitored", "torch_mlp.py", ("--steps", "12"),
+                 {"OPHOOK_MONITOR": "1", "OPHOOK_MODE": "stats", "OPHOOK_MONITOR_TRIGGER": "loss:0.5x"})])
     out = {}
     for name, base, new in (("compare_differing", "regression", "regression_perturbed"),
                             ("compare_unmatched", "mlp2", "mlp3")):
         ophook("compare", work / base, work / new, "--html", work / (name + ".html"), "--json", work / (name + ".json"))
         out[name] = (work / (name + ".html"), json.loads((work / (name + ".json")).read_text()))
-    for name in ("regression", "mlp3"):
+    for name in ("regression", "mlp3", "monitored"):
         ophook("report", work / name, "--html", work / ("report_%s.html" % name))
         out["report_" + name] = (work / ("report_%s.html" % name), None)
     return out
@@ -80,7 +82,8 @@ def has_sections(measured, prefixes):
     return all(any(heading.startswith(prefix) for heading in measured["sections"]) for prefix in prefixes)
 
 
-@pytest.mark.parametrize("name", ["report_regression", "report_mlp3", "compare_differing", "compare_unmatched"])
+@pytest.mark.parametrize("name", ["report_regression", "report_mlp3", "report_monitored", "compare_differing",
+                                  "compare_unmatched"])
 def test_page_renders_within_the_window(pages, browser, name):
     path, result = pages[name]
     errors = browser.open(path.as_uri())
@@ -125,3 +128,28 @@ def test_the_browser_sees_what_breaks_a_page(browser, tmp_path):
     assert any("ERR_FILE_NOT_FOUND" in e for e in errors), errors
     measured = browser.evaluate(MEASURE)
     assert measured["scrollWidth"] > WIDTH and measured["sections"] == {"Wide": 1}
+
+
+def test_the_monitor_is_plotted_per_step_with_its_triggers_marked(pages, browser):
+    """A monitored run (OPHOOK_MONITOR, a rule that fires once its window is full) gets the loss and
+    the gradient norm per step, the steps that fired drawn red."""
+    path, _ = pages["report_monitored"]
+    assert browser.open(path.as_uri()) == []
+    drawn = browser.evaluate("""(() => {
+      const h = [...document.querySelectorAll("h2")].find(e => e.textContent === "Training monitor");
+      const charts = [];
+      for (let next = h.nextElementSibling; next && next.tagName !== "H2"; next = next.nextElementSibling) {
+        const svg = next.tagName === "svg" ? next : next.querySelector && next.querySelector("svg");
+        if (svg) charts.push({points: svg.querySelectorAll("circle").length,
+                              red: [...svg.querySelectorAll("circle")].filter(
+                                c => (c.getAttribute("fill") || "").toLowerCase() !== (
+                                  svg.querySelector("circle").getAttribute("fill") || "").toLowerCase()).length});
+      }
+      return charts;
+    })()""")
+    assert len(drawn) == 2, drawn
+    lines = [json.loads(line) for line in (path.parent / "monitored" / "monitor.jsonl").read_text().splitlines()]
+    fired = [line["step"] for line in lines if line.get("triggers")]
+    assert len(lines) == 12 and fired, lines
+    for chart in drawn:
+        assert chart["points"] == 12 and chart["red"] in (len(fired), 12 - len(fired)), (chart, fired)

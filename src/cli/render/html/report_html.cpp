@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+#include <utility>
 
 #include "render/html/html_page.hpp"
 #include "render/html/svg_chart.hpp"
@@ -68,6 +70,46 @@ void add_timeline(const RunReport& report, HtmlPage& page) {
   page.raw(svg_timeline(lanes, std::move(spans), marker, marker_label));
 }
 
+/// One monitored process's loss and gradient norm per step, its trigger steps in red.
+void add_monitor_charts(const ProcessRun& process, bool many, HtmlPage& page) {
+  const MonitorLog& log = process.monitor;
+  std::set<std::int64_t> fired;
+  for (const MonitorTrigger& trigger : log.triggers) fired.insert(trigger.step);
+  const std::optional<double> marker =
+      fired.empty() ? std::nullopt : std::optional<double>(static_cast<double>(*fired.begin()));
+  page.heading("Training monitor" + (many ? " (" + process.label + ")" : std::string()));
+  page.paragraph(fmt::format("{} steps from monitor.jsonl, log scale; steps where a trigger fired in red, the "
+                             "first one marked.",
+                             log.steps),
+                 "note");
+  for (const auto& [name, field] : {std::pair{"loss", &MonitorPoint::loss}, std::pair{"grad_norm", &MonitorPoint::grad_norm}}) {
+    std::vector<ErrorPoint> points;
+    for (const MonitorPoint& p : log.points) {
+      if (!(p.*field)) continue;
+      const double value = *(p.*field);
+      points.push_back({static_cast<double>(p.step), std::max(0.0, value), fired.contains(p.step),
+                        fmt::format("step {}: {} {:.6g}", p.step, name, value)});
+    }
+    if (points.empty()) continue;
+    page.heading(name, 3);
+    page.raw(svg_error_chart(points, {}, marker, "step"));
+  }
+}
+
+/// The monitored processes' charts: those whose rules fired first, at most kMonitorCharts.
+void add_monitor(const RunReport& report, HtmlPage& page) {
+  constexpr std::size_t kMonitorCharts = 4;
+  std::vector<const ProcessRun*> shown;
+  for (const bool with_triggers : {true, false}) {
+    for (const ProcessRun& p : report.processes) {
+      if (p.monitor.steps > 0 && p.monitor.triggers.empty() != with_triggers && shown.size() < kMonitorCharts) {
+        shown.push_back(&p);
+      }
+    }
+  }
+  for (const ProcessRun* p : shown) add_monitor_charts(*p, report.processes.size() > 1, page);
+}
+
 void add_op_table(const RunReport& report, HtmlPage& page) {
   page.heading("All ops");
   std::vector<std::vector<std::string>> rows;
@@ -92,6 +134,7 @@ std::string render_report_html(const RunReport& report, std::size_t top) {
   for (const std::string& warning : report.warnings) page.paragraph("warning: " + warning, "note");
   add_bars(report, page, top, false);
   add_bars(report, page, top, true);
+  add_monitor(report, page);
   add_timeline(report, page);
   add_op_table(report, page);
   return page.str();

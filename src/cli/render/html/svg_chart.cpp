@@ -114,8 +114,10 @@ std::string svg_error_chart(const std::vector<ErrorPoint>& points, const std::ve
   }
   svg += fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\">0</text>\n", kLeft - 6,
                      zero_y + 4);
-  svg += fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\">unmatched</text>\n",
-                     kLeft - 6, tick_y + 6);
+  if (!ticks.empty()) {
+    svg += fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\">unmatched</text>\n",
+                       kLeft - 6, tick_y + 6);
+  }
   for (double x : nice_ticks(xmin, xmax, 6)) {
     if (x != std::floor(x)) continue;  // seq numbers are integers
     svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{:.0f}</text>\n",

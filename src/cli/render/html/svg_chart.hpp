@@ -25,8 +25,9 @@ struct ErrorPoint {
   std::string label;  // tooltip
 };
 
-/// Errors along a run on a log scale: points merged per pixel column (largest error kept),
-/// `ticks` (e.g. unmatched calls) drawn as marks under the axis, `marker` as a vertical line.
+/// Errors (or any non-negative series: the monitor's loss) along a run on a log scale: points
+/// merged per pixel column (largest kept), `ticks` (e.g. unmatched calls) drawn as marks under the
+/// axis and labelled "unmatched" when there are any, `marker` as a vertical line.
 std::string svg_error_chart(const std::vector<ErrorPoint>& points, const std::vector<double>& ticks,
                             std::optional<double> marker, const std::string& x_label);
 
