@@ -10,11 +10,12 @@ import argparse
 import sys
 
 from .._bisect.bisection import DTYPE_TOLERANCE
+from .._bisect.result import relative_error
 from .._replay.trace_file import InputError, read_records
 from . import report
 from .chain import Chain
 from .links import blamed_calls, output_arrays, producers
-from .shares import chain_result, measure_shares, recorded_result, relative_error, result_call, result_pointers
+from .shares import chain_result, measure_shares, recorded_result, result_call, result_pointers
 
 EXIT_OK, EXIT_ABOVE, EXIT_INPUT = 0, 1, 2
 
@@ -70,7 +71,7 @@ def run_blame(options):
         measure_shares(chain, final_record, error, options.candidates)
     replayed = [r for r in results if r["status"] != "skipped"]
     return {"run": options.run, "calls": len(results), "replayed": len(replayed),
-            "chained": sum(1 for r in replayed if r["propagated"] is not None and r["linked"]),
+            "chained": sum(1 for r in replayed if r["chained"]),
             "final": {"seq": final_record["seq"], "op": final_record["op"], "source": final_record.get("source"),
                       "dtype": recorded["dtype"], "error": error, "tolerance": tolerance,
                       "outputs": [p for p, _ in output_arrays(final_record)]},

@@ -14,6 +14,23 @@ from .._replay.values import CannotRebuild, Unreadable
 from .links import input_arrays, output_arrays
 
 
+# Methods that narrow a tensor to a dtype they name themselves, with no dtype argument that widening
+# could widen: in the float64 program they keep float64 (so that their own rounding is their local
+# error, and later calls get float64).
+NARROWING_METHODS = ("torch.Tensor.float", "torch.Tensor.half", "torch.Tensor.bfloat16")
+
+
+def float64_function(record):
+    """The op to run for `record` in the float64 program (call.replayable: CannotRebuild when it
+    cannot be replayed)."""
+    function = call.replayable(record)
+    if record["op"] in NARROWING_METHODS:
+        import torch
+
+        return torch.Tensor.double
+    return function
+
+
 def value_at(produced, pointer):
     """The item of a call's outputs (as the recorder lists them) at "/outputs/1/0"."""
     value = produced
@@ -62,15 +79,16 @@ class Chain:
     def _step(self, record):
         result = call.new_result(record)
         result.update(module=record.get("module"), phase=record.get("phase"), step=record.get("step"),
-                      propagated=None, output_rel=None, linked=len(self.links.get(record["seq"], {})))
+                      propagated=None, output_rel=None, chained=False)
         try:
-            function = call.replayable(record)
+            function = float64_function(record)
             local = call.float64_outputs(self.run_dir, record, function)
             call.conclude(result, call.reference_tally(self.run_dir, record, local), "reference")
             inputs = self.chain_inputs(record, self.values)
             produced = local if not inputs else call.float64_outputs(
                 self.run_dir, record, function, lambda spec, pointer: substitute(inputs, spec, pointer))
             result["propagated"] = self._propagated(record, inputs)
+            result["chained"] = bool(inputs)
             result["output_rel"] = call.reference_tally(self.run_dir, record, produced).max_rel
             self.keep(record, produced, self.values)
         except CannotRebuild as why:

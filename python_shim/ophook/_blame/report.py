@@ -9,7 +9,9 @@ from .ranking import BY, culprits, groups, ranked_calls
 def _percent(share):
     if share is None:
         return "-"
-    return "inf" if share == float("inf") else "%.0f%%" % (100 * share) if share >= 0.01 else "%.2g%%" % (100 * share)
+    if share >= 0.01:
+        return "%.0f%%" % (100 * share)
+    return "<1%" if share > 0 else "0%"
 
 
 def _first(values):
@@ -34,10 +36,11 @@ def print_text(blame, by, top, out):
         else:
             out.write("no call's own rounding explains the final error: it is lost between calls, or in calls "
                       "blame skips\n")
+    others = [(name, field) for name, field in (("op", "ops"), ("module", "modules"), ("line", "lines")) if name != by]
     _table(out, "by %s, most to blame first" % by,
-           ["share", "local max rel", "propagated", "calls", by, "op", "module", "line"],
-           [[_percent(e["share"]), number_text(e["max_rel"]), number_text(e["propagated"]), str(e["calls"]), e["key"],
-             _first(e["ops"]), _first(e["modules"]), _first(e["lines"])] for e in entries[:top]])
+           ["share", "local max rel", "propagated", "calls", by] + [name for name, _ in others],
+           [[_percent(e["share"]), number_text(e["max_rel"]), number_text(e["propagated"]), str(e["calls"]), e["key"]]
+            + [_first(e[field]) for _, field in others] for e in entries[:top]])
     calls = ranked_calls(blame["results"])
     _table(out, "calls, most to blame first",
            ["share", "local max rel", "propagated", "seq", "op", "phase", "module", "line"],

@@ -17,7 +17,7 @@ import numpy as np
 from .._bisect.result import FLOAT_DTYPES, read_result, relative_error
 from .._replay import arrays, call, outputs
 from .._replay.values import CannotRebuild, Unreadable
-from .chain import substitute, value_at
+from .chain import float64_function, substitute, value_at
 from .links import output_arrays
 
 
@@ -58,8 +58,7 @@ def severity(result):
 def with_local_error(chain, record, values):
     """The chain's values of `record`'s kept outputs with the call's local error added; {} when it
     has none to add."""
-    function = call.replayable(record)
-    local = call.float64_outputs(chain.run_dir, record, function)
+    local = call.float64_outputs(chain.run_dir, record, float64_function(record))
     changed = {}
     for pointer, spec in output_arrays(record):
         key = (record["seq"], pointer)
@@ -103,7 +102,7 @@ def final_error_alone(chain, index, final_record, reference_result):
             continue
         everything = {**chain.chain_inputs(record, values), **inputs}
         try:
-            produced = call.float64_outputs(chain.run_dir, record, call.replayable(record),
+            produced = call.float64_outputs(chain.run_dir, record, float64_function(record),
                                             lambda spec, pointer, i=everything: substitute(i, spec, pointer))
         except (CannotRebuild, Unreadable):
             continue  # its outputs stay the chain's: error stops here, as it does in the chain
