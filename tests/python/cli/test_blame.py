@@ -10,11 +10,31 @@ from harness import VENV_PYTHON, clean_env
 from precision_programs import BENIGN, CANCELLATION, LONG_REDUCTION, OVERFLOW, planted_site, write_program
 
 
-def _blame(tmp_path, source, *options):
+# Two SGD steps of a small bfloat16-autocast model: the backward pass's aten ops (inside the skipped
+# torch.Tensor.backward record) and the optimizer's updates are blamed like the forward calls.
+TRAINING = """
+    import torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.rand(16, 8), torch.rand(16, 1)
+    for step in range(2):
+        opt.zero_grad()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = model(x)
+        loss = torch.nn.functional.mse_loss(out.float(), y)
+        loss.backward()
+        opt.step()
+    print(loss.item())
+"""
+
+
+def _blame(tmp_path, source, *options, levels="numpy,torch_function"):
     program = write_program(tmp_path, source)
     run_dir = tmp_path / "run"
-    recorded = run_ophook("run", "--mode", "dump", "--output", run_dir, "--", VENV_PYTHON, program,
-                          cwd=tmp_path, env=clean_env(), timeout=120)
+    recorded = run_ophook("run", "--mode", "dump", "--levels", levels, "--output", run_dir, "--", VENV_PYTHON,
+                          program, cwd=tmp_path, env=clean_env(), timeout=120)
     assert recorded.returncode == 0, recorded.stderr
     report = tmp_path / "blame.json"
     proc = run_ophook("blame", run_dir, "--json", report, *options, cwd=tmp_path, env=clean_env(), timeout=120)
@@ -69,6 +89,20 @@ def test_blame_of_a_benign_program_blames_nothing_and_says_so(tmp_path):
     assert blame["within_tolerance"] and blame["culprits_by_op"] == []
     assert blame["final"]["error"] <= blame["final"]["tolerance"]
     assert all(c.get("share") is None for c in blame["calls"])  # no share is measured: nothing to explain
+
+
+def test_blame_judges_backward_and_optimizer_calls_fed_by_the_chain(tmp_path):
+    _, proc, blame = _blame(tmp_path, TRAINING, levels="numpy,torch_function,torch_dispatch")
+    replayed = [c for c in blame["calls"] if c["status"] != "skipped"]
+    for phase in ("forward", "backward", "optimizer"):
+        calls = [c for c in replayed if c["phase"] == phase]
+        assert calls and any(c["chained"] for c in calls), phase  # fed by the chain, not only their files
+        assert any(c["max_rel"] is not None for c in calls), phase  # its local error judged
+    backward = [c for c in replayed if c["phase"] == "backward"]
+    assert all(c["op"].startswith("aten.") for c in backward)  # the aten ops inside Tensor.backward
+    assert not any(c["op"] == "torch.Tensor.backward" for c in replayed)
+    assert blame["final"]["op"] == "torch.Tensor.add_"  # the last update: the run's last floating output
+    assert "by op, most to blame first" in proc.stdout
 
 
 def test_blame_of_a_missing_run_is_an_input_error(tmp_path):
