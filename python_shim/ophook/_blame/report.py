@@ -67,12 +67,12 @@ def _clean(value):
 
 def write_json(path, blame):
     final = blame["final"]
-    document = {"run": blame["run"], "final": final, "calls": blame["results"],
-                "within_tolerance": final["error"] <= final["tolerance"]}
+    within = final["error"] <= final["tolerance"]
+    document = {"run": blame["run"], "final": final, "calls": blame["results"], "within_tolerance": within}
     for by in BY:
         entries = groups(blame["results"], by)
         document["by_" + by] = entries
-        document["culprits_by_" + by] = [e["key"] for e in culprits(entries)] if final["error"] > final["tolerance"] else []
+        document["culprits_by_" + by] = [] if within else [e["key"] for e in culprits(entries)]
     with open(path, "w", encoding="utf-8") as f:
         json.dump(_clean(document), f, indent=1)
         f.write("\n")
