@@ -9,7 +9,6 @@ interleaved and prints one markdown row:
 
     blame_throughput.py [--smoke] [--calls N] [--reps N] [--ophook PATH]
 """
-import argparse
 import json
 import os
 import shutil
@@ -19,19 +18,11 @@ import sys
 import tempfile
 import time
 
-from replay_throughput import OPS_PER_ROUND, ROOT, record, timed
+from replay_throughput import OPS_PER_ROUND, options, record, timed
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--smoke", action="store_true", help="400 calls, one round: does it run?")
-    parser.add_argument("--calls", type=int, help="calls recorded (2000)")
-    parser.add_argument("--reps", type=int, help="timed rounds of each (3; smoke 1)")
-    build = os.environ.get("OPHOOK_BUILD_DIR", os.path.join(ROOT, "build"))
-    parser.add_argument("--ophook", default=os.path.join(build, "ophook"))
-    args = parser.parse_args()
-    calls = args.calls or (400 if args.smoke else 2000)
-    reps = args.reps or (1 if args.smoke else 3)
+    args, calls, reps = options(__doc__, 2000)
     scratch = tempfile.mkdtemp(prefix="ophook-blame-bench-")
     try:
         run = record(scratch, calls // OPS_PER_ROUND, os.path.dirname(args.ophook))
