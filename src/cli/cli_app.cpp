@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "bisect/bisect_command.hpp"
+#include "blame/blame_command.hpp"
 #include "command.hpp"
 #include "compare/compare_command.hpp"
 #include "exit_codes.hpp"
@@ -30,6 +31,7 @@ std::vector<std::unique_ptr<Command>> make_commands() {
   commands.push_back(std::make_unique<ReportCommand>());
   commands.push_back(std::make_unique<ReplayCommand>());
   commands.push_back(std::make_unique<BisectCommand>());
+  commands.push_back(std::make_unique<BlameCommand>());
   commands.push_back(std::make_unique<PreloadPathCommand>());
   return commands;
 }
@@ -53,7 +55,7 @@ int run_cli(int argc, char** argv) {
   CLI::App app{
       "ophook: record every NumPy/PyTorch operator call of a Python program, and read the\n"
       "records back. The recorder is the preload library; this tool runs programs under it\n"
-      "and compares, summarises or replays what it wrote, or bisects which ops need more precision.",
+      "and compares, summarises or replays what it wrote, or blames or bisects which ops need more precision.",
       "ophook"};
   app.set_version_flag("--version", std::string("ophook ") + OPHOOK_VERSION,
                        "Print the version and exit");
@@ -61,7 +63,7 @@ int run_cli(int argc, char** argv) {
   app.footer(
       "Run 'ophook SUBCOMMAND --help' for the options of each subcommand.\n"
       "Exit status: 0 success; 1 'compare' found differences, or calls 'replay' re-ran differ;\n"
-      "2 usage or input error; 'bisect' 1 and 4: see 'ophook bisect --help';\n"
+      "2 usage or input error; 'bisect' 1 and 4, 'blame' 1: see their --help;\n"
       "'run' exits with the status of the command it ran.\n");
 
   std::vector<std::unique_ptr<Command>> commands = make_commands();

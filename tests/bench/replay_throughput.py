@@ -58,16 +58,21 @@ def timed(argv):
     return elapsed, done.stdout
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def options(doc, default_calls):
+    """(args, calls, reps) of a throughput script's command line: --smoke (400 calls, one round),
+    --calls N (`default_calls`), --reps N (3), --ophook PATH (the build's)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="400 calls, one round: does it run?")
-    parser.add_argument("--calls", type=int, help="calls recorded (4000)")
+    parser.add_argument("--calls", type=int, help="calls recorded (%d)" % default_calls)
     parser.add_argument("--reps", type=int, help="timed rounds of each (3; smoke 1)")
     build = os.environ.get("OPHOOK_BUILD_DIR", os.path.join(ROOT, "build"))
     parser.add_argument("--ophook", default=os.path.join(build, "ophook"))
     args = parser.parse_args()
-    calls = args.calls or (400 if args.smoke else 4000)
-    reps = args.reps or (1 if args.smoke else 3)
+    return args, args.calls or (400 if args.smoke else default_calls), args.reps or (1 if args.smoke else 3)
+
+
+def main():
+    args, calls, reps = options(__doc__, 4000)
     scratch = tempfile.mkdtemp(prefix="ophook-replay-bench-")
     try:
         run = record(scratch, calls // OPS_PER_ROUND, os.path.dirname(args.ophook))

@@ -1,7 +1,7 @@
 """The root of the end-to-end and unit tests: puts support/ (the shared helper modules: harness,
-cli_fixtures, headless_chromium, device_programs, torch_dtypes) on sys.path, so that a test in any
-subject folder imports them by name (`from harness import run_script, trace`), and holds the
-fixtures every folder uses.
+cli_fixtures, headless_chromium, device_programs, torch_dtypes, precision_programs) on sys.path,
+so that a test in any subject folder imports them by name (`from harness import run_script,
+trace`), and holds the fixtures every folder uses.
 
 The helpers live in modules of their own rather than here: every conftest.py is imported as the
 module `conftest`, so a name imported from it would depend on which folder's conftest pytest

@@ -22,8 +22,7 @@ MODES = ("exact", "reference", "random")
 
 
 def replay(run_dir, record, mode, seed=0):
-    result = {"seq": record.get("seq"), "op": record.get("op"), "status": "skipped", "reason": "",
-              "max_abs": None, "max_rel": None, "source": record.get("source")}
+    result = new_result(record)
     try:
         _replay_into(result, run_dir, record, mode, seed)
     except CannotRebuild as why:
@@ -33,7 +32,15 @@ def replay(run_dir, record, mode, seed=0):
     return result
 
 
-def _replay_into(result, run_dir, record, mode, seed):
+def new_result(record):
+    """A call's result before it is replayed: skipped, no errors."""
+    return {"seq": record.get("seq"), "op": record.get("op"), "status": "skipped", "reason": "",
+            "max_abs": None, "max_rel": None, "source": record.get("source")}
+
+
+def replayable(record, mode="reference"):
+    """The op to call for `record`, with torch's threads set as the call had them; CannotRebuild
+    with the reason when the call must not be replayed (in a float64 mode: also one that raised)."""
     skip = ops.skip_reason(record)
     if skip:
         raise CannotRebuild(skip)
@@ -41,6 +48,31 @@ def _replay_into(result, run_dir, record, mode, seed):
         raise CannotRebuild("the recorded call raised: no output to judge")
     function = ops.resolve(record["op"])
     _use_torch_threads(record.get(TORCH_THREADS))
+    return function
+
+
+def float64_outputs(run_dir, record, function, substitute=None):
+    """The outputs (as the recorder lists them) of `function` run on the recorded call's inputs
+    widened to float64, as --reference float64 runs it. `substitute(spec, pointer)` may give an
+    input array's value instead of its file (None: the file); `ophook blame` feeds a call the
+    float64 outputs of the calls that made its inputs so."""
+    args, kwargs = _arguments(record, _file_loader(run_dir, record.get("framework"), substitute))
+    produced = _call(function, *_widened((args, kwargs)), record.get("grad_enabled", True))
+    _raise_if_failed(produced, "the float64 reference")
+    return outputs.as_outputs(produced)
+
+
+def reference_tally(run_dir, record, produced):
+    """The recorded outputs of `record` judged against `produced` (outputs of a float64 run) by
+    the per-dtype thresholds."""
+    tally = outputs.Tally()
+    tally.judge_plain_values = False  # a dtype argument widened to float64 returns float64 dtypes
+    outputs.compare_recorded(record.get("outputs") or [], produced, run_dir, tally, outputs.reference_judge(tally))
+    return tally
+
+
+def _replay_into(result, run_dir, record, mode, seed):
+    function = replayable(record, mode)
     tally = outputs.Tally()
     if mode == "random":
         default = _call(function, *_arguments(record, RandomArrays(record, seed)))
@@ -49,22 +81,16 @@ def _replay_into(result, run_dir, record, mode, seed):
         if isinstance(default, BaseException):
             raise CannotRebuild("the op refused the generated inputs: %s" % error_text(default))
         outputs.compare_produced(outputs.as_outputs(default), outputs.as_outputs(golden), tally)
+    elif mode == "reference":
+        tally = reference_tally(run_dir, record, float64_outputs(run_dir, record, function))
     else:
-        load = _file_loader(run_dir, record.get("framework"))
-        args, kwargs = _arguments(record, load)
-        grad_enabled = record.get("grad_enabled", True)
-        if mode == "reference":
-            produced = _call(function, *_widened((args, kwargs)), grad_enabled)
-            _raise_if_failed(produced, "the float64 reference")
-            judge = outputs.reference_judge(tally)
-            tally.judge_plain_values = False  # a dtype argument widened to float64 returns float64 dtypes
-        else:
-            produced = _call(function, args, kwargs, grad_enabled)
-            if isinstance(produced, BaseException) or record.get("error"):
-                return _judge_error(result, record, produced)
-            judge = outputs.exact_judge(tally)
-        outputs.compare_recorded(record.get("outputs") or [], outputs.as_outputs(produced), run_dir, tally, judge)
-    _conclude(result, tally, mode)
+        args, kwargs = _arguments(record, _file_loader(run_dir, record.get("framework")))
+        produced = _call(function, args, kwargs, record.get("grad_enabled", True))
+        if isinstance(produced, BaseException) or record.get("error"):
+            return _judge_error(result, record, produced)
+        outputs.compare_recorded(record.get("outputs") or [], outputs.as_outputs(produced), run_dir, tally,
+                                 outputs.exact_judge(tally))
+    conclude(result, tally, mode)
 
 
 def _arguments(record, load):
@@ -76,9 +102,14 @@ def _widened(call):
     return reference.widen(args), reference.widen(kwargs)
 
 
-def _file_loader(run_dir, framework):
-    """Loads an input from the file its own record names (never one that same_as points to)."""
+def _file_loader(run_dir, framework, substitute=None):
+    """Loads an input from the file its own record names (never one that same_as points to), unless
+    `substitute(spec, pointer)` gives its value."""
     def load(spec, pointer):
+        if substitute is not None:
+            value = substitute(spec, pointer)
+            if value is not None:
+                return value
         device = spec.get("device") or "cpu"
         python_type = python_type_of(spec, framework)
         if python_type == "torch.Tensor" and device != "cpu":
@@ -160,7 +191,8 @@ def _judge_error(result, record, produced):
     return result.update(status="mismatch", reason="raised %s; recorded: %s" % (error_text(produced), recorded[:300]))
 
 
-def _conclude(result, tally, mode):
+def conclude(result, tally, mode):
+    """`result` updated with what `tally` found: the errors, and match, mismatch or skipped."""
     result.update(max_abs=tally.max_abs, max_rel=tally.max_rel)
     if mode != "exact":
         result.update(mean_rel=tally.mean_rel, threshold=tally.threshold)

@@ -2,34 +2,15 @@
 
 #include <fmt/format.h>
 
-#include <filesystem>
 #include <regex>
 
-#include "ophook/error.hpp"
 #include "read/parallel_for.hpp"
-#include "read/process_dirs.hpp"
+#include "replay/recorded_run.hpp"
 #include "replay/replay_interpreter.hpp"
 
 namespace ophook::cli {
 
-namespace fs = std::filesystem;
-
 namespace {
-
-/// The run's trace, or an error that says where per-process runs lie when DIR is only their parent.
-void check_run(const fs::path& dir) {
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw Error(fmt::format("{}: not a directory", dir.string()));
-  if (fs::is_regular_file(dir / "trace.jsonl", ec)) return;
-  std::vector<std::string> warnings;  // stale and empty process directories are not offered
-  std::string children;
-  for (const ProcessDir& process : find_processes(dir, "", warnings)) {
-    if (process.kind == ProcessDir::Kind::Root) continue;
-    children += (children.empty() ? "" : ", ") + process.dir.string();
-  }
-  throw Error(fmt::format("{}: not found{}", (dir / "trace.jsonl").string(),
-                          children.empty() ? "" : "; runs of other processes, to replay one by one: " + children));
-}
 
 CLI::Validator regular_expression() {
   return CLI::Validator(
@@ -121,7 +102,7 @@ std::vector<std::string> ReplayCommand::replay_arguments() const {
 }
 
 int ReplayCommand::execute() {
-  check_run(dir_);
+  check_recorded_run(dir_);
   return run_engine(choose_python(python_, {dir_}), "ophook._replay", replay_arguments());
 }
 

@@ -7,8 +7,8 @@
 
 namespace ophook::cli {
 
-/// The engines are Python (the ophook package's _replay and _bisect modules): re-running a
-/// recorded op needs NumPy and torch, and bisect reads the results of the runs it makes with
+/// The engines are Python (the ophook package's _replay, _bisect and _blame modules): re-running
+/// a recorded op needs NumPy and torch, and bisect reads the results of the runs it makes with
 /// NumPy. These find an interpreter and the package, and run an engine.
 
 /// The interpreter chosen, and why it was chosen (for messages).
@@ -29,10 +29,10 @@ std::optional<std::filesystem::path> find_replay_package(const std::filesystem::
 /// `existing` (an LD_PRELOAD value) without the entries that name libophook.so. Pure.
 std::string preload_without_ophook(std::string_view existing);
 
-/// The command running the engine module `engine` ("ophook._replay", "ophook._bisect") with
-/// `args`: the package is loaded from its directory without putting that directory's parent on
-/// sys.path (in a build tree it holds the shim's sitecustomize.py, which would start recording).
-/// Pure.
+/// The command running the engine module `engine` ("ophook._replay", "ophook._bisect",
+/// "ophook._blame") with `args`: the package is loaded from its directory without putting that
+/// directory's parent on sys.path (in a build tree it holds the shim's sitecustomize.py, which
+/// would start recording). Pure.
 std::vector<std::string> engine_command_line(const PythonChoice& python, const std::filesystem::path& package,
                                              const std::string& engine, const std::vector<std::string>& args);
 

@@ -7,91 +7,13 @@ program's loss is recomputed here in NumPy, so nothing depends on numbers writte
 import json
 import math
 import re
-import textwrap
 
 import numpy as np
 import pytest
 
 from cli_fixtures import run_ophook
 from harness import VENV_PYTHON, clean_env
-
-# (x + 1e8) - 1e8 in one call: np.sum over the three rows adds in float32, which keeps nothing of x.
-CANCELLATION = """
-    import numpy as np
-
-    rng = np.random.default_rng(0)
-    x = rng.uniform(1.0, 2.0, 64).astype(np.float32)
-    scaled = x * np.float32(0.5)
-    shifted = np.tanh(scaled) + np.float32(1)
-    offset = np.full_like(x, 1e8)
-    terms = np.stack([shifted, offset, -offset])
-    recovered = np.sum(terms, axis=0)  # PLANTED
-    features = np.sqrt(recovered * recovered + np.float32(1))
-    print(np.mean(features))
-"""
-
-# Under float16 autocast the attention scores' matmul overflows (its products reach 1e6); with it
-# in float32 the scaled scores are finite and the softmax is.
-OVERFLOW = """
-    import torch
-
-    torch.manual_seed(0)
-    x = torch.rand(8, 16)
-    keys = torch.rand(8, 64) * 40 + 20
-    weight = torch.rand(16, 16)
-    with torch.autocast("cpu", dtype=torch.float16):
-        hidden = torch.nn.functional.linear(x, weight)
-        gate = torch.sigmoid(hidden).mean()
-        scores = torch.matmul(keys, keys.t())  # PLANTED
-        probs = torch.softmax(scores * 1e-5, dim=-1)
-        out = (probs * gate).sum()
-    print(out.item())
-"""
-
-# Under bfloat16 autocast the contrast module's matmul reduces 4096 values near 100 whose small
-# differences are the result: bfloat16 keeps 8 bits, so rounding the inputs loses them all.
-LONG_REDUCTION = """
-    import torch
-
-    torch.manual_seed(0)
-    n = 4096
-
-    class Contrast(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.register_buffer("weights", torch.cat([torch.full((n // 2,), 2.0 / n), torch.full((n // 2,), -2.0 / n)]))
-
-        def forward(self, signal):
-            return torch.matmul(signal, self.weights)  # PLANTED
-
-    class Model(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.encoder = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.Tanh())
-            self.head = torch.nn.Linear(16, 1)
-            self.contrast = Contrast()
-
-        def forward(self, x, signal):
-            return self.head(self.encoder(x)).squeeze(-1) * 1e-3 + self.contrast(signal)
-
-    model = Model()
-    x = torch.rand(4, 16)
-    ramp = torch.linspace(0.0, 0.1, n // 2)
-    signal = 100.0 + torch.cat([ramp, torch.zeros(n // 2)]).repeat(4, 1)
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        out = model(x, signal)
-    print(out.float().sum().item())
-"""
-
-BENIGN = """
-    import numpy as np
-
-    rng = np.random.default_rng(1)
-    a = rng.standard_normal((16, 16)).astype(np.float32)
-    b = np.tanh(a @ a.T) * np.float32(0.5)
-    c = np.exp(-np.abs(b))
-    print(np.mean(c + np.float32(1)))
-"""
+from precision_programs import BENIGN, CANCELLATION, LONG_REDUCTION, OVERFLOW, planted_site, write_program
 
 NOISY = """
     import numpy as np
@@ -100,20 +22,6 @@ NOISY = """
     jitter = np.random.default_rng().uniform(0.9, 1.1, 32).astype(np.float32)  # no seed: every run differs
     print(np.mean(np.sqrt(a * jitter)))
 """
-
-
-def _program(tmp_path, source, name="prog.py"):
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(source))
-    return path
-
-
-def _planted_site(path):
-    """path:line of the line marked PLANTED, as ophook names a call's source (file:line:function)."""
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
-        if "# PLANTED" in line:
-            return "%s:%d:" % (path, number)
-    raise AssertionError("no PLANTED line in %s" % path)
 
 
 def _bisect(tmp_path, program, *options):
@@ -160,11 +68,11 @@ def _float32_loss(widened_sum):
 
 
 def test_bisect_names_the_line_of_a_float32_cancellation(tmp_path):
-    program = _program(tmp_path, CANCELLATION)
+    program = write_program(tmp_path, CANCELLATION)
     proc, state = _bisect(tmp_path, program, "--by", "line")
-    group = _assert_names_only(proc, state, _planted_site(program), "lines")
+    group = _assert_names_only(proc, state, planted_site(program), "lines")
     assert group["ops"] == ["numpy.sum"]
-    assert "%s" % _planted_site(program) in proc.stdout
+    assert "%s" % planted_site(program) in proc.stdout
     # the loss bisect judged moves as a recomputation says: far without the fix, close with it
     exact, lost = _float32_loss(True), _float32_loss(False)
     assert abs(lost - exact) / abs(exact) > group["with"] * 10
@@ -172,21 +80,21 @@ def test_bisect_names_the_line_of_a_float32_cancellation(tmp_path):
 
 
 def test_bisect_names_the_float16_matmul_that_overflows(tmp_path):
-    program = _program(tmp_path, OVERFLOW)
+    program = write_program(tmp_path, OVERFLOW)
     proc, state = _bisect(tmp_path, program, "--by", "op")
     group = _assert_names_only(proc, state, "torch.matmul", "ops")
-    assert group["lines"][0].startswith(_planted_site(program))
+    assert group["lines"][0].startswith(planted_site(program))
     assert group["without"] == float("inf")  # unchanged, the result is NaN: no finite error
     # float16 cannot hold the scores: keys in [20, 60) over 64 terms reach 1.6e5, above its maximum
     assert (40.0 + 20.0) ** 2 * 64 / 1.5 > float(np.finfo(np.float16).max)
 
 
 def test_bisect_names_the_bfloat16_module_whose_reduction_loses_the_result(tmp_path):
-    program = _program(tmp_path, LONG_REDUCTION)
+    program = write_program(tmp_path, LONG_REDUCTION)
     proc, state = _bisect(tmp_path, program, "--by", "module")
     group = _assert_names_only(proc, state, "contrast", "modules")
     assert group["key"].split(".")[-1] == "contrast" and group["ops"] == ["torch.matmul"]
-    assert any(line.startswith(_planted_site(program)) for line in group["lines"])
+    assert any(line.startswith(planted_site(program)) for line in group["lines"])
     # bfloat16 rounds every input near 100 to a multiple of 0.5: the ramp is gone, the sum is 0
     signal = 100.0 + np.concatenate([np.linspace(0.0, 0.1, 2048), np.zeros(2048)])
     assert np.all(np.abs(signal - 100.0) < 0.25)
@@ -194,7 +102,7 @@ def test_bisect_names_the_bfloat16_module_whose_reduction_loses_the_result(tmp_p
 
 
 def test_bisect_of_a_benign_program_finds_nothing_to_widen(tmp_path):
-    proc, state = _bisect(tmp_path, _program(tmp_path, BENIGN))
+    proc, state = _bisect(tmp_path, write_program(tmp_path, BENIGN))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "nothing needs more precision" in proc.stdout
     assert "noise floor 0" in proc.stdout
@@ -202,7 +110,7 @@ def test_bisect_of_a_benign_program_finds_nothing_to_widen(tmp_path):
 
 
 def test_bisect_refuses_a_program_noisier_than_the_tolerance(tmp_path):
-    proc, state = _bisect(tmp_path, _program(tmp_path, NOISY))
+    proc, state = _bisect(tmp_path, write_program(tmp_path, NOISY))
     assert proc.returncode == 4, proc.stdout + proc.stderr
     assert "not deterministic enough" in proc.stdout
     floor = state["floor"]
@@ -212,13 +120,13 @@ def test_bisect_refuses_a_program_noisier_than_the_tolerance(tmp_path):
 
 
 def test_bisect_continues_an_interrupted_bisection_from_its_state(tmp_path):
-    program = _program(tmp_path, CANCELLATION)
+    program = write_program(tmp_path, CANCELLATION)
     first, state = _bisect(tmp_path, program, "--by", "line", "--max-runs", "4")
     assert first.returncode == 1, first.stdout + first.stderr
     assert "--max-runs spent" in first.stdout
     assert len(state["runs"]) == 4
     again, state = _bisect(tmp_path, program, "--by", "line")
-    group = _assert_names_only(again, state, _planted_site(program), "lines")
+    group = _assert_names_only(again, state, planted_site(program), "lines")
     assert group["ops"] == ["numpy.sum"]
     # the second session ran only what the first had not: its first run is the fifth
     numbers = [int(n) for n in re.findall(r"run (\d+) of at most", again.stderr)]
