@@ -2,11 +2,12 @@
 (2 layers, width 64, 4 heads, sequences of 64 tokens from a vocabulary of 512), AdamW, batches of 8
 from a DataLoader, one thread. Prints the timed loop's wall time in seconds and the last loss."""
 import argparse
-import time
 
 import torch
 from torch.utils.data import DataLoader
 from transformers import GPT2Config, GPT2LMHeadModel
+
+import timed_steps
 
 
 def main():
@@ -29,12 +30,7 @@ def main():
         optimizer.step()
         return loss
 
-    for _ in range(options.warmup):
-        step()
-    start = time.perf_counter()
-    for _ in range(options.steps):
-        loss = step()
-    print("%.6f %r" % (time.perf_counter() - start, loss.item()))
+    timed_steps.run(step, options.steps, options.warmup)
 
 
 if __name__ == "__main__":

@@ -3,9 +3,10 @@ GELU), batch 128, SGD, one thread; with --compile its forward compiled by torch.
 compilation in --warmup steps before the timed ones. Prints the timed loop's wall time in seconds
 and the last loss."""
 import argparse
-import time
 
 import torch
+
+import timed_steps
 
 
 def main():
@@ -34,12 +35,7 @@ def main():
         optimizer.step()
         return loss
 
-    for _ in range(max(options.warmup, 2 if options.compile else 0)):
-        step()
-    start = time.perf_counter()
-    for _ in range(options.steps):
-        loss = step()
-    print("%.6f %r" % (time.perf_counter() - start, loss.item()))
+    timed_steps.run(step, options.steps, max(options.warmup, 2 if options.compile else 0))
 
 
 if __name__ == "__main__":
