@@ -91,9 +91,10 @@ class TrainingMonitor:
         if self._file is None:
             return
         self._drain(wait=True)
+        path = self._file.path
         self._file.close()
         self._file = None
-        self._note_summary()
+        self._note_summary(path)
 
     def _compiling(self):
         compiler = getattr(self._torch, "compiler", None)
@@ -198,7 +199,7 @@ class TrainingMonitor:
         if self._native.uses_ring():
             self._native.dump_ring(why)
 
-    def _note_summary(self):
+    def _note_summary(self, path):
         note = {"file": FILE_NAME, "steps": self._lines, "triggers": self._triggers,
                 "loss": self._saw_backward}
         if not self._lines:
@@ -208,6 +209,11 @@ class TrainingMonitor:
         # A process that neither stepped nor ran backward() (a job's launcher) is no training run.
         if "missing" in note and (self._lines or self._saw_backward):
             self._native.log("warn", "monitor: " + note["missing"])
+        elif self._lines:
+            fired = sorted({trigger["step"] for trigger in self._triggers})
+            self._native.log("info", "monitor: %d steps into %s%s" % (
+                self._lines, path,
+                "; triggers at steps %s" % ", ".join(map(str, fired[:10])) if fired else "; no trigger"))
         self._native.add_note("monitor", json.dumps(note))
 
 
