@@ -2,7 +2,8 @@
 each forward makes them, and the norm of the gradient the output gets back in the backward pass,
 kept on the device as 0-d tensors and folded into the step's ScalarBatch at the optimizer step: a
 module called several times in a step gives the norm of all its outputs together, the extremes of
-all, the sum of the counts. Costs a few small ops per module forward (a global forward hook)."""
+all, the sum of the counts. Costs a few small ops per module forward (global forward pre- and
+post-hooks)."""
 import math
 
 from .._torch_device import Suspended
@@ -23,18 +24,26 @@ class ModuleStatistics:
     def __init__(self, torch):
         self._torch = torch
         self._namer = make_module_namer()
-        self._handle = None
+        self._handles = []
         self._seen = {}  # module name -> {statistic: [0-d tensors]}
 
     def start(self):
         from torch.nn.modules import module as nn_module
 
-        self._handle = nn_module.register_module_forward_hook(self._after_forward)
+        # Named as its forward starts, so that an outer module is named before the modules inside
+        # it, which finish first (the names records carry: "Sequential.0", not "Linear").
+        self._handles = [nn_module.register_module_forward_pre_hook(self._before_forward),
+                         nn_module.register_module_forward_hook(self._after_forward)]
 
     def stop(self):
-        if self._handle is not None:
-            self._handle.remove()
-            self._handle = None
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+
+    def _before_forward(self, module, inputs):
+        if not self._torch.compiler.is_compiling():
+            self._namer(module)
+        return None
 
     def _after_forward(self, module, inputs, output):
         torch = self._torch

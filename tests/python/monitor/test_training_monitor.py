@@ -212,3 +212,46 @@ def test_tensorboard_reads_the_scalars_back(spiked):
         assert close(loss[line["step"]], line["loss"], rel=1e-6)
     grad_norms = events.Scalars("params/Sequential.0.weight/grad_norm")
     assert close(grad_norms[5].value, lines[5]["params"]["Sequential.0.weight"]["grad_norm"], rel=1e-6)
+
+
+MODULES = """
+import json, os
+import torch
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
+opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+seen = {}
+
+def keep(name):
+    def hook(module, inputs, output):
+        seen.setdefault(name, {})["act_norm"] = output.detach().norm().item()
+        seen[name]["act_max"] = output.detach().max().item()
+        output.register_hook(lambda grad: seen[name].__setitem__("act_grad_norm", grad.norm().item()))
+    return hook
+
+for index in (0, 2):
+    model[index].register_forward_hook(keep("Sequential.%d" % index))
+reference = []
+for step in range(6):
+    loss = model(torch.randn(8, 16)).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    reference.append(json.loads(json.dumps(seen)))
+json.dump(reference, open(os.environ["REFERENCE"], "w"))
+"""
+
+
+def test_module_activations_equal_the_programs_own_hooks(tmp_path):
+    run_script(tmp_path, MODULES, monitor="modules", env={"REFERENCE": str(tmp_path / "reference.json")})
+    reference = json.loads((tmp_path / "reference.json").read_text())
+    lines = monitor_lines(tmp_path / "out")
+    assert len(lines) == 6
+    for line, want in zip(lines, reference):
+        for name, stats in want.items():
+            got = line["modules"][name]
+            for stat, value in stats.items():
+                assert close(got[stat], value), (line["step"], name, stat, got[stat], value)
+            assert got["act_nonfinite"] == 0
+        assert "Sequential" in line["modules"] and "Sequential.1" in line["modules"]  # the whole model, the ReLU
