@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
+#include <unordered_map>
 
 #include "ophook/error.hpp"
 #include "read/json_fields.hpp"
@@ -12,6 +14,32 @@ namespace ophook::cli {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+namespace {
+
+/// Widens the ranges of `section`'s `statistic` ({"params": {name: {stat: value}}}) by one line.
+void widen_ranges(const json& line, const char* section, const char* statistic, std::int64_t step,
+                  std::unordered_map<std::string, std::size_t>& index, std::vector<SeriesRange>& ranges) {
+  const auto entries = line.find(section);
+  if (entries == line.end() || !entries->is_object()) return;
+  for (const auto& [name, stats] : entries->items()) {
+    if (!stats.is_object()) continue;
+    const auto value = stats.find(statistic);
+    if (value == stats.end() || !value->is_number()) continue;
+    const double v = value->get<double>();
+    const std::string key = name + "." + statistic;
+    auto [it, fresh] = index.emplace(key, ranges.size());
+    if (fresh) {
+      ranges.push_back({key, v, v, step});
+      continue;
+    }
+    SeriesRange& range = ranges[it->second];
+    range.low = std::min(range.low, v);
+    if (v > range.high) range.high = v, range.high_step = step;
+  }
+}
+
+}  // namespace
+
 MonitorLog read_monitor_file(const fs::path& dir, std::vector<std::string>& warnings) {
   MonitorLog log;
   const fs::path path = dir / "monitor.jsonl";
@@ -20,6 +48,7 @@ MonitorLog read_monitor_file(const fs::path& dir, std::vector<std::string>& warn
   log.present = true;
   std::string line, bad;
   std::size_t number = 0, bad_number = 0;
+  std::unordered_map<std::string, std::size_t> range_index;
   while (std::getline(in, line)) {
     ++number;
     if (line.empty()) continue;
@@ -36,6 +65,8 @@ MonitorLog read_monitor_file(const fs::path& dir, std::vector<std::string>& warn
     log.points.push_back({*step, optional_number(parsed, "loss", where), optional_number(parsed, "grad_norm", where)});
     if (!log.first_step) log.first_step = step;
     log.last_step = step;
+    widen_ranges(parsed, "modules", "act_norm", *step, range_index, log.ranges);
+    widen_ranges(parsed, "params", "grad_norm", *step, range_index, log.ranges);
     const auto triggers = parsed.find("triggers");
     if (triggers == parsed.end() || !triggers->is_array()) continue;
     for (auto& trigger : *triggers) log.triggers.push_back({*step, std::move(trigger)});

@@ -23,12 +23,22 @@ struct MonitorPoint {
   std::optional<double> loss, grad_norm;
 };
 
+/// How far one watched series moved over the run: a module's act_norm, a parameter's grad_norm.
+struct SeriesRange {
+  std::string name;  // "Net.fc1.act_norm", "Net.fc1.weight.grad_norm"
+  double low = 0, high = 0;
+  std::int64_t high_step = 0;
+  /// high / low (the spread the report ranks by); 0 when low is not above 0.
+  double spread() const { return low > 0 ? high / low : 0; }
+};
+
 struct MonitorLog {
   bool present = false;
   std::uint64_t steps = 0;  // lines read
   std::vector<MonitorPoint> points;  // one per line: the series `report --html` plots
   std::optional<std::int64_t> first_step, last_step;
   std::vector<MonitorTrigger> triggers;  // in step order
+  std::vector<SeriesRange> ranges;       // per module's act_norm and parameter's grad_norm, in first-seen order
 };
 
 /// `dir`/monitor.jsonl; absent: present == false. Throws ophook::Error for a malformed line that

@@ -94,6 +94,20 @@ void add_monitor_facts(const RunReport& report, std::vector<std::pair<std::strin
     facts.emplace_back("monitor" + (many ? " (" + p.label + ")" : std::string()),
                        fmt::format("{} steps ({}-{}), {} trigger{}", log.steps, log.first_step.value_or(0),
                                    log.last_step.value_or(0), log.triggers.size(), log.triggers.size() == 1 ? "" : "s"));
+    std::vector<const SeriesRange*> moved;
+    for (const SeriesRange& range : log.ranges) {
+      if (range.spread() > 1) moved.push_back(&range);
+    }
+    constexpr std::size_t kMovedMost = 5;
+    const std::size_t kept = std::min(kMovedMost, moved.size());
+    std::partial_sort(moved.begin(), moved.begin() + static_cast<std::ptrdiff_t>(kept), moved.end(),
+                      [](const SeriesRange* a, const SeriesRange* b) { return a->spread() > b->spread(); });
+    std::string ranked;
+    for (std::size_t k = 0; k < kept; ++k) {
+      const SeriesRange& r = *moved[k];
+      ranked += fmt::format("{}{} {:.3g} to {:.3g} (top at step {})", k ? "; " : "", r.name, r.low, r.high, r.high_step);
+    }
+    if (!ranked.empty()) facts.emplace_back("", "moved most: " + ranked);
     for (const SpikeFinding& spike : report.spikes) {
       if (spike.process != i) continue;
       facts.emplace_back("", fmt::format("step {}: {}", spike.trigger->step, describe_trigger(*spike.trigger)));

@@ -144,6 +144,9 @@ def test_the_report_names_the_op_that_made_the_spike(tmp_path):
     report = run_ophook("report", tmp_path / "out")
     assert report.returncode == 0, report.stderr
     assert "24 steps (0-23), 1 trigger" in report.stdout, report.stdout
+    moved = next(line for line in report.stdout.splitlines() if "moved most: " in line)
+    first = moved.split("moved most: ")[1].split("; ")[0]  # the gradient that spiked, at its step
+    assert first.startswith("Sequential.") and ".grad_norm " in first and first.endswith("(top at step 12)"), moved
     made_by = next(line for line in report.stdout.splitlines() if "made by" in line)
     line_number = PROGRAM.splitlines().index(
         "        loss = torch.nn.functional.mse_loss(model(xb), yb)") + 1
