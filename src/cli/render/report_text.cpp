@@ -114,6 +114,14 @@ void add_monitor_facts(const RunReport& report, std::vector<std::pair<std::strin
       facts.emplace_back("", spike.origin ? "  made by " + describe_origin(*spike.origin)
                                           : std::string("  made by: not in the records (record the run in stats or "
                                                         "dump mode, or with OPHOOK_RING_BYTES, to have it named)"));
+      if (spike.inputs != nullptr) {
+        std::vector<std::string> files;
+        for (const ArraySpec& a : spike.inputs->arrays) {
+          if (!a.is_output() && !a.file.empty()) files.push_back(a.path + " " + a.file);
+        }
+        facts.emplace_back("", fmt::format("  the step's inputs: seq={} op={}: {}", spike.inputs->seq, spike.inputs->op,
+                                           fmt::join(files, ", ")));
+      }
     }
   }
   if (monitored > 1) facts.emplace_back("", fmt::format("{} of {} monitored processes had no trigger", quiet, monitored));

@@ -72,7 +72,8 @@ void find_spikes(RunReport& report) {
     for (const MonitorTrigger& trigger : process.monitor.triggers) {
       if (trigger.step == last_step || found == kMaxSpikes) continue;
       last_step = trigger.step, ++found;
-      report.spikes.push_back({p, &trigger, find_spike_origin(process.records, trigger.step)});
+      report.spikes.push_back({p, &trigger, find_spike_origin(process.records, trigger.step),
+                               first_input_files(process.records, trigger.step)});
     }
   }
 }

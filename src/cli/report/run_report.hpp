@@ -27,6 +27,7 @@ struct SpikeFinding {
   std::size_t process = 0;
   const MonitorTrigger* trigger = nullptr;  // the step's first trigger, in processes[process].monitor
   std::optional<SpikeOrigin> origin;
+  const TraceRecord* inputs = nullptr;  // the step's first call with input files (first_input_files)
 };
 
 struct OpTotals {

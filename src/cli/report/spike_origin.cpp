@@ -83,4 +83,16 @@ std::optional<SpikeOrigin> find_spike_origin(const std::vector<TraceRecord>& rec
   return std::nullopt;
 }
 
+const TraceRecord* first_input_files(const std::vector<TraceRecord>& records, std::int64_t step) {
+  const TraceRecord* first = nullptr;
+  for (const TraceRecord& r : records) {
+    if (r.step != step || (first != nullptr && r.seq >= first->seq)) continue;
+    if (!r.module || r.module->empty() || r.phase.value_or("") != "forward") continue;
+    const bool has_file = std::any_of(r.arrays.begin(), r.arrays.end(),
+                                      [](const ArraySpec& a) { return !a.is_output() && !a.file.empty(); });
+    if (has_file) first = &r;
+  }
+  return first;
+}
+
 }  // namespace ophook::cli

@@ -33,4 +33,9 @@ inline constexpr std::uint64_t kSpikeHistory = 2;
 /// hold no call of that step, or none left its range.
 std::optional<SpikeOrigin> find_spike_origin(const std::vector<TraceRecord>& records, std::int64_t step);
 
+/// The step's inputs as files: the first forward call of `step` inside an nn.Module (lowest seq)
+/// whose arguments have a .npy file — what the model was given: the batch, the token ids an
+/// embedding gets (in `dump` mode, or a written ring); null when none has.
+const TraceRecord* first_input_files(const std::vector<TraceRecord>& records, std::int64_t step);
+
 }  // namespace ophook::cli

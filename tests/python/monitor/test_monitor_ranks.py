@@ -71,6 +71,9 @@ def test_the_spiking_rank_is_named_and_every_rank_writes_its_last_steps(tmp_path
     assert "1 of 2 monitored processes had no trigger" in text
     made_by = next(line for line in text.splitlines() if "made by" in line)
     assert "op=torch.nn.functional.linear" in made_by and "module=DistributedDataParallel.module.0" in made_by, made_by
+    inputs = next(line for line in text.splitlines() if "the step's inputs:" in line)  # x, before x * 1e3
+    name = inputs.split("args[0] ")[1].split(",")[0].strip()
+    assert np.load(out / "rank1" / name).shape == (16, 8), inputs
 
 
 FSDP2 = """

@@ -78,5 +78,19 @@ TEST(SpikeOrigin, WithoutTheStepsRecordsThereIsNoAnswer) {
   EXPECT_FALSE(find_spike_origin(one_step_before, 1).has_value());  // one earlier call sets no range
 }
 
+TEST(SpikeOrigin, TheStepsInputsAreItsFirstCallWithInputFiles) {
+  auto records = steps_then(2.5, 40.0);
+  ArraySpec batch;
+  batch.path = "args[0]", batch.file = "op_linear_input0_000008.npy";
+  records[7].arrays.push_back(batch);  // step 3's relu
+  EXPECT_EQ(first_input_files(records, 3), &records[7]);
+  records[6].arrays.push_back(batch);  // step 3's linear, earlier
+  EXPECT_EQ(first_input_files(records, 3), &records[6]);
+  EXPECT_EQ(first_input_files(records, 2), nullptr);  // outputs and no files only
+  records[5].arrays.push_back(batch);
+  records[5].module.reset();  // a call outside any module: not what the model was given
+  EXPECT_EQ(first_input_files(records, 2), nullptr);
+}
+
 }  // namespace
 }  // namespace ophook::cli
