@@ -1,6 +1,5 @@
 """Process start-up of ophook: configuration, the recorder, hooks installed as frameworks load."""
 import atexit
-import json
 import os
 import sys
 
@@ -159,13 +158,19 @@ def _start_deferred():
     return True
 
 
+def _monitor_on(native):
+    import json  # not at start-up: a program that never imports a framework loads none of it
+
+    return bool(json.loads(native.config()).get("monitor"))
+
+
 def _start_message(settings, output, ring="", native=None):
     """The log line of a start, as bytes (the path may not be UTF-8); `ring`: the ring's
     description, when dump mode keeps one; `native`: the extension, once the recorder has started."""
     if native is not None and not native.records_ops():
         return os.fsencode("monitoring training into monitor.jsonl (no op call recorded) in ") + os.fsencode(output)
     mode = settings.get("OPHOOK_MODE", "dump") + " mode" + ("; " + ring if ring else "")
-    if native is not None and json.loads(native.config()).get("monitor"):
+    if native is not None and _monitor_on(native):
         mode += "; training monitor into monitor.jsonl"
     levels = ",".join(sorted(_settings.levels(settings)))
     return os.fsencode("recording %s (%s) into " % (levels, mode)) + os.fsencode(output)

@@ -57,6 +57,12 @@ class Native:
     def ring_description(self, settings):
         return "a 256 MiB ring"
 
+    def records_ops(self):
+        return True
+
+    def config(self):
+        return '{"monitor": ""}'
+
     def log(self, level, message):
         self.logs.append((level, message))
 
