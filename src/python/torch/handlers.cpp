@@ -41,8 +41,8 @@ bool probe_returns_node = false;
 // OPHOOK_COMPILE=ignore: code objects of the frames that run a torch.compile'd callable
 // (Dynamo's compile_wrapper); calls made below one of them pass through unrecorded.
 std::vector<PyObject*> compiled_region_markers;
-std::vector<std::int8_t> backward_entries;
-PyObject* backward_observer = nullptr;  // held; set_backward_observer  // by op id: -1 unknown, 0 no, 1 starts a backward pass
+std::vector<std::int8_t> backward_entries;  // by op id: -1 unknown, 0 no, 1 starts a backward pass
+PyObject* backward_observer = nullptr;     // held; set_backward_observer
 PyObject* self_name = nullptr;
 PyObject* name_name = nullptr;
 std::unordered_map<PyObject*, std::uint32_t> function_ops;  // func → op (func held)

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from harness import BUILD_DIR, EXAMPLES, VENV_PYTHON, clean_env
+from harness import BUILD_DIR, EXAMPLES, VENV_PYTHON, clean_env, monitor_lines
 from headless_chromium import CHROMIUM, HeadlessChromium
 
 OPHOOK = BUILD_DIR / "ophook"
@@ -148,7 +148,7 @@ def test_the_monitor_is_plotted_per_step_with_its_triggers_marked(pages, browser
       return charts;
     })()""")
     assert len(drawn) == 2, drawn
-    lines = [json.loads(line) for line in (path.parent / "monitored" / "monitor.jsonl").read_text().splitlines()]
+    lines = monitor_lines(path.parent / "monitored")
     fired = [line["step"] for line in lines if line.get("triggers")]
     assert len(lines) == 12 and fired, lines
     for chart in drawn:

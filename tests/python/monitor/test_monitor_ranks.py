@@ -9,7 +9,7 @@ import json
 import numpy as np
 
 from cli_fixtures import run_ophook
-from harness import arrays, summary, trace
+from harness import arrays, monitor_lines, summary, trace
 from ranks import torchrun
 
 PROGRAM = """
@@ -38,10 +38,6 @@ dist.destroy_process_group()
 """
 
 
-def lines(directory):
-    return [json.loads(line) for line in (directory / "monitor.jsonl").read_text().splitlines()]
-
-
 def test_the_spiking_rank_is_named_and_every_rank_writes_its_last_steps(tmp_path):
     (tmp_path / "hooked").mkdir(), (tmp_path / "plain").mkdir()
     hooked = torchrun(tmp_path / "hooked", PROGRAM, 2, monitor="1", monitor_trigger="loss:6sigma", ring_steps="2",
@@ -49,7 +45,7 @@ def test_the_spiking_rank_is_named_and_every_rank_writes_its_last_steps(tmp_path
     plain = torchrun(tmp_path / "plain", PROGRAM, 2, preload=False, timeout=120)
     assert sorted(hooked.stdout.splitlines()) == sorted(plain.stdout.splitlines())
     out = tmp_path / "hooked" / "out"
-    rank0, rank1 = lines(out / "rank0"), lines(out / "rank1")
+    rank0, rank1 = monitor_lines(out / "rank0"), monitor_lines(out / "rank1")
     assert len(rank0) == len(rank1) == 16 and {line["rank"] for line in rank1} == {1}
     assert [line["step"] for line in rank1 if line.get("triggers")] == [12]
     assert not [line["step"] for line in rank0 if line.get("triggers")]
@@ -108,7 +104,7 @@ def test_fsdp2_shards_norms_put_together_are_the_unsharded_norms(tmp_path):
     reference = tmp_path / "norms.json"
     torchrun(tmp_path, FSDP2, 2, reference, monitor="1", timeout=180)
     want = json.loads(reference.read_text())
-    ranks = [lines(tmp_path / "out" / ("rank%d" % rank)) for rank in (0, 1)]
+    ranks = [monitor_lines(tmp_path / "out" / ("rank%d" % rank)) for rank in (0, 1)]
     for step, expected in enumerate(want):
         for name, norm in expected.items():
             # fully_shard gives the model a class of its own, FSDPSequential: records name it so too

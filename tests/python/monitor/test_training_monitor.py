@@ -10,7 +10,7 @@ import math
 import pytest
 
 from cli_fixtures import run_ophook
-from harness import run_script, summary
+from harness import monitor_lines, run_script, summary
 
 # REFERENCE=path: the program writes, per step, what the monitor should find, computed from its own
 # tensors (under the monitor alone no op is recorded, so these computations are not seen).
@@ -55,10 +55,6 @@ if os.environ.get("REFERENCE"):
     json.dump(reference, open(os.environ["REFERENCE"], "w"))
 sys.stdout.write("final %r\\n" % [float(p.sum()) for p in model.parameters()])
 """
-
-
-def monitor_lines(directory):
-    return [json.loads(line) for line in (directory / "monitor.jsonl").read_text().splitlines()]
 
 
 def close(a, b, rel=1e-5):

@@ -79,6 +79,11 @@ def trace(directory):
             for number, line in enumerate(path.read_text().splitlines(), 1) if line.strip()]
 
 
+def monitor_lines(directory):
+    """The training monitor's monitor.jsonl in `directory`, a dict per line."""
+    return [json.loads(line) for line in (Path(directory) / "monitor.jsonl").read_text().splitlines()]
+
+
 def summary(directory):
     """<directory>/summary.json, checked against the summary schema."""
     path = Path(directory) / "summary.json"
