@@ -10,23 +10,17 @@
 #include "compare/values/array_diff.hpp"
 #include "ophook/config/config_json.hpp"
 #include "ophook/config/settings.hpp"
+#include "support/parse_settings.hpp"
 
 namespace ophook {
 namespace {
 
-using Settings = std::map<std::string, std::string, std::less<>>;
-
-core::ConfigResult parse(const Settings& env) {
-  return core::parse_config([&](std::string_view name) {
-    const auto it = env.find(name);
-    return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
-  });
-}
+using test::parse_settings;
 
 // fuzz_config: a non-UTF-8 byte in OPHOOK_OUTPUT (a Latin-1 directory name) made json::dump throw
 // type_error 316 when summary.json was written; the text is kept with U+FFFD in its place.
 TEST(FuzzFindings, NonUtf8SettingsStillSerialiseToJson) {
-  const core::ConfigResult result = parse({{"OPHOOK_OUTPUT", "/tmp/caf\xe9"}, {"OPHOOK_INCLUDE", "numpy\x8a"}});
+  const core::ConfigResult result = parse_settings({{"OPHOOK_OUTPUT", "/tmp/caf\xe9"}, {"OPHOOK_INCLUDE", "numpy\x8a"}});
   EXPECT_EQ(result.config.output, "/tmp/caf\xe9");  // the directory itself is used as given
   const nlohmann::json json = core::config_to_json(result.config);
   std::string text;
@@ -42,7 +36,7 @@ TEST(FuzzFindings, OversizedRegexNumbersAreRefusedBeforeStdRegex) {
   const std::string digits(30, '1');
   const std::string oversized[] = {"^numpy\\" + digits + ".(adce$", "a{" + digits + "}", "a{1," + digits + "}"};
   for (const auto& pattern : oversized) {
-    const core::ConfigResult result = parse({{"OPHOOK_INCLUDE", pattern}});
+    const core::ConfigResult result = parse_settings({{"OPHOOK_INCLUDE", pattern}});
     ASSERT_EQ(result.errors.size(), 1u) << pattern;
     EXPECT_NE(result.errors[0].message().find("more than 9 digits"), std::string::npos) << pattern;
     EXPECT_EQ(result.config.include, "") << pattern;

@@ -1,5 +1,6 @@
 #include "ophook/config/config_json.hpp"
 #include "ophook/config/settings.hpp"
+#include "support/parse_settings.hpp"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -11,21 +12,14 @@
 namespace ophook::core {
 namespace {
 
-using Env = std::map<std::string, std::string, std::less<>>;
-
-ConfigResult parse(const Env& env) {
-  return parse_config([&env](std::string_view name) -> std::optional<std::string> {
-    const auto it = env.find(name);
-    if (it == env.end()) return std::nullopt;
-    return it->second;
-  });
-}
+using Env = test::SettingsMap;
+using test::parse_settings;
 
 // Parses one variable and expects exactly one error that names it, the value and `accepted`.
 void expect_rejected(const std::string& variable, const std::string& value,
                      const std::string& accepted_part) {
   SCOPED_TRACE(variable + "=" + value);
-  const ConfigResult r = parse({{variable, value}});
+  const ConfigResult r = parse_settings({{variable, value}});
   ASSERT_EQ(r.errors.size(), 1u);
   const ConfigError& e = r.errors[0];
   EXPECT_EQ(e.variable, variable);
@@ -40,7 +34,7 @@ void expect_rejected(const std::string& variable, const std::string& value,
 }
 
 TEST(Config, DefaultsWhenNothingIsSet) {
-  const ConfigResult r = parse({});
+  const ConfigResult r = parse_settings({});
   EXPECT_TRUE(r.errors.empty());
   const Config& c = r.config;
   EXPECT_EQ(c.output, "np_op_dumps");
@@ -70,7 +64,7 @@ TEST(Config, DefaultsWhenNothingIsSet) {
 }
 
 TEST(Config, EmptyStringCountsAsUnset) {
-  const ConfigResult r = parse({{"OPHOOK_MODE", ""}, {"OPHOOK_LEVELS", ""},
+  const ConfigResult r = parse_settings({{"OPHOOK_MODE", ""}, {"OPHOOK_LEVELS", ""},
                                 {"OPHOOK_OUTPUT", ""}, {"OPHOOK_MAX_BYTES", ""}});
   EXPECT_TRUE(r.errors.empty());
   EXPECT_EQ(r.config.mode, Mode::Dump);
@@ -78,7 +72,7 @@ TEST(Config, EmptyStringCountsAsUnset) {
 }
 
 TEST(Config, EveryVariableParsed) {
-  const ConfigResult r = parse({{"OPHOOK_OUTPUT", "/tmp/out dir"},
+  const ConfigResult r = parse_settings({{"OPHOOK_OUTPUT", "/tmp/out dir"},
                                 {"OPHOOK_MODE", "stats"},
                                 {"OPHOOK_LEVELS", "torch_dispatch,numpy"},
                                 {"OPHOOK_INCLUDE", "^numpy\\.(add|mul)"},
@@ -131,7 +125,7 @@ TEST(Config, EveryVariableParsed) {
 }
 
 TEST(Config, KeywordsAreCaseInsensitiveAndTrimmed) {
-  const ConfigResult r = parse({{"OPHOOK_MODE", " Trace "},
+  const ConfigResult r = parse_settings({{"OPHOOK_MODE", " Trace "},
                                 {"OPHOOK_NAN", "WARN"},
                                 {"OPHOOK_LOG_LEVEL", "Off"},
                                 {"OPHOOK_LEVELS", " numpy , Torch_Function ,"}});
@@ -147,7 +141,7 @@ TEST(Config, AllLogLevels) {
       {"trace", LogLevel::Trace}, {"debug", LogLevel::Debug}, {"info", LogLevel::Info},
       {"warn", LogLevel::Warn},   {"error", LogLevel::Error}, {"off", LogLevel::Off}};
   for (const auto& [text, level] : cases) {
-    const ConfigResult r = parse({{"OPHOOK_LOG_LEVEL", text}});
+    const ConfigResult r = parse_settings({{"OPHOOK_LOG_LEVEL", text}});
     ASSERT_TRUE(r.errors.empty()) << text;
     EXPECT_EQ(r.config.log_level, level) << text;
     EXPECT_EQ(config_to_json(r.config)["log_level"], text);
@@ -156,10 +150,10 @@ TEST(Config, AllLogLevels) {
 
 TEST(Config, BooleanSpellings) {
   for (const char* yes : {"1", "true", "TRUE", "yes", "On"}) {
-    EXPECT_TRUE(parse({{"OPHOOK_NESTED", yes}}).config.nested) << yes;
+    EXPECT_TRUE(parse_settings({{"OPHOOK_NESTED", yes}}).config.nested) << yes;
   }
   for (const char* no : {"0", "false", "No", "off"}) {
-    EXPECT_FALSE(parse({{"OPHOOK_STACK", no}}).config.stack) << no;
+    EXPECT_FALSE(parse_settings({{"OPHOOK_STACK", no}}).config.stack) << no;
   }
 }
 
@@ -210,11 +204,11 @@ TEST(Config, RangeLists) {
 }
 
 TEST(Config, NanHuntKeepsArraysInARingUnlessTheModeOrRingIsGiven) {
-  EXPECT_EQ(parse({{"OPHOOK_NAN", "warn"}}).config.ring_bytes, kNanHuntRingBytes);
-  EXPECT_EQ(parse({{"OPHOOK_NAN", "raise"}, {"OPHOOK_MODE", "dump"}}).config.ring_bytes, 0u);
-  EXPECT_EQ(parse({{"OPHOOK_NAN", "warn"}, {"OPHOOK_RING_BYTES", "0"}}).config.ring_bytes, 0u);
-  EXPECT_EQ(parse({{"OPHOOK_NAN", "warn"}, {"OPHOOK_RING_BYTES", "1M"}}).config.ring_bytes, 1ull << 20);
-  EXPECT_EQ(parse({{"OPHOOK_NAN", "off"}}).config.ring_bytes, 0u);
+  EXPECT_EQ(parse_settings({{"OPHOOK_NAN", "warn"}}).config.ring_bytes, kNanHuntRingBytes);
+  EXPECT_EQ(parse_settings({{"OPHOOK_NAN", "raise"}, {"OPHOOK_MODE", "dump"}}).config.ring_bytes, 0u);
+  EXPECT_EQ(parse_settings({{"OPHOOK_NAN", "warn"}, {"OPHOOK_RING_BYTES", "0"}}).config.ring_bytes, 0u);
+  EXPECT_EQ(parse_settings({{"OPHOOK_NAN", "warn"}, {"OPHOOK_RING_BYTES", "1M"}}).config.ring_bytes, 1ull << 20);
+  EXPECT_EQ(parse_settings({{"OPHOOK_NAN", "off"}}).config.ring_bytes, 0u);
 }
 
 TEST(Config, SettingsTableNamesEachVariableOnce) {
@@ -244,7 +238,7 @@ TEST(Config, MessageFormat) {
 
 TEST(Config, SeveralErrorsReportedTogetherOthersStillApplied) {
   const ConfigResult r =
-      parse({{"OPHOOK_MODE", "x"}, {"OPHOOK_NAN", "y"}, {"OPHOOK_STACK", "0"}});
+      parse_settings({{"OPHOOK_MODE", "x"}, {"OPHOOK_NAN", "y"}, {"OPHOOK_STACK", "0"}});
   ASSERT_EQ(r.errors.size(), 2u);
   EXPECT_EQ(r.errors[0].variable, "OPHOOK_MODE");
   EXPECT_EQ(r.errors[1].variable, "OPHOOK_NAN");
@@ -253,7 +247,7 @@ TEST(Config, SeveralErrorsReportedTogetherOthersStillApplied) {
 }
 
 TEST(Config, ZeroMaxBytesIsAllowed) {
-  const ConfigResult r = parse({{"OPHOOK_MAX_BYTES", "0"}});
+  const ConfigResult r = parse_settings({{"OPHOOK_MAX_BYTES", "0"}});
   EXPECT_TRUE(r.errors.empty());
   EXPECT_EQ(r.config.max_bytes, 0u);
 }
@@ -352,7 +346,7 @@ TEST(Config, VariablesResemblingNoSettingAreLeftAlone) {
 }
 
 TEST(Config, TestSettingsParseLikeTheOthersAndStayOutOfTheUsersTable) {
-  const ConfigResult r = parse({{"OPHOOK_TEST_FAKE_DEVICE_DRIVER", "1"},
+  const ConfigResult r = parse_settings({{"OPHOOK_TEST_FAKE_DEVICE_DRIVER", "1"},
                                 {"OPHOOK_TEST_FAKE_DEVICE_IDLE", "yes"},
                                 {"OPHOOK_TEST_FAKE_DEVICE_LAG", "200"},
                                 {"OPHOOK_TEST_STAGING_BYTES", "64K"},

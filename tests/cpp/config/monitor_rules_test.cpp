@@ -1,6 +1,7 @@
 // OPHOOK_MONITOR and OPHOOK_MONITOR_TRIGGER: the monitor's set, its trigger rules, and what the
 // monitor alone leaves unrecorded.
 #include "ophook/config/settings.hpp"
+#include "support/parse_settings.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,13 +10,6 @@
 
 namespace ophook::core {
 namespace {
-
-ConfigResult parse(const std::map<std::string, std::string, std::less<>>& env) {
-  return parse_config([&env](std::string_view name) -> std::optional<std::string> {
-    const auto it = env.find(name);
-    return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
-  });
-}
 
 TEST(MonitorRules, RulesParseWithTheirKindsAndSpellBackTheSame) {
   const auto rules = parse_trigger_rules(" loss:6sigma, grad_norm:10x,Net.fc1.weight.grad_norm:2.5x,*.act_norm:3sigma");
@@ -37,32 +31,32 @@ TEST(MonitorRules, MalformedRulesAndUnknownStatisticsAreRejected) {
 }
 
 TEST(MonitorRules, TheMonitorAloneRecordsNoOpButWithAModeItDoes) {
-  const auto alone = parse({{"OPHOOK_MONITOR", "1"}});
+  const auto alone = test::parse_settings({{"OPHOOK_MONITOR", "1"}});
   EXPECT_TRUE(alone.errors.empty());
   EXPECT_TRUE(alone.config.monitor.params);
   EXPECT_FALSE(alone.config.monitor.modules);
   EXPECT_FALSE(alone.config.records_ops);
-  const auto with_mode = parse({{"OPHOOK_MONITOR", "modules"}, {"OPHOOK_MODE", "stats"}});
+  const auto with_mode = test::parse_settings({{"OPHOOK_MONITOR", "modules"}, {"OPHOOK_MODE", "stats"}});
   EXPECT_TRUE(with_mode.config.monitor.modules && with_mode.config.monitor.params);
   EXPECT_TRUE(with_mode.config.records_ops);
-  EXPECT_TRUE(parse({{"OPHOOK_MONITOR", "on"}, {"OPHOOK_NAN", "warn"}}).config.records_ops);
-  EXPECT_TRUE(parse({}).config.records_ops);
+  EXPECT_TRUE(test::parse_settings({{"OPHOOK_MONITOR", "on"}, {"OPHOOK_NAN", "warn"}}).config.records_ops);
+  EXPECT_TRUE(test::parse_settings({}).config.records_ops);
 }
 
 TEST(MonitorRules, BadValuesNameWhatIsAccepted) {
-  const auto bad_set = parse({{"OPHOOK_MONITOR", "params,weights"}});
+  const auto bad_set = test::parse_settings({{"OPHOOK_MONITOR", "params,weights"}});
   ASSERT_EQ(bad_set.errors.size(), 1u);
   EXPECT_NE(bad_set.errors[0].message().find("params, modules"), std::string::npos);
-  const auto bad_rule = parse({{"OPHOOK_MONITOR", "1"}, {"OPHOOK_MONITOR_TRIGGER", "loss:6"}});
+  const auto bad_rule = test::parse_settings({{"OPHOOK_MONITOR", "1"}, {"OPHOOK_MONITOR_TRIGGER", "loss:6"}});
   ASSERT_EQ(bad_rule.errors.size(), 1u);
   EXPECT_NE(bad_rule.errors[0].message().find("STATISTIC:Nsigma"), std::string::npos);
 }
 
 TEST(MonitorRules, RulesAloneTurnTheMonitorOnButNotAgainstAnExplicitOff) {
-  const auto rules_alone = parse({{"OPHOOK_MONITOR_TRIGGER", "loss:6sigma"}});
+  const auto rules_alone = test::parse_settings({{"OPHOOK_MONITOR_TRIGGER", "loss:6sigma"}});
   EXPECT_TRUE(rules_alone.errors.empty());
   EXPECT_TRUE(rules_alone.config.monitor.params);
-  EXPECT_FALSE(parse({{"OPHOOK_MONITOR_TRIGGER", "loss:6sigma"}, {"OPHOOK_MONITOR", "0"}}).config.monitor.on());
+  EXPECT_FALSE(test::parse_settings({{"OPHOOK_MONITOR_TRIGGER", "loss:6sigma"}, {"OPHOOK_MONITOR", "0"}}).config.monitor.on());
 }
 
 }  // namespace
