@@ -1,10 +1,9 @@
 """A dump on every rank (docs/ranks.md): when a trigger fires on one rank of a torch.distributed job
 — its first NaN/Inf (made or received), an uncaught exception, a termination signal,
 ophook.dump_ring() — every rank writes its ring, through the job's own store: the TCPStore that
-init_process_group connected to (no new service, no new port, and no collective on the program's
-groups, which could reorder or hang the program's own). Each rank opens two clients of its own to
-that store — one its watcher waits on, one that sends — so that no wait of ophook's ever holds a
-client another call needs (a client serves one call at a time).
+init_process_group connected to (_job_store: no new service, no new port, and no collective on the
+program's groups, which could reorder or hang the program's own). Each rank opens two clients of its
+own to that store — one its watcher waits on, one that sends.
 
 The trigger's rank sets one key saying who and why (the first trigger of the job stands), then
 wakes each rank by its own key; each rank's watcher thread waits on its key, off the program's
@@ -14,34 +13,21 @@ writes its ring. Each rank's summary.json says which rank triggered, why, and wh
 """
 import datetime
 import json
-import os
 import threading
 import time
+
+from . import _job_store
 
 _signals = None  # the running _Signals, once the job's store is known
 _lock = threading.Lock()
 _WAIT = datetime.timedelta(seconds=3600)  # a watcher's wait, renewed: no traffic while nothing fires
 
 
-def _job_store(distributed):
-    """(host, port) of the TCPStore under the default group's store, or None."""
-    store = distributed.distributed_c10d._get_default_store()
-    while hasattr(store, "underlying_store"):  # PrefixStore
-        store = store.underlying_store
-    host, port = getattr(store, "host", None), getattr(store, "port", None)
-    return (host, port) if host and port else None
-
-
 class _Signals:
     def __init__(self, native, distributed, address, rank, world):
         self.native, self.rank, self.world = native, rank, world
-        run = os.environ.get("TORCHELASTIC_RUN_ID", "") + "." + os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
-        self.prefix = "ophook/%s/" % run  # a restarted job's triggers are its own
-        def client():
-            return distributed.TCPStore(address[0], address[1], is_master=False, wait_for_workers=False,
-                                        timeout=datetime.timedelta(seconds=30))
-
-        self.store, self.waiting = client(), client()
+        self.prefix = _job_store.prefix()
+        self.store, self.waiting = _job_store.client(distributed, address), _job_store.client(distributed, address)
         self.fired = False
         self.stopping = False
         self.watcher = threading.Thread(target=self._watch, name="ophook-rank-signals", daemon=True)
@@ -124,7 +110,7 @@ def start(native):
         if _signals is not None:
             return
         try:
-            address = _job_store(distributed)
+            address = _job_store.address(distributed)
             if address is None:
                 _signals = False
                 native.log("warn", "this job's store has no address (a FileStore or HashStore): a trigger "

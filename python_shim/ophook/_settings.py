@@ -71,5 +71,5 @@ def truthy(settings, name):
 
 
 def levels(settings):
-    raw = settings.get("OPHOOK_LEVELS") or "numpy,torch_function"
+    raw = settings.get("OPHOOK_LEVELS") or "numpy,torch_function,collective"
     return {part.strip() for part in raw.split(",") if part.strip()}

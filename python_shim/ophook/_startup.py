@@ -45,7 +45,7 @@ def _install_framework_hooks(levels, before_install=None):
 
     if "numpy" in levels:
         _import_hooks.when_imported("numpy", install_with("._numpy_patch"))
-    if levels & {"torch_function", "torch_dispatch"}:
+    if levels & {"torch_function", "torch_dispatch", "collective"}:
         _import_hooks.when_imported("torch", install_with("._torch_modes"))
 
 
@@ -158,20 +158,26 @@ def _start_deferred():
     return True
 
 
-def _monitor_on(native):
+def _step_work(native):
+    """What is done at each optimizer step besides recording: the monitor, the replica check."""
     import json  # not at start-up: a program that never imports a framework loads none of it
 
-    return bool(json.loads(native.config()).get("monitor"))
+    config = json.loads(native.config())
+    work = ["training monitor into monitor.jsonl"] if config.get("monitor") else []
+    if config.get("replicas"):
+        work.append("replicas compared every %d steps" % config["replicas"])
+    return work
 
 
 def _start_message(settings, output, ring="", native=None):
     """The log line of a start, as bytes (the path may not be UTF-8); `ring`: the ring's
     description, when dump mode keeps one; `native`: the extension, once the recorder has started."""
+    work = _step_work(native) if native is not None else []
     if native is not None and not native.records_ops():
-        return os.fsencode("monitoring training into monitor.jsonl (no op call recorded) in ") + os.fsencode(output)
+        return os.fsencode("%s (no op call recorded) in " % "; ".join(work)) + os.fsencode(output)
     mode = settings.get("OPHOOK_MODE", "dump") + " mode" + ("; " + ring if ring else "")
-    if native is not None and _monitor_on(native):
-        mode += "; training monitor into monitor.jsonl"
+    if work:
+        mode += "; " + "; ".join(work)
     levels = ",".join(sorted(_settings.levels(settings)))
     return os.fsencode("recording %s (%s) into " % (levels, mode)) + os.fsencode(output)
 

@@ -95,9 +95,10 @@ class _Installation:
             threading.Thread._bootstrap_inner = self.original_bootstrap
             self.original_bootstrap = None
 
-    def hook_modules(self):
+    def hook_modules(self, collectives):
         """Global nn.Module forward hooks (the module stack behind `module`) and optimizer step
-        hooks (the "optimizer" phase and `step`), all C++ functions. Under OPHOOK_COMPILE=ignore
+        hooks (the "optimizer" phase and `step`), all C++ functions; the rank watcher where the
+        rank or the job's store is not learned otherwise (no RANK, or no collective level). Under OPHOOK_COMPILE=ignore
         and record each is wrapped in a function that returns at once while Dynamo traces, so
         that compiled modules compile as they would unhooked (a C function Dynamo cannot trace is
         a graph break). A stand-in as the mode's handler has (_dynamo_stand_ins) does not do here:
@@ -113,7 +114,7 @@ class _Installation:
             optim_module.register_optimizer_step_pre_hook(hook(_ophook.torch_optimizer_enter, _enter_compiled_step)),
             optim_module.register_optimizer_step_post_hook(hook(_ophook.torch_optimizer_exit, _count_compiled_step)),
         ]
-        if not os.environ.get("RANK"):
+        if not os.environ.get("RANK") or not collectives:
             self.hook_handles.append(optim_module.register_optimizer_step_post_hook(hook(_rank_watcher())))
         # torch.compile(module) warns whenever any global module hook exists; these are ophook's.
         warnings.filterwarnings("ignore", message=re.escape(_dynamo_stand_ins.COMPILED_MODULE_WARNING),
@@ -320,7 +321,9 @@ def _rank_watcher():
     since — torch.distributed's once initialised, else a RANK the program set — and hands it to the
     recorder, which names a child process's directory rank<R>/ after it and selects or leaves out
     the process (OPHOOK_RANKS); then the watcher retires. One Python call per step: the first
-    step's end is the first point after init_process_group that every training loop reaches."""
+    step's end is the first point after init_process_group that every training loop reaches. It
+    also starts the rank signals there, which the first collective starts otherwise: with no
+    collective level (a rank with RANK set is selected at once, so it retires at that step too)."""
     state = {"done": False}
 
     def watch_rank(optimizer, args, kwargs):
@@ -406,10 +409,11 @@ def install(torch):
         return
     config = json.loads(_ophook.config())
     levels = set(config.get("levels", ())) & {"torch_function", "torch_dispatch"}
+    collectives = "collective" in config.get("levels", ())
     if not _ophook.records_ops():
         levels = {"torch_function"}  # the monitor alone: the level records nothing and hands it the loss
     _warn_about_unreachable_rules(levels)
-    if not levels:
+    if not levels and not collectives:
         return
     _ophook.set_version("torch", torch.__version__)
     _ophook.add_library_directory(os.path.dirname(torch.__file__))
@@ -421,7 +425,7 @@ def install(torch):
     nan_check = config.get("nan", "off") != "off"
     installation = _Installation(torch, levels, compile_policy, check_backward=nan_check)
     _installation = installation
-    installation.hook_modules()
+    installation.hook_modules(collectives)
     _ophook.torch_set_module_filter(config.get("modules", ""))
     if "torch_dispatch" in levels:
         installation.track_backward_modules()
@@ -430,7 +434,8 @@ def install(torch):
     installation.apply_compile_policy()
     installation.push_here(owner=True)
     installation.wrap_threads()
-    _collectives.install(torch)
+    if collectives:
+        _collectives.install(torch)
     _monitor.install(torch, _ophook, config)
     _ophook.log("debug", "torch %s: modes %s pushed (compile policy %s)"
                 % (torch.__version__, ",".join(sorted(levels)), installation.compile_policy))

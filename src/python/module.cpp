@@ -16,6 +16,7 @@
 #include "ophook/process/recorder.hpp"
 #include "ophook/process/run_facts.hpp"
 #include "ophook/process/run_root.hpp"
+#include "ophook/stats/stats.hpp"
 #include "overrides.hpp"
 #include "program_pause.hpp"
 #include "python_common.hpp"
@@ -81,6 +82,27 @@ std::vector<std::pair<PyObject*, std::string>> object_names(const pb::list& item
   for (const auto& item : items) {
     auto pair = item.cast<pb::tuple>();
     out.emplace_back(pair[0].ptr(), pair[1].cast<std::string>());
+  }
+  return out;
+}
+
+/// XXH64 of each buffer's bytes: the digest a `stats` record carries for the same bytes, by the same
+/// code. "|V1" has no statistics, so only the digest is computed; the GIL is released meanwhile.
+std::vector<std::uint64_t> digests(const pb::list& buffers) {
+  std::vector<pb::buffer_info> views;
+  views.reserve(buffers.size());
+  for (const auto& buffer : buffers) {
+    views.push_back(pb::reinterpret_borrow<pb::buffer>(buffer).request());
+    const auto& view = views.back();
+    if (view.ndim > 1 || (view.ndim == 1 && view.strides[0] != view.itemsize)) {
+      throw pb::value_error("digests: a one-dimensional contiguous buffer expected");
+    }
+  }
+  std::vector<std::uint64_t> out(views.size());
+  pb::gil_scoped_release release;
+  for (std::size_t i = 0; i < views.size(); ++i) {
+    const auto bytes = static_cast<std::size_t>(views[i].size * views[i].itemsize);
+    out[i] = core::compute_stats("|V1", static_cast<const std::byte*>(views[i].ptr), bytes).xxh64;
   }
   return out;
 }
@@ -182,6 +204,8 @@ PYBIND11_MODULE(_ophook, m) {
     running_recorder().facts().add_note(k, nlohmann::json::parse(json));
   });
   m.def("log", &log_message, pb::arg("level"), pb::arg("message"));
+  m.def("digests", &digests, pb::arg("buffers"),
+        "XXH64 of each C-contiguous buffer's bytes, as a stats record's xxh64 (OPHOOK_REPLICAS' digests).");
   m.def("step", &steps::complete_one, "One more step is complete (ophook.step(), the optimizer's post-hook).");
   m.def("steps_completed", &steps::completed, "Steps completed in this process so far.");
   m.def(

@@ -22,6 +22,7 @@ struct Levels {
   bool numpy = true;
   bool torch_function = true;
   bool torch_dispatch = false;
+  bool collective = true;  // c10d collectives and point-to-point calls (docs/ranks.md), through either torch level's setup
 };
 
 /// How much ophook says on stderr (OPHOOK_LOG_LEVEL), in spdlog's order of levels.
@@ -99,8 +100,9 @@ struct Config {
   MonitorSet monitor;
   std::vector<TriggerRule> monitor_trigger;
   std::uint64_t monitor_window = 50;
-  // False when the monitor runs alone (OPHOOK_MONITOR without OPHOOK_MODE, OPHOOK_NAN or a ring):
-  // no op call is recorded, only the monitor's statistics.
+  std::uint64_t replicas = 0;  // 0: off; K: DDP's replicas compared by digest every K optimizer steps
+  // False when the monitor or the replica check runs alone (OPHOOK_MONITOR or OPHOOK_REPLICAS without
+  // OPHOOK_MODE, OPHOOK_NAN or a ring): no op call is recorded, only their per-step work is done.
   bool records_ops = true;
   bool strict = false;
   bool disable = false;

@@ -1,5 +1,5 @@
 """The monitor's flow through a training step: backward() hands it the loss (the torch_function
-level's observer), the optimizer's pre-hook copies the weights, its post-hook gathers the step's
+level's observer), the optimizer step's start (step_hooks) copies the weights, its end gathers the step's
 statistics and starts their one copy to the host; a step's line is written, and its rules judged,
 once its values have arrived (at once on the CPU). All its torch work runs unseen by ophook's modes
 and the program's own (_torch_device.Suspended)."""
@@ -11,36 +11,15 @@ from .. import _rank_signals
 from .._torch_device import Suspended
 from .module_statistics import ModuleStatistics
 from .monitor_file import FILE_NAME, MonitorFile
-from .parameter_names import name_parameters
-from .parameter_statistics import Parameter, UpdateSnapshot, gather, nonfinite_counts
+from .parameter_statistics import UpdateSnapshot, gather, nonfinite_counts
 from .scalar_batch import ScalarBatch
 from .spike_rules import SpikeRules, describe
+from .step_hooks import compiling
 
 PARAMETER_STATISTICS = ("norm", "grad_norm", "update_ratio", "min", "max", "grad_min", "grad_max")
 MAX_NOTED_TRIGGERS = 100
 # A run that diverges fires on every step after the spike: stderr says the first few.
 MAX_TOLD_TRIGGERS = 10
-
-
-class _Optimizer:
-    """What the monitor keeps of one optimizer: its parameters, named, and their copy before a step."""
-
-    def __init__(self, index):
-        self.index = index
-        self.parameters = []
-        self.count = -1
-        self.snapshot = UpdateSnapshot()
-
-    def refresh(self, torch, optimizer):
-        groups = optimizer.param_groups
-        count = sum(len(group["params"]) for group in groups)
-        if count == self.count:
-            return
-        self.count = count
-        tensors = [(tensor, g) for g, group in enumerate(groups) for tensor in group["params"]]
-        names = name_parameters(torch, {id(tensor) for tensor, _ in tensors})
-        self.parameters = [Parameter(tensor, names.get(id(tensor), "optimizer%d.group%d.param%d" % (self.index, g, k)), g)
-                           for k, (tensor, g) in enumerate(tensors)]
 
 
 class _Step:
@@ -57,12 +36,11 @@ class TrainingMonitor:
         self._native = native
         self._rules = SpikeRules(config.get("monitor_trigger", ()), config.get("monitor_window", 50))
         self._modules = ModuleStatistics(torch) if "modules" in config["monitor"].split(",") else None
-        self._optimizers = {}  # id(optimizer) -> _Optimizer
+        self._snapshots = {}  # optimizer's index (step_hooks.OptimizerParameters) -> its weights before the step
         self._losses = []
         self._backward_calls = 0
         self._pending = []  # _Step, oldest first
         self._step = 0
-        self._handles = []
         self._file = None
         self._lines = 0
         self._triggers = []
@@ -72,20 +50,13 @@ class TrainingMonitor:
 
     # -- hooks --
     def start(self):
-        from torch.optim import optimizer as optim_module
-
         self._file = MonitorFile(self._native.output_path(), self._native.log)
-        self._handles = [optim_module.register_optimizer_step_pre_hook(self._before_step),
-                         optim_module.register_optimizer_step_post_hook(self._after_step)]
         self._native.torch_set_backward_observer(self._on_backward)
         if self._modules is not None:
             self._modules.start()
 
     def stop(self):
         self._native.torch_set_backward_observer(None)
-        for handle in self._handles:
-            handle.remove()
-        self._handles = []
         if self._modules is not None:
             self._modules.stop()
         if self._file is None:
@@ -96,12 +67,8 @@ class TrainingMonitor:
         self._file = None
         self._note_summary(path)
 
-    def _compiling(self):
-        compiler = getattr(self._torch, "compiler", None)
-        return compiler is not None and compiler.is_compiling()
-
     def _on_backward(self, args):
-        if not args or self._compiling():
+        if not args or compiling(self._torch):
             return
         root = args[0]
         tensors = root if isinstance(root, (list, tuple)) else (root,)
@@ -111,26 +78,20 @@ class TrainingMonitor:
             if isinstance(tensor, self._torch.Tensor) and tensor.is_floating_point():
                 self._losses.append(tensor.detach())
 
-    def _before_step(self, optimizer, args, kwargs):
-        if self._compiling():
-            return
-        kept = self._optimizers.get(id(optimizer))
-        if kept is None:
-            kept = self._optimizers[id(optimizer)] = _Optimizer(len(self._optimizers))
-        self._step = self._native.steps_completed()
+    def before_step(self, optimizer, kept):
+        self._step = kept.step
+        snapshot = self._snapshots.get(kept.index)
+        if snapshot is None:
+            snapshot = self._snapshots[kept.index] = UpdateSnapshot()
         with Suspended():
-            kept.refresh(self._torch, optimizer)
-            kept.snapshot.take(self._torch, kept.parameters)
+            snapshot.take(self._torch, kept.parameters)
 
-    def _after_step(self, optimizer, args, kwargs):
-        kept = self._optimizers.get(id(optimizer))
-        if kept is None or self._compiling():
-            return
+    def after_step(self, optimizer, kept):
         torch = self._torch
         lrs = {}
         with Suspended():
             batch = ScalarBatch(torch)
-            gather(torch, kept.parameters, kept.snapshot, batch)
+            gather(torch, kept.parameters, self._snapshots[kept.index], batch)
             if self._losses:
                 losses = [loss.to(torch.float64).mean() for loss in self._losses]
                 batch.add([("", "loss")], [torch.stack(losses).mean()] if len(losses) > 1 else losses)

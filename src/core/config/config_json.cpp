@@ -22,6 +22,7 @@ nlohmann::json config_to_json(const Config& config) {
   if (config.levels.numpy) levels.push_back("numpy");
   if (config.levels.torch_function) levels.push_back("torch_function");
   if (config.levels.torch_dispatch) levels.push_back("torch_dispatch");
+  if (config.levels.collective) levels.push_back("collective");
   nlohmann::json triggers = nlohmann::json::array();
   for (const auto& rule : config.monitor_trigger) {
     triggers.push_back({{"rule", to_string(rule)},
@@ -55,6 +56,7 @@ nlohmann::json config_to_json(const Config& config) {
       {"monitor", monitor_to_string(config.monitor)},
       {"monitor_trigger", std::move(triggers)},
       {"monitor_window", config.monitor_window},
+      {"replicas", config.replicas},
       {"strict", config.strict},
       {"disable", config.disable},
   };

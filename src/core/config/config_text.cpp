@@ -70,6 +70,7 @@ std::string levels_to_string(const Levels& levels) {
   add(levels.numpy, "numpy");
   add(levels.torch_function, "torch_function");
   add(levels.torch_dispatch, "torch_dispatch");
+  add(levels.collective, "collective");
   return out;
 }
 

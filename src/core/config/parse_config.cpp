@@ -27,8 +27,8 @@ ConfigResult parse_config(const SettingLookup& lookup) {
   const bool ring_given = p.given("OPHOOK_RING_BYTES") || p.given("OPHOOK_RING_STEPS");
   // Trigger rules watch the monitor's statistics: they turn it on (docs/monitor.md).
   if (!c.monitor_trigger.empty() && !p.given("OPHOOK_MONITOR")) c.monitor.params = true;
-  // The monitor left on alone costs its once-per-step statistics only.
-  if (c.monitor.on() && !p.given("OPHOOK_MODE") && c.nan == NanPolicy::Off && !ring_given) {
+  // The monitor or the replica check left on alone costs its once-per-step work only.
+  if ((c.monitor.on() || c.replicas > 0) && !p.given("OPHOOK_MODE") && c.nan == NanPolicy::Off && !ring_given) {
     c.records_ops = false;
   }
   return std::move(p.result());

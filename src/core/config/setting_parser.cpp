@@ -26,7 +26,7 @@ namespace {
 
 constexpr Choice<bool> kBooleans[] = {{"0", false},   {"1", true},   {"false", false}, {"true", true},
                                       {"no", false},  {"yes", true}, {"off", false},   {"on", true}};
-constexpr std::string_view kLevelsAccepted = "a non-empty comma-separated list of numpy, torch_function, torch_dispatch";
+constexpr std::string_view kLevelsAccepted = "a non-empty comma-separated list of numpy, torch_function, torch_dispatch, collective";
 
 }  // namespace
 
@@ -73,7 +73,7 @@ void SettingParser::byte_size(std::string_view variable, std::uint64_t& field, s
 void SettingParser::levels(std::string_view variable, Levels& field) {
   const auto value = get(variable);
   if (!value) return;
-  Levels parsed{false, false, false};
+  Levels parsed{false, false, false, false};
   bool any = false;
   std::string_view rest = *value;
   while (true) {
@@ -85,6 +85,8 @@ void SettingParser::levels(std::string_view variable, Levels& field) {
       parsed.torch_function = any = true;
     } else if (item == "torch_dispatch") {
       parsed.torch_dispatch = any = true;
+    } else if (item == "collective") {
+      parsed.collective = any = true;
     } else if (!item.empty()) {
       any = false;  // an unknown level rejects the whole list
       break;

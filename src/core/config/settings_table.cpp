@@ -33,8 +33,9 @@ constexpr SettingInfo kSettings[] = {
      [](SettingParser& p, Config& c) { p.text("OPHOOK_OUTPUT", c.output); }},
     {"MODE", "MODE", "trace (specs only), stats (+ per-array statistics), dump (+ .npy files)", "dump",
      "how much of each array is kept", [](SettingParser& p, Config& c) { p.keyword("OPHOOK_MODE", c.mode, kModes); }},
-    {"LEVELS", "LIST", "comma list of numpy, torch_function, torch_dispatch", "numpy,torch_function",
-     "the interception levels; each records its own calls",
+    {"LEVELS", "LIST", "comma list of numpy, torch_function, torch_dispatch, collective",
+     "numpy,torch_function,collective",
+     "the interception levels; each records its own calls (collective: c10d collectives and point-to-point calls)",
      [](SettingParser& p, Config& c) { p.levels("OPHOOK_LEVELS", c.levels); }},
     {"INCLUDE", "RE", kRegex, "all ops", "record only ops whose qualified name matches (searched)",
      [](SettingParser& p, Config& c) { p.regex("OPHOOK_INCLUDE", c.include); }},
@@ -105,6 +106,11 @@ constexpr SettingInfo kSettings[] = {
     {"MONITOR_WINDOW", "N", "a whole number from 3 to 100000", "50",
      "the earlier steps each trigger rule measures a step against",
      [](SettingParser& p, Config& c) { p.count("OPHOOK_MONITOR_WINDOW", c.monitor_window, 3, 100000); }},
+    {"REPLICAS", "K", "a whole number from 1 to 1000000", "off",
+     "every K optimizer steps, compare the parameters DistributedDataParallel keeps identical on its ranks, by "
+     "digest through the job's store, and name the first step and parameter where they part; alone, no op call "
+     "is recorded",
+     [](SettingParser& p, Config& c) { p.count("OPHOOK_REPLICAS", c.replicas, 1, 1000000); }},
     {"OVERRIDES", "FILE", "a Python file of @ophook.override rules", "none",
      "replacement implementations of ops, imported at start",
      [](SettingParser& p, Config& c) { p.text("OPHOOK_OVERRIDES", c.overrides); }},

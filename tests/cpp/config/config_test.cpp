@@ -40,7 +40,8 @@ TEST(Config, DefaultsWhenNothingIsSet) {
   EXPECT_EQ(c.output, "np_op_dumps");
   EXPECT_EQ(c.output, kDefaultOutput);
   EXPECT_EQ(c.mode, Mode::Dump);
-  EXPECT_EQ(levels_to_string(c.levels), "numpy,torch_function");
+  EXPECT_EQ(levels_to_string(c.levels), "numpy,torch_function,collective");
+  EXPECT_EQ(c.replicas, 0u);
   EXPECT_EQ(c.include, "");
   EXPECT_EQ(c.exclude, "");
   EXPECT_FALSE(c.nested);
@@ -102,6 +103,7 @@ TEST(Config, EveryVariableParsed) {
   EXPECT_TRUE(c.levels.numpy);
   EXPECT_FALSE(c.levels.torch_function);
   EXPECT_TRUE(c.levels.torch_dispatch);
+  EXPECT_FALSE(c.levels.collective);  // a list without it records no collective
   EXPECT_EQ(c.include, "^numpy\\.(add|mul)");
   EXPECT_EQ(c.exclude, "reduce$");
   EXPECT_TRUE(c.nested);
@@ -277,17 +279,32 @@ TEST(ByteSize, Rejected) {
   }
 }
 
+TEST(Config, ReplicasAndTheCollectiveLevel) {
+  auto r = parse({{"OPHOOK_REPLICAS", "100"}, {"OPHOOK_LEVELS", "torch_function,collective"}});
+  ASSERT_TRUE(r.errors.empty());
+  EXPECT_EQ(r.config.replicas, 100u);
+  EXPECT_TRUE(r.config.levels.collective && r.config.levels.torch_function && !r.config.levels.numpy);
+  EXPECT_FALSE(r.config.records_ops);  // the check alone records no op call, as the monitor alone
+  EXPECT_TRUE(parse({{"OPHOOK_REPLICAS", "1"}, {"OPHOOK_MODE", "trace"}}).config.records_ops);
+  for (const char* bad : {"0", "-1", "two", "1000001"}) {
+    r = parse({{"OPHOOK_REPLICAS", bad}});
+    ASSERT_EQ(r.errors.size(), 1u) << bad;
+    EXPECT_EQ(r.errors[0].message(),
+              std::string("OPHOOK_REPLICAS='") + bad + "' is not valid (accepted: a whole number from 1 to 1000000)");
+  }
+}
+
 TEST(Config, StringsAndJson) {
   EXPECT_EQ(to_string(Mode::Trace), "trace");
   EXPECT_EQ(to_string(Mode::Stats), "stats");
   EXPECT_EQ(to_string(Mode::Dump), "dump");
   EXPECT_EQ(to_string(NanPolicy::Raise), "raise");
   EXPECT_EQ(to_string(CompilePolicy::Ignore), "ignore");
-  EXPECT_EQ(levels_to_string({true, true, true}), "numpy,torch_function,torch_dispatch");
-  EXPECT_EQ(levels_to_string({false, false, true}), "torch_dispatch");
+  EXPECT_EQ(levels_to_string({true, true, true, true}), "numpy,torch_function,torch_dispatch,collective");
+  EXPECT_EQ(levels_to_string({false, false, true, false}), "torch_dispatch");
 
   Config c;
-  c.levels = {false, true, true};
+  c.levels = {false, true, true, false};
   c.log_level = LogLevel::Warn;
   c.overrides = "o.py";
   const nlohmann::json j = config_to_json(c);
@@ -305,7 +322,7 @@ TEST(Config, StringsAndJson) {
       {"nan", "off"},            {"compile", "eager"},
       {"overrides", "o.py"},     {"log_level", "warn"},
       {"monitor", ""},           {"monitor_trigger", nlohmann::json::array()},
-      {"monitor_window", 50},
+      {"monitor_window", 50},       {"replicas", 0},
       {"strict", false},         {"disable", false}};
   EXPECT_EQ(j, expected) << j.dump();
 }

@@ -19,7 +19,8 @@ EXAMPLES = {"OUTPUT": None, "MODE": "stats", "LEVELS": "numpy", "INCLUDE": "^num
             "IMPORTS": "1", "RING_BYTES": "64M", "DUMP_INCLUDE": "mm", "TENSOR_COPY": "torch",
             "MAX_BYTES": "2G", "QUEUE_BYTES": "64M", "STACK": "0", "NAN": "warn", "COMPILE": "ignore",
             "OVERRIDES": None, "LOG_LEVEL": "warn", "STRICT": "1", "DISABLE": "1", "RING_STEPS": "2",
-            "MONITOR": "modules", "MONITOR_TRIGGER": "loss:6sigma", "MONITOR_WINDOW": "20"}
+            "MONITOR": "modules", "MONITOR_TRIGGER": "loss:6sigma", "MONITOR_WINDOW": "20",
+            "REPLICAS": "100"}
 
 
 def test_every_variable_has_an_example_here():

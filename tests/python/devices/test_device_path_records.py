@@ -6,8 +6,6 @@ machine runs it) the same records, files and statistics at both torch levels, no
 work recorded, the program's results unchanged; through the statistics kernel on the fake device
 (OPHOOK_TENSOR_COPY=fake-device: launches queued per call, results arriving late) the same
 records, the writer's statistics and the device fingerprint as digest."""
-import ctypes
-import ctypes.util
 import struct
 
 import numpy as np
@@ -15,7 +13,7 @@ import pytest
 import torch
 
 from device_programs import LEVELS, PROGRAM, nbytes, tensor_values, without
-from harness import arrays, load, run_script, summary, trace
+from harness import arrays, load, run_script, summary, trace, xxh64
 
 
 @pytest.fixture(scope="module")
@@ -85,13 +83,6 @@ def test_statistics_equal_the_direct_paths(runs):
         assert abs(a["mean"] - b["mean"]) <= 1e-14 * scale and abs(a["std"] - b["std"]) <= 1e-14 * scale, (a, b)
         reduced += 1
     assert small > 200 and reduced >= 14
-
-
-def xxh64(data):
-    library = ctypes.CDLL(ctypes.util.find_library("xxhash") or "libxxhash.so.0")
-    library.XXH64.restype = ctypes.c_uint64
-    library.XXH64.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint64]
-    return library.XXH64(data, len(data), 0)
 
 
 def device_fingerprint(raw):

@@ -2,13 +2,11 @@
 starts on a call's inputs while the call runs (docs/design.md, "Statistics in place"): the
 statistics and digests must be those of the values as they were before the call (inputs) and
 after it (outputs), exactly as the writer computes them from `dump`'s copies."""
-import ctypes
-import ctypes.util
 
 import numpy as np
 import pytest
 
-from harness import arrays, load, run_script, summary, trace
+from harness import arrays, load, run_script, summary, trace, xxh64
 
 # Every array of 1 Mi elements is above the size the helper takes (256 KiB); a few are below, or
 # not in C order (copied as before), or of dtypes without the fast kernels.
@@ -40,13 +38,6 @@ a.mul_(1e38)                        # Inf
 q, r = torch.sort(b)                # two outputs
 print(float(np.nansum(z[np.isfinite(z)])), float(c.sum()))
 """
-
-
-def xxh64(data):
-    library = ctypes.CDLL(ctypes.util.find_library("xxhash") or "libxxhash.so.0")
-    library.XXH64.restype = ctypes.c_uint64
-    library.XXH64.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint64]
-    return "%016x" % library.XXH64(data, len(data), 0)
 
 
 def statistics_of(values):
@@ -93,7 +84,7 @@ def test_statistics_in_place_equal_those_of_the_copies(runs):
         assert ours["stats"] == copied["stats"], where  # the same arithmetic, bit for bit
         if copied.get("file"):
             values = load(dump_dir, copied)
-            assert ours["stats"]["xxh64"] == xxh64(np.ascontiguousarray(values).tobytes()), where
+            assert ours["stats"]["xxh64"] == "%016x" % xxh64(np.ascontiguousarray(values).tobytes()), where
             if values.dtype.kind == "f":
                 expected = statistics_of(values)
                 for key in ("nan", "inf"):

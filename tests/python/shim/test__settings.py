@@ -131,12 +131,12 @@ def test_a_switch_not_set_is_off():
 
 
 @pytest.mark.parametrize("raw, expected", [
-    (None, {"numpy", "torch_function"}),
-    ("", {"numpy", "torch_function"}),
+    (None, {"numpy", "torch_function", "collective"}),
+    ("", {"numpy", "torch_function", "collective"}),
     ("numpy", {"numpy"}),
     (" numpy , torch_dispatch ", {"numpy", "torch_dispatch"}),
     ("torch_function,,torch_function,", {"torch_function"}),
 ])
-def test_levels_default_to_numpy_and_torch_function(raw, expected):
+def test_levels_default_to_numpy_torch_function_and_collective(raw, expected):
     settings = {} if raw is None else {"OPHOOK_LEVELS": raw}
     assert _settings.levels(settings) == expected

@@ -251,13 +251,13 @@ def test_the_start_message_says_levels_mode_and_where():
     assert _startup._start_message(settings, "/runs/out") == \
         b"recording numpy,torch_dispatch (stats mode) into /runs/out"
     assert _startup._start_message({}, "/o", "a 64 MiB ring") == \
-        b"recording numpy,torch_function (dump mode; a 64 MiB ring) into /o"
+        b"recording collective,numpy,torch_function (dump mode; a 64 MiB ring) into /o"
     assert _startup._start_message({}, os.fsdecode(b"/caf\xe9")) == \
-        b"recording numpy,torch_function (dump mode) into /caf\xe9"
+        b"recording collective,numpy,torch_function (dump mode) into /caf\xe9"
 
 
 def test_the_start_message_of_an_output_kept_as_bytes_names_the_path():
-    assert _startup._start_message({}, b"/caf\xe9") == b"recording numpy,torch_function (dump mode) into /caf\xe9"
+    assert _startup._start_message({}, b"/caf\xe9") == b"recording collective,numpy,torch_function (dump mode) into /caf\xe9"
 
 
 def test_the_put_off_start_starts_and_says_so(monkeypatch):
@@ -265,7 +265,7 @@ def test_the_put_off_start_starts_and_says_so(monkeypatch):
     _startup._deferred = {"OPHOOK_OUTPUT": "/runs/out", "OPHOOK_MODE": "dump"}
     assert _startup._start_deferred() is True
     assert _startup._deferred is None and native.started == [{"OPHOOK_OUTPUT": "/runs/out", "OPHOOK_MODE": "dump"}]
-    assert native.logs == [("info", b"recording numpy,torch_function (dump mode; a 256 MiB ring) into /runs/out")]
+    assert native.logs == [("info", b"recording collective,numpy,torch_function (dump mode; a 256 MiB ring) into /runs/out")]
 
 
 def test_the_put_off_start_without_the_extension_leaves_no_output(monkeypatch, capsys):
@@ -380,7 +380,7 @@ def test_the_root_that_imported_nothing_writes_its_empty_run_through_the_preload
     _startup._finish_at_exit()
     assert written == [(b"OPHOOK_OUTPUT=/runs/out\0OPHOOK_MODE=stats\0OPHOOK_NAME=caf\xe9",
                         os.fsencode(sys.version.split()[0]),
-                        b"recording numpy,torch_function (stats mode) into /runs/out")]
+                        b"recording collective,numpy,torch_function (stats mode) into /runs/out")]
     assert _startup._deferred is None and NATIVE not in sys.modules  # the extension never loaded
 
 

@@ -4,6 +4,8 @@ run()/run_script() with trace()/summary()/load() on the output directory; start(
 left running). Every record and summary read through these helpers is checked against the
 published JSON Schemas (docs/schema/), so the schemas cannot drift from what the recorder
 writes."""
+import ctypes
+import ctypes.util
 import functools
 import json
 import os
@@ -167,6 +169,14 @@ def load(directory, value):
 
 def ops(records, name):
     return [r for r in records if r["op"] == name]
+
+
+def xxh64(data):
+    """XXH64 (seed 0) of `data`'s bytes, by the system's libxxhash: the digest ophook records."""
+    library = ctypes.CDLL(ctypes.util.find_library("xxhash") or "libxxhash.so.0")
+    library.XXH64.restype = ctypes.c_uint64
+    library.XXH64.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint64]
+    return library.XXH64(data, len(data), 0)
 
 
 def same_bits(a, b):

@@ -37,7 +37,8 @@ TEST(CliChildEnv, EverySettingHasItsOption) {
       {"QUEUE_BYTES", "64M"},  {"STACK", "0"},            {"NAN", "raise"},
       {"COMPILE", "ignore"},   {"OVERRIDES", "rules.py"}, {"LOG_LEVEL", "debug"},
       {"STRICT", "1"},         {"DISABLE", "1"},          {"RING_STEPS", "2"},
-      {"MONITOR", "modules"},  {"MONITOR_TRIGGER", "loss:6sigma"}, {"MONITOR_WINDOW", "20"}};
+      {"MONITOR", "modules"},  {"MONITOR_TRIGGER", "loss:6sigma"}, {"MONITOR_WINDOW", "20"},
+      {"REPLICAS", "100"}};
   for (const auto& setting : core::settings()) {
     SCOPED_TRACE(setting.variable());
     ASSERT_TRUE(examples.contains(setting.name));
