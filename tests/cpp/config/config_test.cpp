@@ -280,14 +280,14 @@ TEST(ByteSize, Rejected) {
 }
 
 TEST(Config, ReplicasAndTheCollectiveLevel) {
-  auto r = parse({{"OPHOOK_REPLICAS", "100"}, {"OPHOOK_LEVELS", "torch_function,collective"}});
+  auto r = parse_settings({{"OPHOOK_REPLICAS", "100"}, {"OPHOOK_LEVELS", "torch_function,collective"}});
   ASSERT_TRUE(r.errors.empty());
   EXPECT_EQ(r.config.replicas, 100u);
   EXPECT_TRUE(r.config.levels.collective && r.config.levels.torch_function && !r.config.levels.numpy);
   EXPECT_FALSE(r.config.records_ops);  // the check alone records no op call, as the monitor alone
-  EXPECT_TRUE(parse({{"OPHOOK_REPLICAS", "1"}, {"OPHOOK_MODE", "trace"}}).config.records_ops);
+  EXPECT_TRUE(parse_settings({{"OPHOOK_REPLICAS", "1"}, {"OPHOOK_MODE", "trace"}}).config.records_ops);
   for (const char* bad : {"0", "-1", "two", "1000001"}) {
-    r = parse({{"OPHOOK_REPLICAS", bad}});
+    r = parse_settings({{"OPHOOK_REPLICAS", bad}});
     ASSERT_EQ(r.errors.size(), 1u) << bad;
     EXPECT_EQ(r.errors[0].message(),
               std::string("OPHOOK_REPLICAS='") + bad + "' is not valid (accepted: a whole number from 1 to 1000000)");
