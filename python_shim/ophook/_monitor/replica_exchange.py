@@ -5,7 +5,9 @@ group's first rank waits for every member's key of that step (its own client, it
 rank that is late or gone holds up nothing of the program's), reads and deletes them, and names
 the first parameter whose digests part, with the ranks — one warning, and a key the members read
 at their next check without waiting, so that every summary that hears of it says it
-(notes.replicas). Replicas that parted stay apart: the first parting is the answer, and checking
+(notes.replicas). The first rank also says which step it has compared up to: at the end of the run
+a member waits (within the grace) until its own last check is compared, so that the parting found
+at the last check is in its summary too. Replicas that parted stay apart: the first parting is the answer, and checking
 stops there."""
 import datetime
 import json
@@ -17,6 +19,7 @@ from .. import _job_store
 
 _WAIT = datetime.timedelta(seconds=1)  # the first rank's waits, renewed: the end of the run is heard within this
 _GRACE_S = 10.0  # at the end of the run, how long the last check may wait for the others' digests
+_POLL_S = 0.02  # a member's look at the first rank's progress, at the end of the run
 _RANKS_SHOWN = 8  # a warning names at most this many ranks, then counts them
 
 
@@ -78,6 +81,7 @@ class ReplicaExchange:
         self._prefix = _job_store.prefix() + "replicas/"
         self._jobs = queue.Queue()
         self._groups = {}  # group name -> what notes.replicas says of it
+        self._submitted = {}  # group name -> the last step this member published
         self._deadline = None  # set at the end: the last checks wait for the others until then
         self._failure = None
         self.parted = None
@@ -94,11 +98,12 @@ class ReplicaExchange:
     def _run(self):
         while True:
             job = self._jobs.get()
-            if job is None:
-                return
-            if self.parted is not None:
+            if job is not None and self.parted is not None:
                 continue
             try:
+                if job is None:
+                    self._hear_the_last_checks()
+                    return
                 self._check(*job)
             except Exception as error:  # the store is gone (its host ended): said once, no more checks
                 self._failure = str(error)
@@ -112,9 +117,8 @@ class ReplicaExchange:
         if self._rank != first:
             self._store.set(self._key(group, step, self._rank), json.dumps(mine))
             facts["checks"] += 1
-            told = self._prefix + "%s/parted" % group
-            if self._store.check([told]):
-                self.parted = json.loads(self._store.get(told))
+            self._submitted[group] = step
+            self._hear(group)
             return
         digests = {self._rank: mine}
         for rank in ranks:
@@ -123,6 +127,7 @@ class ReplicaExchange:
             key = self._key(group, step, rank)
             if not self._arrived(key):
                 facts["unanswered"] += 1
+                self._store.set(self._prefix + "%s/compared" % group, str(step))  # no member waits for it
                 return
             digests[rank] = json.loads(self._store.get(key))
             self._store.delete_key(key)  # read by this rank only: the store holds a check's keys until then
@@ -133,6 +138,27 @@ class ReplicaExchange:
             self.parted = verdict
             self._native.log("warn", describe(verdict))
             self._store.set(self._prefix + "%s/parted" % group, json.dumps(verdict))
+        self._store.set(self._prefix + "%s/compared" % group, str(step))  # after the verdict: read in that order
+
+    def _hear(self, group):
+        """A member: takes the group's parting when the first rank has told of one."""
+        told = self._prefix + "%s/parted" % group
+        if self._store.check([told]):
+            self.parted = json.loads(self._store.get(told))
+        return self.parted is not None
+
+    def _hear_the_last_checks(self):
+        """A member at the end of the run: waits, until the grace has passed, for the first rank to
+        have compared this member's last check of each group, then takes any parting."""
+        for group, step in self._submitted.items():
+            compared = self._prefix + "%s/compared" % group
+            while not self._hear(group):
+                if self._store.check([compared]) and int(self._store.get(compared)) >= step:
+                    self._hear(group)  # the verdict is set before the step it compared
+                    break
+                if time.monotonic() > self._deadline:
+                    break
+                time.sleep(_POLL_S)
 
     def _arrived(self, key):
         """Waits for `key`; False once the end of the run has come and its grace has passed."""

@@ -56,7 +56,8 @@ TEST(SpikeOrigin, VariationWithinTheMarginIsNoSpike) {
 }
 
 TEST(SpikeOrigin, ANewNanCountsEvenAtAnOrdinarySize) {
-  const auto origin = find_spike_origin(steps_then(2.5, 1.1, /*relu_nan=*/4), 3);
+  const auto records = steps_then(2.5, 1.1, /*relu_nan=*/4);  // the origin points into them
+  const auto origin = find_spike_origin(records, 3);
   ASSERT_TRUE(origin.has_value());
   EXPECT_EQ(origin->record->op, "relu");
   EXPECT_EQ(origin->nonfinite, 4u);
