@@ -1,6 +1,8 @@
 """The many-ranks figures (docs/ranks.md): the four-rank DDP loop (tests/bench/ddp_loop.py, gloo on
 this machine's CPUs), unhooked and under each row's settings, A/B interleaved
-(figures_values.measure_loop); each ratio against a variant measured in the same run."""
+(figures_values.measure_loop), each ratio against a variant measured in the same run; and
+`ophook report` over runs of 64 to 16,384 rank directories (report_many_ranks.py), against `cat`
+of the files it must read."""
 from figures_values import measure_loop
 from measure import Group
 
@@ -30,4 +32,25 @@ def measure(group, ctx):
                         script="ddp_loop.py")
 
 
-GROUPS = [Group("ranks", ROWS, measure)]
+REPORT_RANKS = (64, 512, 4096, 16384)
+REPORT = ("`ophook report` over {n} rank directories (copies of a real two-rank DDP job's, `stats`, an Inf "
+          "carried by the allreduce): wall time, peak RSS, lines printed (baseline: `cat` of every rank's "
+          "`summary.json` and the culprit's `trace.jsonl`)")
+REPORT_ROWS = [("ranks-report-%d" % n, REPORT.format(n="{:,}".format(n)),
+                "≤ 5 s, ≤ 200 MB, < 200 lines" if n == 4096 else "< 200 lines") for n in REPORT_RANKS]
+
+
+def measure_report(group, ctx):
+    ranks = [ctx.size(n, max(2, n // 64)) for n in REPORT_RANKS]  # a smoke run: a 64th of the ranks
+    runs = ctx.worker("report_many_ranks.py", ctx.rounds(3), ranks=",".join(map(str, ranks)),
+                      steps=ctx.size(6, 4))["runs"]
+    rows = {}
+    for n, run in zip(REPORT_RANKS, runs):
+        key = "ranks-report-%d" % n
+        met = run["lines"] < 200 and (n != 4096 or (run["wall_s"] <= 5 and run["max_rss_mib"] <= 200))
+        rows[key] = group.row(key, "%.2f s, %.0f MB, %d lines" % (run["wall_s"], run["max_rss_mib"], run["lines"]),
+                              "%.2f s" % run["floor_s"], "%.1fx" % (run["wall_s"] / run["floor_s"]), met)
+    return rows
+
+
+GROUPS = [Group("ranks", ROWS, measure), Group("ranks-report", REPORT_ROWS, measure_report)]

@@ -10,6 +10,7 @@
 
 #include "ophook/error.hpp"
 #include "read/json_fields.hpp"
+#include "read/parallel_for.hpp"
 #include "read/summary_file.hpp"
 
 namespace ophook::cli {
@@ -77,36 +78,55 @@ bool started_before(const ProcessDir& a, const ProcessDir& b) {
 }
 
 std::vector<ProcessDir> find_processes(const fs::path& run_dir, std::string_view role,
-                                       std::vector<std::string>& warnings) {
+                                       std::vector<std::string>& warnings, const ProcessScan& scan) {
   ProcessDir root;
   root.name = "root";
   root.dir = run_dir;
   const json root_summary = read_summary(run_dir, role, warnings);
   const std::optional<std::int64_t> root_pid =
       root_summary.is_object() ? integer(root_summary, "pid") : std::nullopt;
-  std::vector<ProcessDir> children;
+  std::vector<ProcessDir> found;
   std::error_code ec;
   for (const fs::directory_entry& entry : fs::directory_iterator(run_dir, ec)) {
     const std::string name = entry.path().filename().string();
     const auto parsed = parse_name(name);
     if (!parsed || !entry.is_directory(ec)) continue;
-    if (!fs::is_regular_file(entry.path() / "trace.jsonl", ec)) {
-      warnings.push_back(fmt::format("{}{}: no trace.jsonl; process left out", prefix(role),
-                                     entry.path().string()));
-      continue;
+    found.push_back({parsed->first, parsed->second, name, entry.path(), std::nullopt});
+  }
+  // Thousands of rank directories: their summaries are read on every core.
+  struct Look {
+    std::vector<std::string> warnings;
+    bool left_out = false, stale = false;
+  };
+  std::vector<Look> looks(found.size());
+  parallel_for(found.size(), default_thread_count(), [&](std::size_t i) {
+    ProcessDir& child = found[i];
+    Look& look = looks[i];
+    const bool summary_only = scan.summary_suffices && fs::is_regular_file(child.dir / "summary.json");
+    if (!fs::is_regular_file(child.dir / "trace.jsonl") && !summary_only) {
+      look.warnings.push_back(fmt::format("{}{}: no trace.jsonl; process left out", prefix(role), child.dir.string()));
+      look.left_out = true;
+      return;
     }
-    const json summary = read_summary(entry.path(), role, warnings);
+    const json summary = read_summary(child.dir, role, look.warnings);
     const auto its_root = summary.is_object() ? integer(summary, "root_pid") : std::nullopt;
     if (root_pid && its_root && *its_root != *root_pid) {
-      warnings.push_back(fmt::format(
-          "{}{}: left by an earlier run (its root pid {}, this run's {}); left out", prefix(role),
-          entry.path().string(), *its_root, *root_pid));
-      continue;
+      look.warnings.push_back(fmt::format("{}{}: left by an earlier run (its root pid {}, this run's {}); left out",
+                                          prefix(role), child.dir.string(), *its_root, *root_pid));
+      look.left_out = look.stale = true;
+      return;
     }
-    ProcessDir child{parsed->first, parsed->second, name, entry.path(), std::nullopt};
     child.start_t_ns = summary.is_object() ? integer(summary, "start_t_ns") : std::nullopt;
-    if (!child.start_t_ns) child.start_t_ns = first_record_t_ns(entry.path());
-    children.push_back(std::move(child));
+    if (!child.start_t_ns) child.start_t_ns = first_record_t_ns(child.dir);
+  });
+  std::vector<ProcessDir> children;
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    std::move(looks[i].warnings.begin(), looks[i].warnings.end(), std::back_inserter(warnings));
+    if (!looks[i].left_out) {
+      children.push_back(std::move(found[i]));
+    } else if (scan.stale != nullptr && looks[i].stale) {
+      scan.stale->push_back(found[i].name);
+    }
   }
   std::sort(children.begin(), children.end(), [](const ProcessDir& a, const ProcessDir& b) {
     if (a.kind != b.kind) return a.kind < b.kind;

@@ -30,8 +30,15 @@ bool started_before(const ProcessDir& a, const ProcessDir& b);
 /// summary.json names a root pid other than the root's is left from an earlier run into the same
 /// directory (a run never deletes directories): skipped with a warning, as is a process
 /// directory without trace.jsonl. `role` ("BASE", "NEW"), when not empty, starts each warning.
-/// Reads only the summary.json files and the first line of a trace.jsonl that has no summary.
+/// Reads only the summary.json files (on every core) and the first line of a trace.jsonl that has
+/// no summary.
+struct ProcessScan {
+  /// A directory holding only its summary.json counts too (its index is what `report` merges:
+  /// docs/ranks.md, "Thousands of ranks").
+  bool summary_suffices = false;
+  std::vector<std::string>* stale = nullptr;  // when given, gets the names of the directories an earlier run left
+};
 std::vector<ProcessDir> find_processes(const std::filesystem::path& run_dir, std::string_view role,
-                                       std::vector<std::string>& warnings);
+                                       std::vector<std::string>& warnings, const ProcessScan& scan = {});
 
 }  // namespace ophook::cli

@@ -30,6 +30,8 @@ struct ArraySpec {
   std::uint64_t element_count() const;
   /// Whether it is one of the call's outputs (its path is under "outputs").
   bool is_output() const { return path.starts_with("outputs"); }
+  /// Whether its statistics count a NaN or an Inf.
+  bool has_nonfinite() const { return stats && (stats->nan > 0 || stats->inf > 0); }
 };
 
 /// A plain JSON leaf of a record (number, string, bool, null) with where it sat in the call.

@@ -20,11 +20,7 @@ namespace {
 std::int64_t process_pid(const ProcessRun& process) {
   if (!process.records.empty() && process.records.front().pid != 0)
     return process.records.front().pid;
-  if (process.summary && process.summary->contains("pid") &&
-      (*process.summary)["pid"].is_number_integer()) {
-    return (*process.summary)["pid"].get<std::int64_t>();
-  }
-  return 0;
+  return process.index.pid.value_or(0);
 }
 
 }  // namespace

@@ -9,9 +9,6 @@
 
 namespace ophook::cli {
 
-namespace {
-
-/// "rank0-3,5,pid42": ranks by number, runs of consecutive ones as ranges, other labels after.
 std::string rank_list(const RunReport& report, const std::vector<std::size_t>& processes) {
   std::vector<int> numbers;
   std::vector<std::string> others;
@@ -38,8 +35,6 @@ std::string rank_list(const RunReport& report, const std::vector<std::size_t>& p
   for (const auto& other : others) text += (text.empty() ? "" : ",") + other;
   return text;
 }
-
-}  // namespace
 
 std::vector<std::string> describe_rank_chain(const RunReport& report, const std::vector<RankNonfinite>& ranks,
                                              std::size_t limit) {

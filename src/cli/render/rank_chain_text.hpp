@@ -7,6 +7,10 @@
 
 namespace ophook::cli {
 
+/// "rank0-3,5,pid42": the processes' labels, ranks by number with runs of consecutive ones as
+/// ranges, other labels after.
+std::string rank_list(const RunReport& report, const std::vector<std::size_t>& processes);
+
 /// The report's lines on the ranks' first NaN/Inf: the culprit's rank, then each collective that
 /// carried it on with the ranks it reached (ranks listed as ranges: rank0-3,5); at most `limit`
 /// lines whatever the number of ranks, the rest counted. Empty for one process or no NaN/Inf.

@@ -4,6 +4,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <functional>
+#include <map>
 
 #include "render/rank_chain_text.hpp"
 #include "render/text_format.hpp"
@@ -14,21 +16,6 @@ namespace ophook::cli {
 using nlohmann::json;
 
 namespace {
-
-/// summary["totals"][key], else summary[key]; nullopt when absent or not a number.
-std::optional<std::uint64_t> summary_count(const ProcessRun& process, const char* key) {
-  if (!process.summary) return std::nullopt;
-  const json& s = *process.summary;
-  for (const json* scope : {s.contains("totals") ? &s["totals"] : nullptr, &s}) {
-    if (scope == nullptr || !scope->is_object()) continue;
-    auto it = scope->find(key);
-    if (it != scope->end() && it->is_number_unsigned()) return it->get<std::uint64_t>();
-    if (it != scope->end() && it->is_number_integer()) {
-      return static_cast<std::uint64_t>(std::max<std::int64_t>(0, it->get<std::int64_t>()));
-    }
-  }
-  return std::nullopt;
-}
 
 std::string budget_text(const json& budget) {
   if (!budget.is_object()) return budget.dump();
@@ -129,7 +116,7 @@ void add_monitor_facts(const RunReport& report, std::vector<std::pair<std::strin
 
 void print_top(const RunReport& report, std::ostream& out, std::size_t top, bool by_time) {
   std::vector<const OpTotals*> ops;
-  for (const OpTotals& t : report.ops) ops.push_back(&t);
+  for (const OpTotals& t : report.counts.ops) ops.push_back(&t);
   if (by_time) {
     std::stable_sort(ops.begin(), ops.end(), [](const OpTotals* a, const OpTotals* b) {
       return a->total_ns > b->total_ns;
@@ -142,14 +129,123 @@ void print_top(const RunReport& report, std::ostream& out, std::size_t top, bool
   for (std::size_t i = 0; i < shown; ++i) {
     const OpTotals& t = *ops[i];
     const double share =
-        by_time ? (report.total_ns > 0 ? 100 * t.total_ns / report.total_ns : 0)
+        by_time ? (report.counts.total_ns > 0 ? 100 * t.total_ns / report.counts.total_ns : 0)
                 : 100.0 * static_cast<double>(t.calls) /
-                      static_cast<double>(std::max<std::uint64_t>(1, report.total_calls));
+                      static_cast<double>(std::max<std::uint64_t>(1, report.counts.calls));
     rows.push_back({t.op, std::to_string(t.calls), format_duration_ns(t.total_ns),
                     format_duration_ns(t.total_ns / static_cast<double>(t.calls)),
                     format_duration_ns(t.max_ns), fmt::format("{:.1f}%", share)});
   }
   out << render_table({"op", "calls", "total time", "mean", "max", "share"}, rows);
+}
+
+/// Up to this many processes are listed one by one; more are summarised.
+constexpr std::size_t kListedProcesses = 8;
+/// The processes named on a summarised line: the outliers, the missing, the partial.
+constexpr std::size_t kNamedProcesses = 5;
+
+/// "4 (root: 12 calls; rank0: 177 calls; ...)", or for many processes their calls summarised
+/// with the outliers named: "4097 (root: 12 calls; 4096 ranks rank0-4095: 177 calls each, min 90
+/// ... )".
+std::string processes_text(const RunReport& report) {
+  auto one = [](const ProcessRun& p) {
+    return fmt::format("{}: {}", p.label, p.counted() ? fmt::format("{} calls", p.index.counts.calls) : "no trace.jsonl");
+  };
+  std::vector<std::string> listed;
+  if (report.processes.size() <= kListedProcesses) {
+    for (const ProcessRun& p : report.processes) listed.push_back(one(p));
+    return fmt::format("{} ({})", report.processes.size(), fmt::join(listed, "; "));
+  }
+  std::vector<std::size_t> others;  // all but the root, which has its own entry
+  std::vector<std::uint64_t> calls;
+  for (std::size_t i = 1; i < report.processes.size(); ++i) {
+    others.push_back(i);
+    calls.push_back(report.processes[i].index.counts.calls);
+  }
+  std::vector<std::uint64_t> sorted = calls;
+  std::sort(sorted.begin(), sorted.end());
+  const std::uint64_t median = sorted[sorted.size() / 2];
+  // An outlier's calls differ from the median's by more than a tenth: a rank that stopped early,
+  // took another branch, or recorded another program.
+  const auto deviation = [&](std::size_t k) {
+    return calls[k] > median ? calls[k] - median : median - calls[k];
+  };
+  std::vector<std::size_t> outliers;
+  for (std::size_t k = 0; k < calls.size(); ++k) {
+    if (static_cast<double>(deviation(k)) > std::max(1.0, 0.1 * static_cast<double>(median))) outliers.push_back(k);
+  }
+  std::stable_sort(outliers.begin(), outliers.end(), [&](std::size_t a, std::size_t b) { return deviation(a) > deviation(b); });
+  std::string text = fmt::format("{} ({}; {}: calls min {}, median {}, max {}", report.processes.size(),
+                                 one(report.processes.front()), rank_list(report, others), sorted.front(),
+                                 median, sorted.back());
+  if (outliers.empty()) return text + ")";
+  std::vector<std::string> named;
+  for (std::size_t i = 0; i < std::min(kNamedProcesses, outliers.size()); ++i) {
+    named.push_back(one(report.processes[others[outliers[i]]]));
+  }
+  const std::size_t more = outliers.size() - named.size();
+  return text + fmt::format("; outliers {}{})", fmt::join(named, ", "), more ? fmt::format(" and {} more", more) : "");
+}
+
+/// The "incomplete" lines: ranks missing, processes partial, directories stale; none when the run is whole.
+void add_incomplete_facts(const RunReport& report, std::vector<std::pair<std::string, std::string>>& facts) {
+  if (!report.incomplete()) return;
+  std::vector<std::string> lines;
+  if (!report.missing_ranks.empty()) {
+    std::vector<std::string> ranges;  // "rank5, rank9-11"
+    for (std::size_t i = 0; i < report.missing_ranks.size();) {
+      std::size_t j = i;
+      while (j + 1 < report.missing_ranks.size() && report.missing_ranks[j + 1] == report.missing_ranks[j] + 1) ++j;
+      ranges.push_back(i == j ? fmt::format("rank{}", report.missing_ranks[i])
+                              : fmt::format("rank{}-{}", report.missing_ranks[i], report.missing_ranks[j]));
+      i = j + 1;
+    }
+    const std::size_t shown = std::min(kNamedProcesses, ranges.size());
+    lines.push_back(fmt::format("{} rank{} missing (no directory): {}{}", report.missing_ranks.size(),
+                                report.missing_ranks.size() == 1 ? "" : "s",
+                                fmt::join(ranges.begin(), ranges.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
+                                ranges.size() > shown ? ", …" : ""));
+  }
+  if (!report.partial.empty()) {
+    std::vector<std::string> named;
+    for (std::size_t i = 0; i < std::min(kNamedProcesses, report.partial.size()); ++i) {
+      const ProcessRun& p = report.processes[report.partial[i]];
+      named.push_back(fmt::format("{} ({})", p.label, p.index.partial));
+    }
+    lines.push_back(fmt::format("{} partial (counted from the records): {}{}", report.partial.size(), fmt::join(named, "; "),
+                                report.partial.size() > named.size() ? "; …" : ""));
+  }
+  if (!report.stale.empty()) {
+    const std::size_t shown = std::min(kNamedProcesses, report.stale.size());
+    lines.push_back(fmt::format("{} left by an earlier run, left out: {}{}", report.stale.size(),
+                                fmt::join(report.stale.begin(), report.stale.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
+                                report.stale.size() > shown ? ", …" : ""));
+  }
+  for (std::size_t i = 0; i < lines.size(); ++i) facts.emplace_back(i == 0 ? "incomplete" : "", lines[i]);
+}
+
+/// One fact per distinct text over the processes (`label (rank0-4095)`), at most kNamedProcesses
+/// lines: a budget or a write-error count the ranks share is said once.
+void add_shared_facts(const RunReport& report, const std::string& label,
+                      const std::function<std::string(const ProcessIndex&)>& text_of,
+                      std::vector<std::pair<std::string, std::string>>& facts) {
+  std::vector<std::pair<std::string, std::vector<std::size_t>>> texts;  // in first-seen order
+  std::map<std::string, std::size_t> where;
+  for (std::size_t i = 0; i < report.processes.size(); ++i) {
+    std::string text = text_of(report.processes[i].index);
+    if (text.empty()) continue;
+    auto [it, fresh] = where.emplace(text, texts.size());
+    if (fresh) texts.emplace_back(std::move(text), std::vector<std::size_t>());
+    texts[it->second].second.push_back(i);
+  }
+  const bool one_process = report.processes.size() == 1;
+  for (std::size_t k = 0; k < std::min(kNamedProcesses, texts.size()); ++k) {
+    const auto& [text, processes] = texts[k];
+    facts.emplace_back(one_process ? label : fmt::format("{} ({})", label, rank_list(report, processes)), text);
+  }
+  if (texts.size() > kNamedProcesses) {
+    facts.emplace_back("", fmt::format("… and {} other {} texts", texts.size() - kNamedProcesses, label));
+  }
 }
 
 }  // namespace
@@ -183,21 +279,15 @@ std::string describe_nonfinite(const RunReport& report) {
 
 std::vector<std::pair<std::string, std::string>> report_facts(const RunReport& report) {
   std::vector<std::pair<std::string, std::string>> facts;
-  std::string processes;
-  for (const ProcessRun& p : report.processes) {
-    processes +=
-        fmt::format("{}{}: {}", processes.empty() ? "" : "; ", p.label,
-                    p.has_trace ? fmt::format("{} calls", p.records.size()) : "no trace.jsonl");
-  }
-  facts.emplace_back("processes", fmt::format("{} ({})", report.processes.size(), processes));
-  facts.emplace_back(
-      "calls", fmt::format("{} in {} distinct ops, {} inside recorded calls", report.total_calls,
-                           report.ops.size(), format_duration_ns(report.total_ns)));
+  facts.emplace_back("processes", processes_text(report));
+  add_incomplete_facts(report, facts);
+  facts.emplace_back("calls", fmt::format("{} in {} distinct ops, {} inside recorded calls", report.counts.calls,
+                                          report.counts.ops.size(), format_duration_ns(report.counts.total_ns)));
   std::uint64_t files = 0, bytes = 0;
   bool from_summary = false;
   for (const ProcessRun& p : report.processes) {
-    if (auto f = summary_count(p, "files")) files += *f, from_summary = true;
-    if (auto b = summary_count(p, "bytes_written")) bytes += *b, from_summary = true;
+    if (p.index.files) files += *p.index.files, from_summary = true;
+    if (p.index.bytes_written) bytes += *p.index.bytes_written, from_summary = true;
   }
   facts.emplace_back("files", from_summary
                                   ? fmt::format("{} .npy files, {}", files, format_bytes(bytes))
@@ -206,18 +296,14 @@ std::vector<std::pair<std::string, std::string>> report_facts(const RunReport& r
   facts.emplace_back("first NaN/Inf", describe_nonfinite(report));
   // Bounded whatever the number of ranks: the ranks reached at one collective share a line.
   constexpr std::size_t kRankChainLines = 12;
-  const auto chain = describe_rank_chain(report, first_nonfinite_per_rank(report), kRankChainLines);
+  const auto chain = describe_rank_chain(report, report.ranks, kRankChainLines);
   for (std::size_t i = 0; i < chain.size(); ++i) facts.emplace_back(i == 0 ? "across ranks" : "", chain[i]);
   add_monitor_facts(report, facts);
-  for (const ProcessRun& p : report.processes) {
-    if (!p.summary) continue;
-    const std::string suffix = report.processes.size() > 1 ? " (" + p.label + ")" : "";
-    if (p.summary->contains("budget"))
-      facts.emplace_back("budget" + suffix, budget_text((*p.summary)["budget"]));
-    if (p.summary->contains("write_errors")) {
-      facts.emplace_back("write errors" + suffix, write_errors_text((*p.summary)["write_errors"]));
-    }
-  }
+  add_shared_facts(report, "budget", [](const ProcessIndex& i) { return i.budget.is_null() ? "" : budget_text(i.budget); },
+                   facts);
+  add_shared_facts(report, "write errors",
+                   [](const ProcessIndex& i) { return i.write_errors.is_null() ? "" : write_errors_text(i.write_errors); },
+                   facts);
   return facts;
 }
 

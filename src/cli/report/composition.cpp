@@ -22,15 +22,11 @@ std::string counts_text(const Counts& counts, std::size_t limit) {
   return text.empty() ? "-" : text;
 }
 
-/// "0-2, 10" from the set of steps seen.
-std::string steps_text(const std::vector<std::int64_t>& steps) {
+/// "0-2, 10" from the ranges of steps seen.
+std::string steps_text(const std::vector<std::pair<std::int64_t, std::int64_t>>& steps) {
   std::string text;
-  for (std::size_t i = 0; i < steps.size();) {
-    std::size_t j = i;
-    while (j + 1 < steps.size() && steps[j + 1] == steps[j] + 1) ++j;
-    text += (text.empty() ? "" : ", ") +
-            (i == j ? std::to_string(steps[i]) : fmt::format("{}-{}", steps[i], steps[j]));
-    i = j + 1;
+  for (const auto& [first, last] : steps) {
+    text += (text.empty() ? "" : ", ") + (first == last ? std::to_string(first) : fmt::format("{}-{}", first, last));
   }
   return text.empty() ? "-" : text;
 }
@@ -39,22 +35,13 @@ std::string steps_text(const std::vector<std::int64_t>& steps) {
 
 std::vector<std::pair<std::string, std::string>> composition_facts(const RunReport& report,
                                                                    std::size_t top_modules) {
-  Counts levels, phases, modules;
-  std::vector<std::int64_t> steps;
-  for (const ProcessRun& process : report.processes) {
-    for (const TraceRecord& r : process.records) {
-      ++levels[r.level];
-      if (r.phase) ++phases[*r.phase];
-      if (r.module) ++modules[*r.module];
-      steps.push_back(r.step);
-    }
-  }
-  std::sort(steps.begin(), steps.end());
-  steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
-  return {{"levels", counts_text(levels, levels.size())},
+  const CallCounts& counts = report.counts;
+  Counts phases = counts.phases;
+  phases.erase("none");  // calls outside forward and backward
+  return {{"levels", counts_text(counts.levels, counts.levels.size())},
           {"phases", counts_text(phases, phases.size())},
-          {"steps", steps_text(steps)},
-          {"top modules", counts_text(modules, top_modules)}};
+          {"steps", steps_text(counts.steps)},
+          {"top modules", counts_text(counts.modules, top_modules)}};
 }
 
 }  // namespace ophook::cli

@@ -1,5 +1,6 @@
 #include "report/report_command.hpp"
 
+#include <algorithm>
 #include <iostream>
 
 #include "exit_codes.hpp"
@@ -26,20 +27,29 @@ CLI::App* ReportCommand::attach(CLI::App& app) {
       "Shows totals, the top ops by count and by total time, the first NaN/Inf, the byte\n"
       "budget and write errors, and the per-process subdirectories (pid*/, rank*/) found.\n"
       "The Chrome trace opens in Perfetto (ui.perfetto.dev) or chrome://tracing.\n"
-      "Exit status: 0 on success; 2 on usage or input errors (missing directory or\n"
+      "A run of many ranks is read on every core from the index each rank's summary.json holds;\n"
+      "the page stays short whatever the ranks (docs/ranks.md, \"Thousands of ranks\").\n"
+      "Exit status: 0 on success; 3 when the run is incomplete (a rank directory missing, a\n"
+      "process without its summary.json or cut short, a directory of an earlier run): the rest is\n"
+      "reported and the page names them; 2 on usage or input errors (missing directory or\n"
       "trace.jsonl, malformed trace line or summary.json) - the message names the file.\n");
   return sub;
 }
 
 int ReportCommand::execute() {
-  const RunReport report = load_run_report(dir_);
-  for (const std::string& warning : report.warnings) {
-    std::cerr << "ophook report: warning: " << warning << '\n';
+  const RunReport report = load_run_report(dir_, !html_path_.empty() || !chrome_path_.empty());
+  // As bounded as the page: a fault shared by thousands of ranks is said a few times and counted.
+  constexpr std::size_t kWarnings = 10;
+  for (std::size_t i = 0; i < std::min(kWarnings, report.warnings.size()); ++i) {
+    std::cerr << "ophook report: warning: " << report.warnings[i] << '\n';
+  }
+  if (report.warnings.size() > kWarnings) {
+    std::cerr << "ophook report: warning: … and " << report.warnings.size() - kWarnings << " more warnings\n";
   }
   print_report_text(report, std::cout, top_);
   if (!html_path_.empty()) write_text_file(html_path_, render_report_html(report, top_));
   if (!chrome_path_.empty()) write_chrome_trace_file(report, chrome_path_);
-  return kExitOk;
+  return report.incomplete() ? kExitIncomplete : kExitOk;
 }
 
 }  // namespace ophook::cli

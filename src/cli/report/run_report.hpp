@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "read/monitor_file.hpp"
+#include "read/process_index.hpp"
 #include "read/trace_model.hpp"
 #include "report/spike_origin.hpp"
 
@@ -16,10 +17,14 @@ namespace ophook::cli {
 struct ProcessRun {
   std::string label;  // "root", "pid4242", "rank1"
   std::filesystem::path dir;
-  bool has_trace = false;
+  bool has_trace = false;  // its trace.jsonl is there (its summary.json may stand alone for it)
+  bool counted() const { return has_trace || index.from_summary; }
+  /// Its index; `counts` holds only `calls` once the run's totals have them.
+  ProcessIndex index;
+  /// Its records, read only where the report looks into calls (the culprit's process, those whose
+  /// monitor fired, every process for the HTML page and the Chrome trace): else empty.
   std::vector<TraceRecord> records;
-  std::optional<nlohmann::json> summary;  // summary.json, when present
-  MonitorLog monitor;                     // monitor.jsonl, when present
+  MonitorLog monitor;  // monitor.jsonl, when present
 };
 
 /// A step the training monitor marked, and the call that made it where the records tell.
@@ -28,12 +33,6 @@ struct SpikeFinding {
   const MonitorTrigger* trigger = nullptr;  // the step's first trigger, in processes[process].monitor
   std::optional<SpikeOrigin> origin;
   const TraceRecord* inputs = nullptr;  // the step's first call with input files (first_input_files)
-};
-
-struct OpTotals {
-  std::string op;
-  std::uint64_t calls = 0;
-  double total_ns = 0, max_ns = 0;
 };
 
 /// The first call whose outputs hold NaN/Inf.
@@ -52,12 +51,18 @@ inline constexpr std::size_t kMaxSpikes = 5;
 struct RunReport {
   std::filesystem::path dir;
   std::vector<ProcessRun> processes;  // as find_processes lists them (read/process_dirs.hpp)
-  std::vector<OpTotals> ops;          // over all processes, most calls first
-  std::uint64_t total_calls = 0;
-  double total_ns = 0;
+  CallCounts counts;                  // over all processes, ops by most calls first
+  std::vector<RankNonfinite> ranks;   // each process's first NaN/Inf, born or received, in process order
   std::optional<NonfiniteCall> first_nonfinite;  // the earliest culprit: causal order, then step and time
   std::vector<SpikeFinding> spikes;              // per process, its first kMaxSpikes trigger steps
   std::vector<std::string> warnings;
+  /// The rank directories the run lacks (the report's exit status says so): ranks below the largest
+  /// one seen or in a process group, with no directory; ranks without their own account
+  /// (ProcessIndex::partial); rank directories an earlier run left (find_processes).
+  std::vector<std::int64_t> missing_ranks;
+  std::vector<std::size_t> partial;  // into processes
+  std::vector<std::string> stale;
+  bool incomplete() const { return !missing_ranks.empty() || !partial.empty() || !stale.empty(); }
 };
 
 }  // namespace ophook::cli

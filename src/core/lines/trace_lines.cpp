@@ -67,13 +67,13 @@ void TraceLines::buffer(std::string_view line, std::string_view api_line) noexce
 }
 
 void TraceLines::flush() noexcept {
-  append(trace_fd_, trace_buffer_, trace_failed_, "trace.jsonl");
+  trace_bytes_ += append(trace_fd_, trace_buffer_, trace_failed_, "trace.jsonl");
   append(api_fd_, api_buffer_, api_failed_, "api_trace.txt");
 }
 
-void TraceLines::append(int fd, LineBuffer& buffer, bool& failed, const char* what) noexcept {
+std::size_t TraceLines::append(int fd, LineBuffer& buffer, bool& failed, const char* what) noexcept {
   const auto text = buffer.view();
-  if (text.empty()) return;
+  if (text.empty()) return 0;
   std::size_t done = 0;
   while (!failed && done < text.size()) {
     const auto n = ::write(fd, text.data() + done, text.size() - done);
@@ -90,6 +90,7 @@ void TraceLines::append(int fd, LineBuffer& buffer, bool& failed, const char* wh
     done += static_cast<std::size_t>(n);
   }
   buffer.clear();
+  return done;
 }
 
 }  // namespace ophook::core

@@ -34,6 +34,8 @@ class TraceLines {
 
   /// The first seq whose lines have not been emitted.
   std::uint64_t next_seq() const noexcept { return next_seq_; }
+  /// Bytes written to trace.jsonl so far.
+  std::uint64_t trace_bytes() const noexcept { return trace_bytes_; }
   /// Bytes of lines waiting for an earlier call.
   std::size_t waiting_bytes() const noexcept { return waiting_bytes_; }
 
@@ -42,11 +44,13 @@ class TraceLines {
 
  private:
   void buffer(std::string_view line, std::string_view api_line) noexcept;
-  void append(int fd, LineBuffer& buffer, bool& failed, const char* what) noexcept;
+  /// Writes the buffer out unless `failed`; the bytes written.
+  std::size_t append(int fd, LineBuffer& buffer, bool& failed, const char* what) noexcept;
 
   OutputDir& dir_;
   RunSummary& summary_;
   int trace_fd_ = -1, api_fd_ = -1;
+  std::uint64_t trace_bytes_ = 0;
   bool trace_failed_ = false, api_failed_ = false;
   LineBuffer trace_buffer_, api_buffer_;  // lines in seq order, not yet written
   std::uint64_t next_seq_ = 0;

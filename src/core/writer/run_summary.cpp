@@ -40,6 +40,7 @@ void RunSummary::observe(const CallRecord& record, const std::vector<ArrayOutcom
   ++level_calls_[static_cast<std::size_t>(recorder_.op(record.op_id).level)];
   ++phase_calls_[static_cast<std::size_t>(record.phase)];
   observe_step(record.step);
+  if (record.module_id) ++module_calls_[record.module_id];
   const auto& op = recorder_.op(record.op_id);
   const auto named = op.same_name_as != 0 ? op.same_name_as : record.op_id;  // counts go by name
   auto [it, fresh] = ops_.try_emplace(named);
@@ -56,6 +57,12 @@ void RunSummary::observe(const CallRecord& record, const std::vector<ArrayOutcom
   const bool outputs_bad = std::any_of(outcomes.begin(), outcomes.end(),
                                        [](const ArrayOutcome& o) { return o.is_output && nonfinite(o); });
   if (record.collective.group_id) {
+    auto& group = groups_[record.collective.group_id];
+    ++group.calls;
+    group.last_group_seq = std::max(group.last_group_seq, record.collective.group_seq);
+    group.ranks_id = record.collective.ranks_id;
+    group.recent[group.calls % GroupCalls::kRecent] = {record.seq, record.collective.group_seq};
+    if (!first_nonfinite_.is_null()) note_collective_before_culprit(record);
     // A collective's NaN/Inf came from another rank (or from the reduction on every rank alike):
     // never a culprit here. The first one received is what this rank's timeline starts from.
     if ((record.collective.received_nonfinite || (outputs_bad && inputs_clean)) && first_received_.is_null()) {
@@ -78,10 +85,13 @@ void RunSummary::observe(const CallRecord& record, const std::vector<ArrayOutcom
     ++totals.nonfinite;
     if (first_nonfinite_.is_null() || record.seq < first_nonfinite_["seq"].get<std::uint64_t>()) {
       using Json = nlohmann::ordered_json;
+      if (!first_nonfinite_.is_null()) culprit_place_known_ = false;
+      place_culprit(record.seq);
       const auto source = source_text(record, recorder_);
       first_nonfinite_ = {{"seq", record.seq},
                           {"op", recorder_.op(record.op_id).name},
                           {"step", record.step},
+                          {"t_ns", record.t_ns},
                           {"source", source.empty() ? Json(nullptr) : Json(source)},
                           {"module", record.module_id ? Json(recorder_.text(record.module_id)) : Json(nullptr)},
                           {"phase", record.phase == Phase::None ? Json(nullptr) : Json(to_string(record.phase))}};
@@ -99,6 +109,26 @@ void RunSummary::observe(const CallRecord& record, const std::vector<ArrayOutcom
     std::pop_heap(slowest_.begin(), slowest_.end(), std::greater<>{});
     slowest_.pop_back();
   }
+}
+
+void RunSummary::place_culprit(std::uint64_t seq) {
+  for (const auto& [id, group] : groups_) {
+    std::uint64_t before = 0;
+    bool any_before = false;
+    for (const auto& [recent_seq, group_seq] : group.recent) {
+      if (group_seq == 0 || recent_seq >= seq) continue;  // an unused slot, or issued after it
+      before = std::max(before, group_seq), any_before = true;
+    }
+    // Every kept collective came after it, and older ones were not kept: its place is unknown.
+    if (!any_before && group.calls > GroupCalls::kRecent) culprit_place_known_ = false;
+    collectives_before_culprit_[id] = before;
+  }
+}
+
+void RunSummary::note_collective_before_culprit(const CallRecord& record) {
+  if (record.seq >= first_nonfinite_["seq"].get<std::uint64_t>()) return;
+  auto& last = collectives_before_culprit_[record.collective.group_id];
+  last = std::max(last, record.collective.group_seq);
 }
 
 void RunSummary::observe_step(std::uint64_t step) {
@@ -121,11 +151,14 @@ nlohmann::ordered_json RunSummary::counts_json() const {
     const auto phase = static_cast<Phase>(i);
     phases[phase == Phase::None ? "none" : std::string(to_string(phase))] = phase_calls_[i];
   }
+  Json modules = Json::object();
+  for (const auto& [id, calls] : module_calls_) modules[recorder_.text(id)] = calls;
   RangeSet steps;
   steps.ranges = steps_;
   std::sort(steps.ranges.begin(), steps.ranges.end());
   return {{"levels", std::move(levels)},
           {"phases", std::move(phases)},
+          {"modules", std::move(modules)},
           {"steps", steps.to_string()},
           {"last_step", steps_.empty() ? Json(nullptr) : Json(steps_.back().second)}};
 }
@@ -220,8 +253,21 @@ nlohmann::ordered_json RunSummary::summary_json(std::uint64_t dropped, RecordQue
                   {"producer_waits", producer_waits.count},
                   {"producer_wait_ms", static_cast<double>(producer_waits.ns) / 1e6}};
   out["first_nonfinite"] = first_nonfinite_;
+  if (first_nonfinite_.is_object()) {
+    Json before = Json::object();
+    for (const auto& [id, last] : collectives_before_culprit_) before[recorder_.text(id)] = last;
+    out["first_nonfinite"]["after_collective"] = culprit_place_known_ ? std::move(before) : Json(nullptr);
+  }
   out["first_received_nonfinite"] = first_received_;
   out["recorded"] = counts_json();
+  Json collectives = Json::object();
+  for (const auto& [id, group] : groups_) {
+    collectives[recorder_.text(id)] = {{"calls", group.calls},
+                                       {"last_group_seq", group.last_group_seq},
+                                       {"ranks", Json::parse(recorder_.text(group.ranks_id), nullptr, false)}};
+  }
+  out["collectives"] = std::move(collectives);
+  out["trace"] = {{"bytes", trace_bytes_}};
   out["ops"] = std::move(ops);
   out["slowest"] = std::move(slow);
   out["api_configs_truncated"] = configs_truncated_;

@@ -2,6 +2,7 @@
 #include <array>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <set>
 #include <unordered_set>
 #include <string>
@@ -49,6 +50,10 @@ class RunSummary {
   /// An array not written because the termination signal's time limit for files had passed.
   void count_unwritten_at_termination() { ++unwritten_at_termination_; }
 
+  /// The size trace.jsonl ended with (summary.json's "trace"): a reader that finds the file
+  /// otherwise knows the index is not that file's.
+  void set_trace_bytes(std::uint64_t bytes) { trace_bytes_ = bytes; }
+
   void write_files(OutputDir& dir, std::uint64_t dropped, RecordQueue::ProducerWaits producer_waits);
 
  private:
@@ -56,6 +61,15 @@ class RunSummary {
     std::uint64_t count = 0, errors = 0, nonfinite = 0;
     std::uint64_t nonfinite_expected = 0;  // inside np.errstate that silences the condition
     std::int64_t total_ns = 0, max_ns = 0;
+  };
+  /// A process group's collectives seen here (summary.json's "collectives").
+  struct GroupCalls {
+    static constexpr std::size_t kRecent = 8;
+    std::uint64_t calls = 0, last_group_seq = 0;
+    std::uint32_t ranks_id = 0;
+    // The latest collectives seen, {seq, group_seq}: a culprit seen after collectives issued after
+    // it (its record came late: a call around them, a node judged later) is placed among these.
+    std::array<std::pair<std::uint64_t, std::uint64_t>, kRecent> recent{};
   };
   struct SlowCall {
     std::int64_t dur_ns;
@@ -68,7 +82,11 @@ class RunSummary {
   static constexpr std::size_t kMaxConfigs = 1'000'000;
 
   nlohmann::ordered_json summary_json(std::uint64_t dropped, RecordQueue::ProducerWaits producer_waits) const;
-  /// Calls per level and per phase, and the steps that had recorded calls.
+  /// The first culprit's place among the collectives, set when it is seen: per group, the number of
+  /// the last collective issued before it (one completing later than the culprit counts when it comes).
+  void place_culprit(std::uint64_t seq);
+  void note_collective_before_culprit(const CallRecord& record);
+  /// Calls per level, phase and module, and the steps that had recorded calls.
   nlohmann::ordered_json counts_json() const;
   void observe_step(std::uint64_t step);
   std::string statistics_text() const;
@@ -83,6 +101,13 @@ class RunSummary {
   std::array<std::uint64_t, kLevelCount> level_calls_{};
   std::array<std::uint64_t, kPhaseCount> phase_calls_{};
   std::vector<std::pair<std::uint64_t, std::uint64_t>> steps_;  // ranges of steps with records
+  std::unordered_map<std::uint32_t, std::uint64_t> module_calls_;  // by interned module name
+  std::map<std::uint32_t, GroupCalls> groups_;                      // by interned group name
+  // Per group, the last collective issued before first_nonfinite_'s call; unknown (null in the
+  // file) once an earlier culprit replaced a first one, as the collectives between them are not kept.
+  std::map<std::uint32_t, std::uint64_t> collectives_before_culprit_;
+  bool culprit_place_known_ = true;
+  std::uint64_t trace_bytes_ = 0;
   std::uint64_t write_errors_ = 0;
   std::uint64_t unwritten_at_termination_ = 0;
   std::string first_write_error_;

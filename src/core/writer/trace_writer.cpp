@@ -296,6 +296,7 @@ void TraceWriter::write_final_files() noexcept {
   try {
     summary_.set_store_once(files_.store_once_json());
     summary_.set_ring(ring_.to_json());
+    summary_.set_trace_bytes(lines_.trace_bytes());
     summary_.write_files(dir_, final_dropped_, final_waits_);
   } catch (const std::exception& e) {
     log_error("cannot write the summary files into {}: {}", dir_.path(), e.what());

@@ -16,9 +16,12 @@ def make_run(tmp_path, with_summary=True, first_nonfinite="absent"):
     for record in child.records:
         record["pid"] = 4242
     child.write()
-    rank = RunDir(tmp_path / "run" / "rank1", mode="stats")
+    rank = RunDir(tmp_path / "run" / "rank0", mode="stats")
     rank.call("numpy.sqrt", [np.arange(4.0)], [np.sqrt(np.arange(4.0))], pid=777)
     rank.write()
+    # An older recorder's summary (no index): the rank is counted from its records, and the run of
+    # one rank is whole (a rank without its summary.json would make it incomplete: exit status 3).
+    (tmp_path / "run" / "rank0" / "summary.json").write_text(json.dumps({"pid": 777}))
     (tmp_path / "run" / "pidnotanumber").mkdir()  # not a process directory
     if with_summary:
         summary = {"pid": 1000,
@@ -38,7 +41,7 @@ def test_terminal_summary(tmp_path):
     proc = run_ophook("report", run)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    assert "3 (root: 6 calls; rank1: 1 calls; pid4242: 5 calls)" in out
+    assert "3 (root: 6 calls; rank0: 1 calls; pid4242: 5 calls)" in out
     assert "12 in 7 distinct ops" in out
     assert "17 .npy files, 3.0 MiB" in out
     # First NaN/Inf: the matmul output, found by scanning (the summary does not say).

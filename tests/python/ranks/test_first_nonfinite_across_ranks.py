@@ -6,6 +6,8 @@ steps, whose forward tensors are Inf (the Inf weights the optimizer step wrote),
 culprit either: a node fed NaN through its saved tensors is no culprit. The program computes what
 it computes unhooked."""
 import json
+import os
+import shutil
 
 import pytest
 
@@ -111,3 +113,67 @@ def test_the_report_names_the_culprits_rank_and_the_collective_that_carried_it(r
         % (culprit["seq"], culprit["source"], received["group_seq"] - 1)), lines[at]
     assert lines[at + 1].strip() == "received by rank0-1,3 at c10d.allreduce_ #%d of group 0 (step 3)" % (
         received["group_seq"]), lines[at + 1]
+
+
+def _page(proc):
+    """The report's page without its first line (the directory)."""
+    return proc.stdout.splitlines()[1:]
+
+
+def test_the_index_in_summary_json_gives_the_page_the_records_give(run, tmp_path):
+    """Each rank's summary.json indexes its records (counts, steps, first NaN/Inf, collectives):
+    the report merges the indexes alone; without them (an older summary.json) it counts every
+    record, and the page is the same."""
+    where, _, _ = run
+    copy = tmp_path / "no_index"
+    shutil.copytree(where / "out", copy)
+    for path in copy.rglob("summary.json"):
+        written = json.loads(path.read_text())
+        assert written["trace"]["bytes"] == (path.parent / "trace.jsonl").stat().st_size
+        del written["trace"]  # what an older recorder wrote: the records are read
+        path.write_text(json.dumps(written))
+    indexed, counted = run_ophook("report", where / "out"), run_ophook("report", copy)
+    assert indexed.returncode == counted.returncode == 0, indexed.stderr + counted.stderr
+    assert _page(indexed) == _page(counted)
+    levels = next(line for line in _page(indexed) if line.strip().startswith("levels"))
+    assert "torch_function" in levels and "collective" in levels, levels
+
+
+def test_thousands_of_rank_directories_give_a_short_page_that_names_what_is_missing(run, tmp_path):
+    """A run of 300 rank directories made from the four recorded ones (rank 2 as recorded, the
+    others copies of rank 0): rank 5 has no directory, rank 7 no summary.json (killed before it
+    wrote one), rank 9 is an earlier run's. The page stays short, names all three, still names
+    rank 2's culprit, and the exit status says the run is incomplete."""
+    where, _, _ = run
+    target = tmp_path / "many"
+    target.mkdir()
+    for rank in range(300):
+        if rank == 5:
+            continue
+        source = where / "out" / ("rank%d" % (2 if rank == 2 else 0))
+        here = target / ("rank%d" % rank)
+        here.mkdir()
+        for name in ("trace.jsonl", "summary.json", "api_trace.txt"):
+            if (source / name).exists():
+                os.link(source / name, here / name)
+    for name in ("trace.jsonl", "summary.json"):
+        os.link(where / "out" / name, target / name)
+    (target / "rank7" / "summary.json").unlink()
+    stale = json.loads((target / "rank9" / "summary.json").read_text())
+    (target / "rank9" / "summary.json").unlink()
+    (target / "rank9" / "summary.json").write_text(json.dumps(dict(stale, root_pid=stale["root_pid"] + 1)))
+    proc = run_ophook("report", target)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) < 200, len(lines)
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("incomplete"))
+    assert lines[at].split("incomplete", 1)[1].strip() == "2 ranks missing (no directory): rank5, rank9", lines[at]
+    assert lines[at + 1].strip().startswith("1 partial (counted from the records): rank7 (no summary.json"), lines[at + 1]
+    assert lines[at + 2].strip() == "1 left by an earlier run, left out: rank9", lines[at + 2]
+    first = next(line for line in lines if line.strip().startswith("first NaN/Inf"))
+    assert "op=autograd.SqrtBackward0" in first and first.endswith("in rank2"), first
+    processes = next(line for line in lines if line.strip().startswith("processes"))
+    assert "rank0-4,6-8,10-299: calls min" in processes, processes
+    budgets = [line.split(")", 1)[0].strip() for line in lines if line.strip().startswith("budget")]
+    assert "budget (rank0-1,3-4,6,8,10-299" in budgets and "budget (rank2" in budgets, budgets  # a budget shared, said once
+    assert "left by an earlier run" in proc.stderr and len(proc.stderr.splitlines()) <= 11, proc.stderr

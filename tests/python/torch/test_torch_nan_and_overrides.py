@@ -63,8 +63,8 @@ def test_nan_warn_names_the_op_line_module_and_phase(tmp_path, level):
     (warning,) = [line for line in proc.stderr.splitlines() if "NaN/Inf" in line]
     assert warning.endswith("seq %d %s at %s in module Net.encoder.1 (forward)" % (log["seq"], NAME[level], where))
     first = summary(tmp_path / "out")["first_nonfinite"]
-    assert first == {"seq": log["seq"], "op": NAME[level], "source": where, "module": "Net.encoder.1",
-                     "phase": "forward", "step": 0}
+    assert first == {"seq": log["seq"], "op": NAME[level], "step": 0, "t_ns": log["t_ns"], "source": where,
+                     "module": "Net.encoder.1", "phase": "forward", "after_collective": {}}  # no collectives
     assert log["source"] == where and log["module"] == "Net.encoder.1" and log["phase"] == "forward"
     counts = summary(tmp_path / "out")["ops"]
     assert counts[NAME[level]]["nonfinite"] == 1

@@ -25,7 +25,7 @@ std::string nonfinite_op(const RunReport& report) {
 
 void add_bars(const RunReport& report, HtmlPage& page, std::size_t top, bool by_time) {
   std::vector<const OpTotals*> ops;
-  for (const OpTotals& t : report.ops) ops.push_back(&t);
+  for (const OpTotals& t : report.counts.ops) ops.push_back(&t);
   if (by_time) {
     std::stable_sort(ops.begin(), ops.end(), [](const OpTotals* a, const OpTotals* b) {
       return a->total_ns > b->total_ns;
@@ -40,7 +40,7 @@ void add_bars(const RunReport& report, HtmlPage& page, std::size_t top, bool by_
                     t.op == bad_op});
   }
   page.heading(fmt::format("{} per op (top {} of {})", by_time ? "Time" : "Calls", bars.size(),
-                           report.ops.size()));
+                           report.counts.ops.size()));
   page.raw(svg_bar_chart(bars));
 }
 
@@ -113,7 +113,7 @@ void add_monitor(const RunReport& report, HtmlPage& page) {
 void add_op_table(const RunReport& report, HtmlPage& page) {
   page.heading("All ops");
   std::vector<std::vector<std::string>> rows;
-  for (const OpTotals& t : report.ops) {
+  for (const OpTotals& t : report.counts.ops) {
     rows.push_back({t.op, std::to_string(t.calls), format_duration_ns(t.total_ns),
                     format_duration_ns(t.total_ns / static_cast<double>(t.calls)),
                     format_duration_ns(t.max_ns)});

@@ -4,32 +4,34 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 
 namespace ophook::cli {
 namespace {
 
-using nlohmann::json;
+RankNonfinite received_at(std::int64_t seq, const std::string& op, std::int64_t step, std::int64_t group_seq) {
+  RankNonfinite rank;
+  rank.received = true;
+  rank.seq = seq, rank.op = op, rank.step = step, rank.source = "-", rank.group = "0", rank.group_seq = group_seq;
+  return rank;
+}
 
-ProcessRun rank_dir(int rank, json summary) {
+ProcessRun rank_dir(int rank, std::optional<RankNonfinite> first) {
   ProcessRun process;
   process.label = "rank" + std::to_string(rank);
-  process.summary = std::move(summary);
+  process.index.first_nonfinite = std::move(first);
   return process;
 }
 
 TEST(RankChainText, TheChainNamesTheCulpritsRankThenTheRanksEachCollectiveReached) {
   RunReport report;
-  const json culprit = {{"seq", 41}, {"op", "autograd.SqrtBackward0"}, {"step", 3}, {"source", "t.py:9:<module>"}};
-  for (int rank : {0, 1, 3, 4, 6}) {
-    report.processes.push_back(rank_dir(rank, {{"first_nonfinite", nullptr},
-                                               {"first_received_nonfinite",
-                                                {{"seq", 50}, {"op", "c10d.allreduce_"}, {"step", 3}, {"source", "-"},
-                                                 {"group", "0"}, {"group_seq", 9}}}}));
-  }
-  report.processes.push_back(rank_dir(2, {{"first_nonfinite", culprit}, {"first_received_nonfinite", nullptr}}));
-  const auto ranks = first_nonfinite_per_rank(report);
+  RankNonfinite culprit;
+  culprit.seq = 41, culprit.op = "autograd.SqrtBackward0", culprit.step = 3, culprit.source = "t.py:9:<module>";
+  for (int rank : {0, 1, 3, 4, 6}) report.processes.push_back(rank_dir(rank, received_at(50, "c10d.allreduce_", 3, 9)));
+  report.processes.push_back(rank_dir(2, culprit));
+  const auto ranks = first_nonfinite_per_rank(report.processes);
   ASSERT_EQ(ranks.size(), 6u);
   const auto lines = describe_rank_chain(report, ranks, 12);
   ASSERT_EQ(lines.size(), 2u);
@@ -40,12 +42,9 @@ TEST(RankChainText, TheChainNamesTheCulpritsRankThenTheRanksEachCollectiveReache
 TEST(RankChainText, TheChainStaysWithinItsLinesWhateverTheRanks) {
   RunReport report;
   for (int rank = 0; rank < 100; ++rank) {  // each received at its own collective
-    report.processes.push_back(rank_dir(rank, {{"first_nonfinite", nullptr},
-                                               {"first_received_nonfinite",
-                                                {{"seq", 5}, {"op", "c10d.broadcast_"}, {"step", 1}, {"source", "-"},
-                                                 {"group", "0"}, {"group_seq", rank + 1}}}}));
+    report.processes.push_back(rank_dir(rank, received_at(5, "c10d.broadcast_", 1, rank + 1)));
   }
-  const auto lines = describe_rank_chain(report, first_nonfinite_per_rank(report), 12);
+  const auto lines = describe_rank_chain(report, first_nonfinite_per_rank(report.processes), 12);
   ASSERT_EQ(lines.size(), 12u);
   EXPECT_EQ(lines[0], "no rank made it: every rank's first NaN/Inf was received (its culprit's rank wrote no record)");
   EXPECT_EQ(lines.back(), "… and 90 more ranks");
@@ -53,8 +52,10 @@ TEST(RankChainText, TheChainStaysWithinItsLinesWhateverTheRanks) {
 
 TEST(RankChainText, OneProcessHasNoChain) {
   RunReport report;
-  report.processes.push_back(rank_dir(0, {{"first_nonfinite", {{"seq", 1}, {"op", "numpy.log"}}}}));
-  EXPECT_TRUE(describe_rank_chain(report, first_nonfinite_per_rank(report), 12).empty());
+  RankNonfinite born;
+  born.seq = 1, born.op = "numpy.log";
+  report.processes.push_back(rank_dir(0, born));
+  EXPECT_TRUE(describe_rank_chain(report, first_nonfinite_per_rank(report.processes), 12).empty());
 }
 
 }  // namespace
