@@ -9,21 +9,9 @@ import json
 import pytest
 
 from harness import check_schema, summary, xxh64
-from ranks import torchrun
+from ranks import DDP_MLP, torchrun
 
-PROGRAM = """
-import json, sys
-import torch
-import torch.distributed as dist
-from torch import nn
-from torch.nn.parallel import DistributedDataParallel as DDP
-
-dist.init_process_group("gloo")
-rank = dist.get_rank()
-torch.manual_seed(0)
-model = DDP(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1)))
-optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
-data = torch.randn(16, 8) + rank
+PROGRAM = DDP_MLP + """
 losses, weights = [], {}
 for step in range(4):
     loss = model(data).pow(2).mean()

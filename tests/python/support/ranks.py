@@ -10,6 +10,22 @@ from pathlib import Path
 from harness import run
 
 GLOO_TEARDOWN_ABORT = "terminate called without an active exception"
+# The start of the ranks' programs that train a small DDP MLP (gloo, SGD, each rank its own data):
+# a test's program goes on from here with its loop.
+DDP_MLP = """
+import json, sys
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(0)
+model = DDP(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1)))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+data = torch.randn(16, 8) + rank
+"""
 
 
 def free_port():
