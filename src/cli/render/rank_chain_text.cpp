@@ -3,35 +3,38 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <map>
 #include <tuple>
 
 namespace ophook::cli {
 
+std::string rank_ranges(const std::vector<std::int64_t>& sorted, std::size_t most_ranges) {
+  std::string text;
+  std::size_t ranges = 0;
+  for (std::size_t i = 0; i < sorted.size(); ++ranges) {
+    if (ranges == most_ranges) return text + ",…";
+    std::size_t j = i;
+    while (j + 1 < sorted.size() && sorted[j + 1] == sorted[j] + 1) ++j;
+    text += (text.empty() ? "rank" : ",") + std::to_string(sorted[i]);
+    if (j > i) text += "-" + std::to_string(sorted[j]);
+    i = j + 1;
+  }
+  return text;
+}
+
 std::string rank_list(const RunReport& report, const std::vector<std::size_t>& processes) {
-  std::vector<int> numbers;
+  std::vector<std::int64_t> numbers;
   std::vector<std::string> others;
   for (const std::size_t p : processes) {
-    const std::string& label = report.processes[p].label;
-    int number = 0;
-    const bool is_rank = label.starts_with("rank") &&
-                         std::from_chars(label.data() + 4, label.data() + label.size(), number).ec == std::errc();
-    if (is_rank) {
-      numbers.push_back(number);
+    const ProcessRun& process = report.processes[p];
+    if (process.rank) {
+      numbers.push_back(*process.rank);
     } else {
-      others.push_back(label);
+      others.push_back(process.label);
     }
   }
   std::sort(numbers.begin(), numbers.end());
-  std::string text;
-  for (std::size_t i = 0; i < numbers.size();) {
-    std::size_t j = i;
-    while (j + 1 < numbers.size() && numbers[j + 1] == numbers[j] + 1) ++j;
-    text += (text.empty() ? "rank" : ",") + std::to_string(numbers[i]);
-    if (j > i) text += "-" + std::to_string(numbers[j]);
-    i = j + 1;
-  }
+  std::string text = rank_ranges(numbers);
   for (const auto& other : others) text += (text.empty() ? "" : ",") + other;
   return text;
 }

@@ -1,11 +1,16 @@
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "report/first_nonfinite.hpp"
 
 namespace ophook::cli {
+
+/// "rank0-3,5": rank numbers (sorted, distinct), runs of consecutive ones as ranges; past
+/// `most_ranges` ranges, ",…".
+std::string rank_ranges(const std::vector<std::int64_t>& sorted, std::size_t most_ranges = SIZE_MAX);
 
 /// "rank0-3,5,pid42": the processes' labels, ranks by number with runs of consecutive ones as
 /// ranges, other labels after.

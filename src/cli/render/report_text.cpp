@@ -192,19 +192,9 @@ void add_incomplete_facts(const RunReport& report, std::vector<std::pair<std::st
   if (!report.incomplete()) return;
   std::vector<std::string> lines;
   if (!report.missing_ranks.empty()) {
-    std::vector<std::string> ranges;  // "rank5, rank9-11"
-    for (std::size_t i = 0; i < report.missing_ranks.size();) {
-      std::size_t j = i;
-      while (j + 1 < report.missing_ranks.size() && report.missing_ranks[j + 1] == report.missing_ranks[j] + 1) ++j;
-      ranges.push_back(i == j ? fmt::format("rank{}", report.missing_ranks[i])
-                              : fmt::format("rank{}-{}", report.missing_ranks[i], report.missing_ranks[j]));
-      i = j + 1;
-    }
-    const std::size_t shown = std::min(kNamedProcesses, ranges.size());
-    lines.push_back(fmt::format("{} rank{} missing (no directory): {}{}", report.missing_ranks.size(),
+    lines.push_back(fmt::format("{} rank{} missing (no directory): {}", report.missing_ranks.size(),
                                 report.missing_ranks.size() == 1 ? "" : "s",
-                                fmt::join(ranges.begin(), ranges.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
-                                ranges.size() > shown ? ", …" : ""));
+                                rank_ranges(report.missing_ranks, kNamedProcesses)));
   }
   if (!report.partial.empty()) {
     std::vector<std::string> named;

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <mutex>
 #include <set>
 #include <utility>
@@ -77,14 +76,6 @@ void find_spikes(RunReport& report, const std::vector<std::size_t>& with_records
   }
 }
 
-std::optional<std::int64_t> rank_number(const ProcessRun& process) {
-  std::int64_t number = 0;
-  const std::string& label = process.label;
-  if (!label.starts_with("rank")) return std::nullopt;
-  const auto [end, ec] = std::from_chars(label.data() + 4, label.data() + label.size(), number);
-  return ec == std::errc() && end == label.data() + label.size() ? std::optional(number) : std::nullopt;
-}
-
 /// The rank directories the run lacks: the ranks below the largest rank directory or in a process
 /// group's members that have none, the ranks without their own account, and those of an earlier
 /// run (`stale` as find_processes named them, root and pid<PID> directories left aside: what a
@@ -94,7 +85,7 @@ void find_gaps(RunReport& report, const std::vector<std::string>& stale) {
   std::int64_t world = 0;
   for (std::size_t i = 0; i < report.processes.size(); ++i) {
     const ProcessRun& process = report.processes[i];
-    const auto rank = rank_number(process);
+    const auto& rank = process.rank;
     if (!rank) continue;
     if (!process.index.partial.empty()) report.partial.push_back(i);
     present.insert(*rank), world = std::max(world, *rank + 1);
@@ -121,6 +112,7 @@ RunReport load_run_report(const fs::path& dir, bool every_record) {
   for (ProcessDir& process : find_processes(dir, "", report.warnings, {.summary_suffices = true, .stale = &stale})) {
     ProcessRun run;
     run.label = std::move(process.name), run.dir = std::move(process.dir);
+    if (process.kind == ProcessDir::Kind::Rank) run.rank = process.number;
     report.processes.push_back(std::move(run));
   }
   read_indexes(report);

@@ -16,6 +16,7 @@ namespace ophook::cli {
 /// One process's output: the root directory or a pid<PID>/ or rank<R>/ subdirectory.
 struct ProcessRun {
   std::string label;  // "root", "pid4242", "rank1"
+  std::optional<std::int64_t> rank;  // R of a rank<R> directory (read/process_dirs.hpp)
   std::filesystem::path dir;
   bool has_trace = false;  // its trace.jsonl is there (its summary.json may stand alone for it)
   bool counted() const { return has_trace || index.from_summary; }

@@ -155,7 +155,7 @@ def test_thousands_of_rank_directories_give_a_short_page_that_names_what_is_miss
     lines = proc.stdout.splitlines()
     assert len(lines) < 200, len(lines)
     at = next(i for i, line in enumerate(lines) if line.strip().startswith("incomplete"))
-    assert lines[at].split("incomplete", 1)[1].strip() == "2 ranks missing (no directory): rank5, rank9", lines[at]
+    assert lines[at].split("incomplete", 1)[1].strip() == "2 ranks missing (no directory): rank5,9", lines[at]
     assert lines[at + 1].strip().startswith("1 partial (counted from the records): rank7 (no summary.json"), lines[at + 1]
     assert lines[at + 2].strip() == "1 left by an earlier run, left out: rank9", lines[at + 2]
     first = next(line for line in lines if line.strip().startswith("first NaN/Inf"))

@@ -20,7 +20,7 @@ RankNonfinite received_at(std::int64_t seq, const std::string& op, std::int64_t 
 
 ProcessRun rank_dir(int rank, std::optional<RankNonfinite> first) {
   ProcessRun process;
-  process.label = "rank" + std::to_string(rank);
+  process.label = "rank" + std::to_string(rank), process.rank = rank;
   process.index.first_nonfinite = std::move(first);
   return process;
 }
@@ -56,6 +56,14 @@ TEST(RankChainText, OneProcessHasNoChain) {
   born.seq = 1, born.op = "numpy.log";
   report.processes.push_back(rank_dir(0, born));
   EXPECT_TRUE(describe_rank_chain(report, first_nonfinite_per_rank(report.processes), 12).empty());
+}
+
+TEST(RankChainText, RankRangesJoinConsecutiveRanksAndStopAtTheLimit) {
+  const std::vector<std::int64_t> ranks{0, 1, 2, 3, 5, 9, 10};
+  EXPECT_EQ(rank_ranges(ranks), "rank0-3,5,9-10");
+  EXPECT_EQ(rank_ranges(ranks, 2), "rank0-3,5,…");
+  EXPECT_EQ(rank_ranges(ranks, 3), "rank0-3,5,9-10");
+  EXPECT_EQ(rank_ranges({}), "");
 }
 
 }  // namespace
