@@ -60,6 +60,22 @@ PyRef ask(PyObject* namer, PyObject* func) {
   return result;
 }
 
+/// Collectives are recorded at level collective, with their groups and read at their completion
+/// (collectives/): c10d's ops, and the functional collectives, whose outputs are complete only at
+/// their wait_tensor (reading them as they return would read what the op has not written yet).
+/// Passed on at the other levels.
+bool recorded_as_collective(PyObject* name) {
+  if (name == nullptr || !PyUnicode_Check(name)) return false;
+  const char* text = PyUnicode_AsUTF8(name);
+  if (text == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  std::string_view op(text);
+  if (op.starts_with("torch.ops.")) op.remove_prefix(std::string_view("torch.ops.").size());
+  return op.starts_with("c10d.") || op.starts_with("_c10d_functional");
+}
+
 std::uint32_t op_named(PyObject* name, Level level) {
   auto* recorder = core::Recorder::get();
   const char* text = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : nullptr;
@@ -91,7 +107,9 @@ std::uint32_t accessor_op(PyObject* func) {
 std::uint32_t function_op(PyObject* func) {
   if (Py_IS_TYPE(func, &_PyMethodWrapper_Type)) return accessor_op(func);
   if (auto it = function_ops.find(func); it != function_ops.end()) return it->second;
-  const auto id = op_named(ask(function_namer, func).get(), Level::TorchFunction);
+  PyRef name = ask(function_namer, func);
+  if (recorded_as_collective(name.get())) return 0;
+  const auto id = op_named(name.get(), Level::TorchFunction);
   if (id == 0 || function_ops.size() >= kMaxCached) return id;
   Py_INCREF(func);
   function_ops.emplace(func, id);
@@ -104,10 +122,7 @@ OpTarget dispatch_op(PyObject* func) {
   OpTarget out{0, func};
   if (answer && PyTuple_Check(answer.get()) && PyTuple_GET_SIZE(answer.get()) == 2) {
     PyObject* name = PyTuple_GET_ITEM(answer.get(), 0);
-    const char* text = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : nullptr;
-    // c10d's ops are recorded at level collective, with their groups (collectives/): passed on.
-    if (text != nullptr && std::string_view(text).starts_with("c10d.")) return {0, func};
-    if (text == nullptr) PyErr_Clear();
+    if (recorded_as_collective(name)) return {0, func};
     out.op_id = op_named(name, Level::TorchDispatch);
     PyObject* target = PyTuple_GET_ITEM(answer.get(), 1);
     if (PyCallable_Check(target)) out.target = target;

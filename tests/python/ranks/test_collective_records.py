@@ -1,9 +1,14 @@
 """Collectives are records at the default levels: every c10d call two gloo ranks make — DDP's
 construction broadcasts and bucket allreduces, an explicit asynchronous all_reduce, all_gather,
-send and recv, a collective on a subgroup, a barrier — is a record of level `collective` with its
+send and recv, a collective on a subgroup, functional collectives (funcol, the ops DTensor and
+compiled graphs issue), a barrier — is a record of level `collective` with its
 group, the group's global ranks, its number in the group (the same on both ranks), its peer, and
 its tensors' statistics: inputs as issued, outputs as they were when the work completed (read by
-no wait of ophook's). The program computes what it computes unhooked."""
+no wait of ophook's; a functional collective's at the program's own wait_tensor). The program
+computes what it computes unhooked."""
+import ast
+import math
+
 import pytest
 
 from harness import arrays_in, trace
@@ -12,6 +17,7 @@ from ranks import spawned
 PROGRAM = """
 import datetime, os, sys
 import torch, torch.distributed as dist, torch.multiprocessing as mp
+import torch.distributed._functional_collectives as funcol
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -40,7 +46,16 @@ def worker(rank, port):
     pair = dist.new_group([0, 1])
     tens = torch.ones(2) * 10
     dist.all_reduce(tens, group=pair)
-    sys.stdout.write("%s\\n" % [rank, loss.item(), summed.tolist(), [g.tolist() for g in gathered], tens.tolist()])
+    # AsyncCollectiveTensors: the first waits in its __torch_dispatch__ (below Autograd), the
+    # second in tolist(); the last two are one all_reduce_coalesced.
+    world = dist.group.WORLD
+    reduced = funcol.all_reduce(torch.arange(4.0) + rank, "sum", world) + 1
+    gathered_f = funcol.all_gather_tensor(torch.full((2,), rank * 2.0), 0, world).tolist()
+    scattered = funcol.reduce_scatter_tensor(torch.arange(4.0) * (rank + 1), "sum", 0, world) * 1
+    pair_f = funcol.all_reduce_coalesced([torch.ones(2) * rank, torch.ones(3) * 2], "max", world)
+    functional = [(reduced - 1).tolist(), gathered_f, scattered.tolist(), [t.tolist() for t in pair_f]]
+    sys.stdout.write("%s\\n" % [rank, loss.item(), summed.tolist(), [g.tolist() for g in gathered], tens.tolist(),
+                                functional])
     dist.barrier()
     dist.destroy_process_group()
 
@@ -111,3 +126,29 @@ def test_values_are_read_as_issued_and_as_completed(runs):
     digest = lambda r: [a["stats"]["xxh64"] for a in arrays_in(r["outputs"])]  # noqa: E731
     buckets = {rank: [r for r in collectives(records[rank]) if r["phase"] == "backward"] for rank in (0, 1)}
     assert [digest(r) for r in buckets[0]] == [digest(r) for r in buckets[1]]
+
+
+def test_functional_collectives_are_read_at_the_programs_wait(runs):
+    proc, _, records = runs
+    printed = {line[0]: line[-1] for line in map(ast.literal_eval, proc.stdout.splitlines())}
+    for rank in (0, 1):
+        assert not [r for r in records[rank] if "_c10d_functional" in r["op"] and r["level"] != "collective"]
+        calls = [r for r in collectives(records[rank]) if r["op"].startswith("_c10d_functional.")]
+        assert [r["op"] for r in calls] == ["_c10d_functional.all_reduce", "_c10d_functional.all_gather_into_tensor",
+                                            "_c10d_functional.reduce_scatter_tensor",
+                                            "_c10d_functional.all_reduce_coalesced"]
+        for record in calls:
+            assert record["collective"]["group"] == "0" and record["collective"]["ranks"] == [0, 1]
+            assert record["collective"]["async"] and record["collective"]["completed"]
+        # Outputs as the program saw them once they had arrived, not as they lay when issued.
+        for record, result in zip(calls, printed[rank]):
+            flat = [v for part in (result if isinstance(result[0], list) else [result]) for v in part]
+            outputs = arrays_in(record["outputs"])
+            assert sum(a["stats"]["mean"] * math.prod(a["shape"]) for a in outputs) == pytest.approx(sum(flat))
+            assert min(a["stats"]["min"] for a in outputs) == min(flat)
+            assert max(a["stats"]["max"] for a in outputs) == max(flat)
+        assert means(calls[0]["args"]) == [1.5 + rank] and means(calls[2]["args"]) == [1.5 * (rank + 1)]
+    # Numbered with the c10d calls of the same group: the same numbers on both ranks.
+    numbers = {rank: [r["collective"]["group_seq"] for r in collectives(records[rank]) if r["op"].startswith("_c10d_f")]
+               for rank in (0, 1)}
+    assert numbers[0] == numbers[1] and numbers[0] == list(range(numbers[0][0], numbers[0][0] + 4))

@@ -8,7 +8,7 @@
 /// inputs read as it is issued, its outputs when its work completes — on the thread that completes
 /// it, for an asynchronous one — then judged (OPHOOK_NAN: outputs holding NaN/Inf its inputs did
 /// not were received from another rank, never made here) and submitted. The policy (which ops,
-/// which arguments, the groups' facts) is python_shim/ophook/_collectives.py's. GIL required.
+/// which arguments, the groups' facts) is python_shim/ophook/_collectives/'s. GIL required.
 namespace ophook::py::collectives {
 
 /// The op id of collective `name` ("c10d.allreduce_"), registered at level collective.
