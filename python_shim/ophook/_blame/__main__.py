@@ -2,7 +2,7 @@
 starts this with a Python that has numpy/torch):
 
     python -m ophook._blame RUN [--by op|module|line] [--top N] [--candidates N] [--tolerance T]
-        [--json FILE]
+        [--json FILE] [--html FILE]
 
 Exit status: 0 the final result is within the tolerance of the float64 chain (nothing needs more
 precision); 1 it is not (the report names the calls whose rounding explains it); 2 input error."""
@@ -12,7 +12,7 @@ import sys
 from .._bisect.bisection import DTYPE_TOLERANCE
 from .._bisect.result import relative_error
 from .._replay.trace_file import InputError, read_records
-from . import report
+from . import html_page, report
 from .chain import Chain
 from .links import blamed_calls, output_arrays, producers
 from .shares import chain_result, measure_shares, recorded_result, result_call, result_pointers
@@ -28,6 +28,7 @@ def parse(argv):
     parser.add_argument("--candidates", type=int, default=16)
     parser.add_argument("--tolerance", type=float)
     parser.add_argument("--json")
+    parser.add_argument("--html")
     return parser.parse_args(argv)
 
 
@@ -36,11 +37,15 @@ def main(argv=None):
     try:
         blame = run_blame(options)
         report.print_text(blame, options.by, options.top, sys.stdout)
-        if options.json:
+        for path, write in ((options.json, lambda: report.write_json(options.json, blame)),
+                            (options.html, lambda: html_page.write_html(options.html, blame, options.by,
+                                                                        options.top))):
+            if not path:
+                continue
             try:
-                report.write_json(options.json, blame)
+                write()
             except OSError as error:
-                raise InputError("%s: cannot be written: %s" % (options.json, error.strerror or error))
+                raise InputError("%s: cannot be written: %s" % (path, error.strerror or error))
     except InputError as error:
         sys.stderr.write("ophook blame: error: %s\n" % error)
         return EXIT_INPUT

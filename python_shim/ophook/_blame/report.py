@@ -18,34 +18,51 @@ def _first(values):
     return values[0] + (" (+%d)" % (len(values) - 1) if len(values) > 1 else "")
 
 
-def print_text(blame, by, top, out):
+def verdict(blame, by):
+    """The lines that say what blame found: the calls it ran, the final result's error and what
+    needs more precision."""
     final = blame["final"]
-    out.write("ophook blame: %d calls, %d replayed in float64 (%d fed by the chain), %d skipped\n" % (
-        blame["calls"], blame["replayed"], blame["chained"], blame["calls"] - blame["replayed"]))
-    out.write("final result: %s (seq %s, %s) %s: error %s against the float64 chain, tolerance %s\n" % (
-        final["op"], final["seq"], final["source"] or "?", final["dtype"], number_text(final["error"]),
-        number_text(final["tolerance"])))
-    entries = groups(blame["results"], by)
+    lines = ["ophook blame: %d calls, %d replayed in float64 (%d fed by the chain), %d skipped" % (
+        blame["calls"], blame["replayed"], blame["chained"], blame["calls"] - blame["replayed"]),
+        "final result: %s (seq %s, %s) %s: error %s against the float64 chain, tolerance %s" % (
+            final["op"], final["seq"], final["source"] or "?", final["dtype"], number_text(final["error"]),
+            number_text(final["tolerance"]))]
     if final["error"] <= final["tolerance"]:
-        out.write("nothing needs more precision: the final error is within the tolerance, no op is blamed\n")
+        lines.append("nothing needs more precision: the final error is within the tolerance, no op is blamed")
+        return lines
+    named = culprits(groups(blame["results"], by))
+    if named:
+        lines.append("needs more precision (by %s): %s" % (by, ", ".join(
+            "%s (%s of the final error)" % (e["key"], _percent(e["share"])) for e in named)))
     else:
-        named = culprits(entries)
-        if named:
-            out.write("needs more precision (by %s): %s\n" % (by, ", ".join(
-                "%s (%s of the final error)" % (e["key"], _percent(e["share"])) for e in named)))
-        else:
-            out.write("no call's own rounding explains the final error: it is lost between calls, or in calls "
-                      "blame skips\n")
+        lines.append("no call's own rounding explains the final error: it is lost between calls, or in calls "
+                     "blame skips")
+    return lines
+
+
+def tables(blame, by, top):
+    """The two tables, most to blame first (at most `top` rows each): [(title, header, rows,
+    shares)], each row's cells as text and its share of the final error (None: not measured)."""
+    entries = groups(blame["results"], by)[:top]
     others = [(name, field) for name, field in (("op", "ops"), ("module", "modules"), ("line", "lines")) if name != by]
-    _table(out, "by %s, most to blame first" % by,
-           ["share", "local max rel", "propagated", "calls", by] + [name for name, _ in others],
-           [[_percent(e["share"]), number_text(e["max_rel"]), number_text(e["propagated"]), str(e["calls"]), e["key"]]
-            + [_first(e[field]) for _, field in others] for e in entries[:top]])
-    calls = ranked_calls(blame["results"])
-    _table(out, "calls, most to blame first",
-           ["share", "local max rel", "propagated", "seq", "op", "phase", "module", "line"],
-           [[_percent(r.get("share")), number_text(r["max_rel"]), number_text(r.get("propagated")), str(r["seq"]),
-             r["op"], r.get("phase") or "-", r.get("module") or "-", r.get("source") or "?"] for r in calls[:top]])
+    calls = ranked_calls(blame["results"])[:top]
+    return [("by %s, most to blame first" % by,
+             ["share", "local max rel", "propagated", "calls", by] + [name for name, _ in others],
+             [[_percent(e["share"]), number_text(e["max_rel"]), number_text(e["propagated"]), str(e["calls"]),
+               e["key"]] + [_first(e[field]) for _, field in others] for e in entries],
+             [e["share"] for e in entries]),
+            ("calls, most to blame first",
+             ["share", "local max rel", "propagated", "seq", "op", "phase", "module", "line"],
+             [[_percent(r.get("share")), number_text(r["max_rel"]), number_text(r.get("propagated")), str(r["seq"]),
+               r["op"], r.get("phase") or "-", r.get("module") or "-", r.get("source") or "?"] for r in calls],
+             [r.get("share") for r in calls])]
+
+
+def print_text(blame, by, top, out):
+    for line in verdict(blame, by):
+        out.write(line + "\n")
+    for title, header, rows, _ in tables(blame, by, top):
+        _table(out, title, header, rows)
 
 
 def _table(out, title, header, rows):

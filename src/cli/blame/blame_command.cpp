@@ -26,6 +26,10 @@ CLI::App* BlameCommand::attach(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--json", json_path_, "also write every call's errors and the tables as JSON to FILE")
       ->type_name("FILE");
+  sub->add_option("--html", html_path_,
+                  "also write the verdict and the tables as an HTML page to FILE (one file, no script; "
+                  "each row's share of the final error drawn as a bar)")
+      ->type_name("FILE");
   sub->add_option("--python", python_,
                   "the Python to replay with (default: the one that recorded RUN, else python3); it needs "
                   "numpy, and torch for torch calls")
@@ -45,7 +49,7 @@ CLI::App* BlameCommand::attach(CLI::App& app) {
       "Exit status: 0 the final result is within the tolerance (nothing needs more precision);\n"
       "1 it is not (the report names the groups explaining at least a tenth of it); 2 usage or\n"
       "input error. Example:\n"
-      "  ophook blame np_op_dumps --by module --json blame.json\n");
+      "  ophook blame np_op_dumps --by module --json blame.json --html blame.html\n");
   return sub;
 }
 
@@ -54,6 +58,7 @@ std::vector<std::string> BlameCommand::engine_arguments() const {
                                 std::to_string(candidates_)};
   if (tolerance_) args.insert(args.end(), {"--tolerance", fmt::format("{}", *tolerance_)});
   if (!json_path_.empty()) args.insert(args.end(), {"--json", json_path_});
+  if (!html_path_.empty()) args.insert(args.end(), {"--html", html_path_});
   return args;
 }
 

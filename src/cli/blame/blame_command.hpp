@@ -28,6 +28,7 @@ class BlameCommand final : public Command {
   unsigned candidates_ = 16;
   std::optional<double> tolerance_;
   std::string json_path_;
+  std::string html_path_;
   std::string python_;
 };
 

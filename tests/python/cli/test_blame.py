@@ -2,11 +2,15 @@
 `libophook.so`: one planted precision loss among benign ops (float32 cancellation inside one NumPy
 call, a float16 matmul that overflows under autocast, a bfloat16 module whose long reduction loses
 the result; the programs test_bisect.py bisects) is ranked first, at its source line and module;
-a benign program blames nothing and says so. Outputs are read back from --json."""
+a benign program blames nothing and says so. Outputs are read back from --json, and the --html page
+as headless Chromium shows it."""
 import json
+
+import pytest
 
 from cli_fixtures import run_ophook
 from harness import VENV_PYTHON, clean_env
+from headless_chromium import CHROMIUM, HeadlessChromium
 from precision_programs import BENIGN, CANCELLATION, LONG_REDUCTION, OVERFLOW, planted_site, write_program
 
 
@@ -103,6 +107,39 @@ def test_blame_judges_backward_and_optimizer_calls_fed_by_the_chain(tmp_path):
     assert not any(c["op"] == "torch.Tensor.backward" for c in replayed)
     assert blame["final"]["op"] == "torch.Tensor.add_"  # the last update: the run's last floating output
     assert "by op, most to blame first" in proc.stdout
+
+
+# What the page shows: its width, its verdict lines, and per table its heading, rows and the first
+# row's cells and share bar.
+PAGE = """(() => ({
+  scrollWidth: document.documentElement.scrollWidth,
+  verdict: [...document.querySelectorAll("p.verdict")].map(p => p.textContent),
+  tables: [...document.querySelectorAll("h2")].map(h => {
+    const rows = h.nextElementSibling.tBodies[0].rows;
+    const bar = rows[0].querySelector(".bar");
+    return {title: h.textContent, rows: rows.length, first: [...rows[0].cells].map(c => c.textContent),
+            bar: bar ? bar.getBoundingClientRect().width : 0};
+  }),
+}))()"""
+
+
+def test_blame_writes_its_report_as_a_page_the_browser_shows(tmp_path):
+    page = tmp_path / "blame.html"
+    program, proc, blame = _blame(tmp_path, CANCELLATION, "--by", "line", "--top", "5", "--html", page)
+    assert CHROMIUM, "no chromium on PATH: scripts/setup.sh installs Debian's chromium"
+    with HeadlessChromium(1280, 900) as browser:
+        assert browser.open(page.as_uri()) == []
+        shown = browser.evaluate(PAGE)
+    assert shown["scrollWidth"] <= 1280
+    assert shown["verdict"] == proc.stdout.split("\n\n")[0].splitlines()  # the terminal's verdict lines
+    by_line, calls = shown["tables"]
+    assert by_line["title"] == "by line, most to blame first" and by_line["rows"] == min(5, len(blame["by_line"]))
+    first = blame["by_line"][0]
+    assert by_line["first"][4] == first["key"] and first["key"].startswith(planted_site(program))
+    assert by_line["bar"] == pytest.approx(80 * min(first["share"], 1.0), abs=1)  # its share, drawn
+    replayed = [c for c in blame["calls"] if c["status"] != "skipped"]
+    assert calls["title"] == "calls, most to blame first" and calls["rows"] == min(5, len(replayed))
+    assert calls["first"][4] == "numpy.sum"
 
 
 def test_blame_of_a_missing_run_is_an_input_error(tmp_path):
