@@ -1,12 +1,14 @@
 """`ophook bisect` on real programs, each run many times under the hook by the built `ophook`:
 one planted precision loss among benign ops (float32 cancellation inside one NumPy call, a float16
 matmul that overflows under autocast, a bfloat16 module whose long reduction loses the result),
-a benign program, a program too noisy to bisect, and a bisection interrupted by its budget and
-continued. The planted lines are found by their marker in each program's source, and each
+a benign program, a program too noisy to bisect, a bisection interrupted by its budget and
+continued, one judged by a --check command, and one whose program fails in one of its runs. The planted lines are found by their marker in each program's source, and each
 program's loss is recomputed here in NumPy, so nothing depends on numbers written down."""
 import json
 import math
 import re
+import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -133,6 +135,55 @@ def test_bisect_continues_an_interrupted_bisection_from_its_state(tmp_path):
     assert numbers and numbers[0] == 5
     other, _ = _bisect(tmp_path, program, "--by", "op")
     assert other.returncode == 2 and "holds another bisection" in other.stderr
+
+
+def test_bisect_judges_each_run_by_the_check_command(tmp_path):
+    # The program's loss goes to a file; the check passes a run whose loss is the exact one.
+    program = write_program(tmp_path, CANCELLATION.replace(
+        "print(np.mean(features))", "open('loss.txt', 'w').write(repr(float(np.mean(features))))"))
+    exact = _float32_loss(True)
+    check = tmp_path / "check.py"
+    check.write_text(textwrap.dedent("""
+        import os, sys
+        with open("checked_runs.txt", "a") as seen:
+            seen.write(os.environ["OPHOOK_BISECT_RUN"] + "\\n")
+        loss = float(open("loss.txt").read())
+        sys.exit(0 if abs(loss - %r) <= 1e-6 * abs(%r) else 1)
+    """ % (exact, exact)))
+    proc, state = _bisect(tmp_path, program, "--by", "line", "--check", "%s %s" % (VENV_PYTHON, check))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    answer = state["answer"]
+    assert answer["complete"] and len(answer["groups"]) == 1, proc.stdout
+    assert any(line.startswith(planted_site(program)) for line in answer["groups"][0]["lines"])
+    assert answer["runs"] <= _run_bound(state)
+    # the check judged every run, told where its recording is (the three first runs keep theirs)
+    judged = [r for r in state["runs"].values() if "check" in r]
+    assert len(judged) == len(state["runs"]) and {r["check"] for r in judged} == {0, 1}
+    seen = (tmp_path / "checked_runs.txt").read_text().split()
+    assert len(seen) == len(judged) and len(set(seen[:3])) == 3
+    assert all((Path(run) / "trace.jsonl").is_file() for run in set(seen))
+    assert abs(_float32_loss(False) - exact) > 1e-6 * abs(exact)  # the unchanged loss fails the check
+
+
+def test_bisect_marks_a_failing_run_failed_and_goes_on(tmp_path):
+    # The program raises in its fourth run only (the first run that widens a set of groups).
+    program = write_program(tmp_path, textwrap.dedent(CANCELLATION) + textwrap.dedent("""
+        import pathlib
+        count = pathlib.Path("runs.txt")
+        runs = int(count.read_text()) + 1 if count.exists() else 1
+        count.write_text(str(runs))
+        if runs == 4:
+            raise RuntimeError("planted failure in run 4")
+    """))
+    proc, state = _bisect(tmp_path, program, "--by", "line")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    failed = [r for r in state["runs"].values() if r["status"] == "failed"]
+    assert len(failed) == 1 and "planted failure in run 4" in failed[0]["stderr"]
+    assert "this set is marked failed" in proc.stderr and "planted failure in run 4" in proc.stderr
+    answer = state["answer"]
+    assert answer["complete"] and len(answer["groups"]) == 1, proc.stdout
+    assert any(line.startswith(planted_site(program)) for line in answer["groups"][0]["lines"])
+    assert int((tmp_path / "runs.txt").read_text()) == answer["runs"]
 
 
 def test_bisect_help_answers_what_it_does():
