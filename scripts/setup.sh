@@ -39,10 +39,11 @@ fi
 # device statistics kernel as a run on a GPU does; nvidia-cuda-cuobjdump and -nvdisasm show the
 # instructions nvcc made of it (tests/bench/kernel_instructions.py).
 # tensorboard: the training monitor writes its scalars as TensorBoard events where it is installed,
-# and the tests read them back with its reader; transformers: the monitor's GPT-2 from a config.
+# and the tests read them back with its reader; google-crc32c: the events' checksums in C (the monitor
+# falls back to tensorboard's pure-Python one without it); transformers: the monitor's GPT-2 from a config.
 pip_packages=(numpy==2.4.6 torch==2.13.0 pybind11 pytest pytest-timeout expecttest scikit-build-core
   hypothesis einops==0.8.2 apache-tvm-ffi==0.1.15.post2 jsonschema jsonschema-rs tqdm nvidia-cuda-nvrtc==13.5.37
-  nvidia-cuda-cuobjdump==13.5.37 nvidia-cuda-nvdisasm==13.5.37 tensorboard transformers)
+  nvidia-cuda-cuobjdump==13.5.37 nvidia-cuda-nvdisasm==13.5.37 tensorboard google-crc32c transformers)
 if ! .venv/bin/python - "${pip_packages[@]}" <<'PY' 2>/dev/null
 import sys
 from importlib.metadata import version

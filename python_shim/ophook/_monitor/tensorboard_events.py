@@ -1,10 +1,12 @@
-"""The monitor's scalars as TensorBoard events (torch.utils.tensorboard), where the tensorboard
-package is installed: one event per step holding all of its scalars (SummaryWriter.add_scalar
-makes an event per scalar, ten times the Python per step), made on a thread of their own. The
+"""The monitor's scalars as TensorBoard events, where the tensorboard package is installed: one
+event per step holding all of its scalars (SummaryWriter.add_scalar makes an event per scalar, ten
+times the Python per step), made on a thread of their own and written by event_records. The
 queue is bounded: a program faster than the events waits for them rather than losing any."""
 import os
 import queue
 import threading
+
+from .event_records import EventRecords
 
 DIRECTORY = "tensorboard"
 PARAMETER_STATISTICS = ("norm", "grad_norm", "update_ratio")
@@ -44,23 +46,22 @@ class TensorBoardEvents:
     def open(directory, log):
         """The events' writer, or None where tensorboard is not installed (no message) or fails."""
         try:
-            import tensorboard  # noqa: F401  (torch.utils.tensorboard needs it)
+            from tensorboard.compat.proto.event_pb2 import Event
+            from tensorboard.compat.proto.summary_pb2 import Summary
         except ImportError:
             return None
         try:
-            from tensorboard.compat.proto.summary_pb2 import Summary
-            from torch.utils.tensorboard.writer import FileWriter
-
             events = os.path.join(directory, DIRECTORY)
             _remove_earlier_events(events)
-            return TensorBoardEvents(FileWriter(events), Summary)
+            return TensorBoardEvents(EventRecords(events, Event), Summary, log)
         except Exception as error:
             log("warn", "monitor: TensorBoard events not written (%s: %s)" % (type(error).__name__, error))
             return None
 
-    def __init__(self, writer, summary_type):
+    def __init__(self, writer, summary_type, log):
         self._writer = writer
         self._summary = summary_type
+        self._log = log
         self._queue = queue.Queue(maxsize=_QUEUED_STEPS)
         self._thread = threading.Thread(target=self._run, name="ophook-monitor-tensorboard", daemon=True)
         self._thread.start()
@@ -74,10 +75,18 @@ class TensorBoardEvents:
             item = self._queue.get()
             if item is _END:
                 return
+            if self._writer is None:
+                continue  # a write failed: the queue is still emptied, so that the program never waits on it
             step, step_scalars = item
-            self._writer.add_summary(summary(value=[value(tag=tag, simple_value=v) for tag, v in step_scalars]), step)
+            try:
+                self._writer.summary(step, summary(value=[value(tag=tag, simple_value=v) for tag, v in step_scalars]))
+            except OSError as error:
+                self._log("warn", "monitor: TensorBoard events end at step %d: %s (monitor.jsonl goes on)" % (step, error))
+                self._writer.close()
+                self._writer = None
 
     def close(self):
         self._queue.put(_END)
         self._thread.join()
-        self._writer.close()
+        if self._writer is not None:
+            self._writer.close()
