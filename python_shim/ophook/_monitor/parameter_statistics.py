@@ -1,8 +1,11 @@
-"""One optimizer step's statistics of its parameters, as multi-tensor ops per device and dtype
-(torch._foreach_norm, as torch.nn.utils.clip_grad_norm_ groups them) into a ScalarBatch: weight,
-gradient and update norms, weight and gradient min/max. The update is the copy of the weights
-taken before the step less the weights after it, computed in the copy's place (one copy of the
-parameters, kept between steps; a new allocation per step would cost more than the norms)."""
+"""One optimizer step's statistics of its parameters into a ScalarBatch: weight, gradient and
+update norms, weight and gradient min/max. The update is the weights now less the weights kept at
+the previous step's statistics (at a parameter's first step, a copy taken just before it): one
+copy of the parameters, refreshed as the statistics read them, so that the copy costs no pass of
+its own after the first step. Contiguous CPU float32/float64 parameters are read by _ophook in
+C++, one pass per array with the GIL released (the multi-tensor ops below read each parameter
+five to seven times, and their results cost a tensor each); the others by multi-tensor ops per
+device and dtype (torch._foreach_norm, as torch.nn.utils.clip_grad_norm_ groups them)."""
 import math
 
 
@@ -35,42 +38,75 @@ def buckets(parameters):
 
 
 class UpdateSnapshot:
-    """The weights before a step (one buffer per parameter, allocated at the first step)."""
+    """The weights as the last step left them (one buffer per parameter)."""
 
     def __init__(self):
-        self._buffers = {}  # id(parameter tensor) -> copy
+        self._buffers = {}  # id(parameter) -> copy
 
     def take(self, torch, parameters):
-        for bucket in buckets(parameters).values():
-            weights = [p.tensor.detach() for p in bucket]
-            copies = []
-            for p, weight in zip(bucket, weights):
-                copy = self._buffers.get(id(p.parameter))
-                if copy is None or copy.shape != weight.shape:
-                    copy = self._buffers[id(p.parameter)] = torch.empty_like(weight)
-                copies.append(copy)
-            torch._foreach_copy_(copies, weights)
+        """Copies the weights that have no copy yet (a parameter's first step, or a new shape)."""
+        for p in parameters:
+            weight = p.tensor.detach()
+            copy = self._buffers.get(id(p.parameter))
+            if copy is None or copy.shape != weight.shape or copy.dtype != weight.dtype:
+                self._buffers[id(p.parameter)] = weight.clone()
 
     def before(self, parameter):
         return self._buffers.get(id(parameter.parameter))
 
 
-def gather(torch, parameters, snapshot, batch):
+def gather(torch, native, parameters, snapshot, batch):
     """Adds every parameter's statistics to `batch` under keys (name, statistic)."""
     for bucket in buckets(parameters).values():
         weights = [p.tensor.detach() for p in bucket]
-        batch.add([(p.name, "norm") for p in bucket], torch._foreach_norm(weights))
-        _add_extremes(torch, batch, bucket, weights, "min", "max")
-        with_grad = [(p, p.grad.detach()) for p in bucket if p.grad is not None]
-        if with_grad:
-            grads = [g for _, g in with_grad]
-            batch.add([(p.name, "grad_norm") for p, _ in with_grad], torch._foreach_norm(grads))
-            _add_extremes(torch, batch, [p for p, _ in with_grad], grads, "grad_min", "grad_max")
-        updated = [(p, w, snapshot.before(p)) for p, w in zip(bucket, weights) if snapshot.before(p) is not None]
-        if updated:
-            deltas = [before for _, _, before in updated]
-            torch._foreach_sub_(deltas, [w for _, w, _ in updated])
-            batch.add([(p.name, "update_norm") for p, _, _ in updated], torch._foreach_norm(deltas))
+        if _native_kind(torch, weights[0]):
+            bucket, weights = _gather_native(native, bucket, weights, snapshot, batch)
+        if bucket:
+            _gather_torch(torch, bucket, weights, snapshot, batch)
+
+
+def _native_kind(torch, tensor):
+    return tensor.device.type == "cpu" and tensor.dtype in (torch.float32, torch.float64)
+
+
+def _gather_native(native, bucket, weights, snapshot, batch):
+    """The parameters _ophook reads, into `batch` as host values; returns those it could not."""
+    grads = [None if p.grad is None else p.grad.detach() for p in bucket]
+    results = native.monitor_parameter_statistics(weights, grads, [snapshot.before(p) for p in bucket])
+    keys, values, rest = [], [], ([], [])
+    for p, weight, result in zip(bucket, weights, results):
+        if result is None:
+            rest[0].append(p)
+            rest[1].append(weight)
+            continue
+        (squares, low, high, _, _), grad, update = result
+        keys += [(p.name, "norm"), (p.name, "min"), (p.name, "max")]
+        values += [math.sqrt(squares), low, high]
+        if grad is not None:
+            keys += [(p.name, "grad_norm"), (p.name, "grad_min"), (p.name, "grad_max")]
+            values += [math.sqrt(grad[0]), grad[1], grad[2]]
+        if update is not None:
+            keys.append((p.name, "update_norm"))
+            values.append(math.sqrt(update))
+    batch.add_host(keys, values)
+    return rest
+
+
+def _gather_torch(torch, bucket, weights, snapshot, batch):
+    batch.add([(p.name, "norm") for p in bucket], torch._foreach_norm(weights))
+    _add_extremes(torch, batch, bucket, weights, "min", "max")
+    with_grad = [(p, p.grad.detach()) for p in bucket if p.grad is not None]
+    if with_grad:
+        grads = [g for _, g in with_grad]
+        batch.add([(p.name, "grad_norm") for p, _ in with_grad], torch._foreach_norm(grads))
+        _add_extremes(torch, batch, [p for p, _ in with_grad], grads, "grad_min", "grad_max")
+    updated = [(p, w, snapshot.before(p)) for p, w in zip(bucket, weights) if snapshot.before(p) is not None]
+    if updated:
+        deltas = [before for _, _, before in updated]
+        now = [w for _, w, _ in updated]
+        torch._foreach_sub_(deltas, now)
+        batch.add([(p.name, "update_norm") for p, _, _ in updated], torch._foreach_norm(deltas))
+        torch._foreach_copy_(deltas, now)  # kept for the next step's update
 
 
 def _add_extremes(torch, batch, bucket, tensors, low, high):

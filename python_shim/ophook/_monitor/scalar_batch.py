@@ -1,6 +1,7 @@
 """The scalars of one step, gathered where the tensors live and read to the host once: one float64
 vector per device, copied without blocking into pinned memory on an accelerator (its values are
-read when its event has completed, a step or more later) and read at once on the CPU."""
+read when its event has completed, a step or more later) and read at once on the CPU; values
+computed on the host already (the CPU parameters' statistics) are kept as they are."""
 
 
 class ScalarBatch:
@@ -8,6 +9,7 @@ class ScalarBatch:
         self._torch = torch
         self._parts = {}  # device -> [(keys, float64 vector)]
         self._read = None  # device -> (keys, host vector, event or None)
+        self._host = {}  # key -> float
 
     def add(self, keys, values):
         """`values`: 0-d tensors of one device and dtype (a multi-tensor op's results), one per key."""
@@ -15,6 +17,10 @@ class ScalarBatch:
             return
         vector = self._torch.stack(values).to(self._torch.float64)
         self._parts.setdefault(vector.device, []).append((list(keys), vector))
+
+    def add_host(self, keys, values):
+        """`values`: floats, one per key."""
+        self._host.update(zip(keys, values))
 
     def launch(self):
         """Starts every device's copy to the host."""
@@ -39,7 +45,7 @@ class ScalarBatch:
 
     def values(self):
         """{key: float}; waits for copies not complete yet (at the end of the run)."""
-        out = {}
+        out = dict(self._host)
         for keys, vector, event in self._read.values():
             if event is not None:
                 event.synchronize()

@@ -91,7 +91,7 @@ class TrainingMonitor:
         lrs = {}
         with Suspended():
             batch = ScalarBatch(torch)
-            gather(torch, kept.parameters, self._snapshots[kept.index], batch)
+            gather(torch, self._native, kept.parameters, self._snapshots[kept.index], batch)
             if self._losses:
                 losses = [loss.to(torch.float64).mean() for loss in self._losses]
                 batch.add([("", "loss")], [torch.stack(losses).mean()] if len(losses) > 1 else losses)

@@ -88,9 +88,9 @@ inline V greater(V a, V b) noexcept { return a > b ? a : b; }
 // digest is fed the same bytes a few steps at a time in the same loop: XXH64 waits on its
 // multiplications while the statistics keep the vector units busy, so the two overlap instead of
 // taking turns.
-template <typename T>
+template <typename T, bool kDigest = true>
 inline bool moments_and_digest_of(const std::byte* data, std::size_t n, double centre, Extremes& running,
-                                  ShiftedSums& sums, XXH64_state_t& digest) noexcept {
+                                  ShiftedSums& sums, XXH64_state_t* digest) noexcept {
   using Lanes = std::conditional_t<std::is_same_v<T, float>, Floats, Wide>;
   constexpr std::size_t kPerLanes = sizeof(Lanes) / sizeof(T);
   // ±Inf or a value of T: exact either way.
@@ -106,7 +106,9 @@ inline bool moments_and_digest_of(const std::byte* data, std::size_t n, double c
 #endif
   for (std::size_t i = 0; i < n; i += kStep) {
     const std::byte* p = data + i * sizeof(T);
-    if (i % kDigestElements == 0) XXH64_update(&digest, p, std::min(n - i, kDigestElements) * sizeof(T));
+    if constexpr (kDigest) {
+      if (i % kDigestElements == 0) XXH64_update(digest, p, std::min(n - i, kDigestElements) * sizeof(T));
+    }
     for (std::size_t k = 0; k < kStep / kPerLanes; k += 2) {
       const Lanes a = load<Lanes>(p + k * sizeof(Lanes)), b = load<Lanes>(p + (k + 1) * sizeof(Lanes));
       lo = lesser(lo, lesser(a, b));
@@ -135,6 +137,36 @@ inline bool moments_and_digest_of(const std::byte* data, std::size_t n, double c
     running.max = std::max<double>(running.max, hi[k]);
   }
   sums = block;
+  return true;
+}
+
+template <typename T>
+inline bool moments_and_digest_with(const std::byte* data, std::size_t n, double centre, Extremes& running,
+                                    ShiftedSums& sums, XXH64_state_t& digest) noexcept {
+  return moments_and_digest_of<T, true>(data, n, centre, running, sums, &digest);
+}
+template <typename T>
+inline bool moments_without_digest(const std::byte* data, std::size_t n, double centre, Extremes& running,
+                                   ShiftedSums& sums) noexcept {
+  return moments_and_digest_of<T, false>(data, n, centre, running, sums, nullptr);
+}
+
+// Σ(a − b)² in double, with the moments' four accumulators: the training monitor's update norm
+// (the weights before a step against after it), one pass over both instead of a subtraction's
+// pass and a norm's.
+template <typename T>
+inline bool squared_distance_of(const std::byte* a, const std::byte* b, std::size_t n, double& squares) noexcept {
+  Wide q0 = {}, q1 = {}, q2 = {}, q3 = {};
+  for (std::size_t i = 0; i < n; i += kStep) {
+    const std::byte* p = a + i * sizeof(T);
+    const std::byte* r = b + i * sizeof(T);
+    const Wide d0 = part<T>(p, 0) - part<T>(r, 0), d1 = part<T>(p, 1) - part<T>(r, 1);
+    const Wide d2 = part<T>(p, 2) - part<T>(r, 2), d3 = part<T>(p, 3) - part<T>(r, 3);
+    q0 += d0 * d0, q1 += d1 * d1, q2 += d2 * d2, q3 += d3 * d3;
+  }
+  const double block = lanes_sum(q0, q1, q2, q3);
+  if (!std::isfinite(block)) return false;
+  squares = block;
   return true;
 }
 
@@ -203,8 +235,12 @@ std::uint64_t content_hash_of(const std::byte* data, std::size_t n) noexcept { r
 
 /// The kernels, as compiled in the including file.
 constexpr Kernels kKernels = {
-    moments_and_digest_of<float>,
-    moments_and_digest_of<double>,
+    moments_and_digest_with<float>,
+    moments_and_digest_with<double>,
+    moments_without_digest<float>,
+    moments_without_digest<double>,
+    squared_distance_of<float>,
+    squared_distance_of<double>,
     any_all_ones_exponent_of<std::uint16_t>,
     any_all_ones_exponent_of<std::uint32_t>,
     any_all_ones_exponent_of<std::uint64_t>,

@@ -28,6 +28,18 @@ bool moments_and_digest_f64(const std::byte* data, std::size_t n, double centre,
                             XXH64_state_t& digest) noexcept {
   return chosen().moments_and_digest_f64(data, n, centre, running, sums, digest);
 }
+bool moments_f32(const std::byte* data, std::size_t n, double centre, Extremes& running, ShiftedSums& sums) noexcept {
+  return chosen().moments_f32(data, n, centre, running, sums);
+}
+bool moments_f64(const std::byte* data, std::size_t n, double centre, Extremes& running, ShiftedSums& sums) noexcept {
+  return chosen().moments_f64(data, n, centre, running, sums);
+}
+bool squared_distance_f32(const std::byte* a, const std::byte* b, std::size_t n, double& squares) noexcept {
+  return chosen().squared_distance_f32(a, b, n, squares);
+}
+bool squared_distance_f64(const std::byte* a, const std::byte* b, std::size_t n, double& squares) noexcept {
+  return chosen().squared_distance_f64(a, b, n, squares);
+}
 bool any_all_ones_exponent_u16(const std::byte* data, std::size_t count, std::uint16_t mask) noexcept {
   return chosen().any_all_ones_exponent_u16(data, count, mask);
 }

@@ -44,6 +44,15 @@ bool moments_and_digest_f32(const std::byte* data, std::size_t n, double centre,
 bool moments_and_digest_f64(const std::byte* data, std::size_t n, double centre, Extremes& running, ShiftedSums& sums,
                             XXH64_state_t& digest) noexcept;
 
+/// moments_and_digest_* without the digest: the training monitor's norms and extremes.
+bool moments_f32(const std::byte* data, std::size_t n, double centre, Extremes& running, ShiftedSums& sums) noexcept;
+bool moments_f64(const std::byte* data, std::size_t n, double centre, Extremes& running, ShiftedSums& sums) noexcept;
+
+/// Σ(a − b)² over the `n` elements at `a` and `b` (n a multiple of kStep) into `squares`, in
+/// double, when it is finite; false, `squares` untouched, otherwise.
+bool squared_distance_f32(const std::byte* a, const std::byte* b, std::size_t n, double& squares) noexcept;
+bool squared_distance_f64(const std::byte* a, const std::byte* b, std::size_t n, double& squares) noexcept;
+
 /// Whether any of the `count` IEEE components of width 2, 4 or 8 bytes at `data` has an all-ones
 /// exponent (NaN or Inf); `mask` holds the exponent's bits, byte-swapped for the other byte order.
 /// OPHOOK_NAN's check: runs on the program's thread.
@@ -60,6 +69,10 @@ std::uint64_t content_hash(const std::byte* data, std::size_t n) noexcept;
 struct Kernels {
   bool (*moments_and_digest_f32)(const std::byte*, std::size_t, double, Extremes&, ShiftedSums&, XXH64_state_t&) noexcept;
   bool (*moments_and_digest_f64)(const std::byte*, std::size_t, double, Extremes&, ShiftedSums&, XXH64_state_t&) noexcept;
+  bool (*moments_f32)(const std::byte*, std::size_t, double, Extremes&, ShiftedSums&) noexcept;
+  bool (*moments_f64)(const std::byte*, std::size_t, double, Extremes&, ShiftedSums&) noexcept;
+  bool (*squared_distance_f32)(const std::byte*, const std::byte*, std::size_t, double&) noexcept;
+  bool (*squared_distance_f64)(const std::byte*, const std::byte*, std::size_t, double&) noexcept;
   bool (*any_all_ones_exponent_u16)(const std::byte*, std::size_t, std::uint16_t) noexcept;
   bool (*any_all_ones_exponent_u32)(const std::byte*, std::size_t, std::uint32_t) noexcept;
   bool (*any_all_ones_exponent_u64)(const std::byte*, std::size_t, std::uint64_t) noexcept;

@@ -22,6 +22,7 @@
 #include "torch/libtorch_symbols.hpp"
 #include "torch/module_names.hpp"
 #include "torch/module_stack.hpp"
+#include "torch/monitor/parameter_pass.hpp"
 #include "torch/tensors/tensors.hpp"
 #include "torch/torch_device_module.hpp"
 
@@ -200,6 +201,11 @@ void bind_torch(pb::module_& m) {
       pb::arg("observer"),
       "observer(args) for each torch.Tensor.backward / torch.autograd.backward call, before it runs (the "
       "training monitor's loss); None removes it.");
+  m.def("monitor_parameter_statistics", &monitor::parameter_statistics, pb::arg("weights"), pb::arg("grads"),
+        pb::arg("befores"),
+        "The training monitor's statistics of CPU float32/float64 parameters, one pass per array: per "
+        "parameter None (not readable here) or ((sum of squares, min, max, nan, inf) of the weight, the same "
+        "of the gradient or None, the update's sum of squares or None); each weight is then copied into its before.");
   m.def("collective_op", &collectives::op_id, pb::arg("name"),
         "The op id of a c10d collective (\"c10d.allreduce_\"), registered at level collective.");
   m.def(

@@ -421,6 +421,16 @@ void expect_kernel_sets_agree(const float_blocks::Kernels& a, const float_blocks
     EXPECT_EQ(ea.min, eb.min);
     EXPECT_EQ(ea.max, eb.max);
   }
+  // The monitor's update norm: the first half against the second, bit for bit too.
+  const std::size_t half = n / 2 / float_blocks::kStep * float_blocks::kStep;
+  double qa = -1, qb = -1;
+  const std::byte* second = data + half * sizeof(T);
+  const bool da = std::is_same_v<T, float> ? a.squared_distance_f32(data, second, half, qa)
+                                           : a.squared_distance_f64(data, second, half, qa);
+  const bool db = std::is_same_v<T, float> ? b.squared_distance_f32(data, second, half, qb)
+                                           : b.squared_distance_f64(data, second, half, qb);
+  EXPECT_EQ(da, db);
+  EXPECT_EQ(qa, qb);
 }
 
 // Statistics and NaN/Inf scans of a kernel set (AVX2, AVX-512) against the baseline's, bit for bit.

@@ -3,7 +3,9 @@ a DataLoader, with the batch of step 12 scaled by 1e3. monitor.jsonl holds one l
 step whose values equal the program's own recomputation (the loss, each parameter's weight,
 gradient and update norms, the global gradient norm, the learning rate); loss:6sigma fires at step 12
 and at no step before; a loss that drifts slowly fires nothing; a bad rule fails at start, naming
-what is accepted; the program computes what it computes unhooked."""
+what is accepted; the program computes what it computes unhooked. Parameters of every kind (float64
+read in C++, bfloat16 and a strided view read by torch) equal their recomputation, a clamp between
+steps included."""
 import json
 import math
 
@@ -254,3 +256,57 @@ def test_module_activations_equal_the_programs_own_hooks(tmp_path):
                 assert close(got[stat], value), (line["step"], name, stat, got[stat], value)
             assert got["act_nonfinite"] == 0
         assert "Sequential" in line["modules"] and "Sequential.1" in line["modules"]  # the whole model, the ReLU
+
+
+# Parameters of each kind the monitor reads: float64 (in C++), bfloat16 and a transposed float32
+# view (by torch's multi-tensor ops); and a weight clamped between steps through .data, which
+# autograd's version counter does not see: the next step's update holds the clamp.
+KINDS = """
+import json, os
+import torch
+
+torch.manual_seed(0)
+model = torch.nn.ModuleDict({"wide": torch.nn.Linear(8, 8).double(), "narrow": torch.nn.Linear(8, 8).to(torch.bfloat16)})
+model.register_parameter("strided", torch.nn.Parameter(torch.randn(8, 8).t()))
+assert not model.strided.is_contiguous()
+params = list(model.parameters())
+opt = torch.optim.SGD(params, lr=0.1)
+x = torch.randn(4, 8)
+reference, kept = [], [p.detach().clone() for p in params]
+for step in range(4):
+    out = model["wide"](x.double()).float() + model["narrow"](x.to(torch.bfloat16)).float() + x @ model.strided
+    loss = out.square().mean()
+    opt.zero_grad()
+    loss.backward()
+    grads = [p.grad.detach().clone() for p in params]
+    before = [p.detach().clone() for p in params]
+    opt.step()
+    with torch.no_grad():
+        reference.append([{"dtype": str(p.dtype), "norm": p.double().norm().item(), "grad_norm": g.double().norm().item(),
+                           "update_norm": (p.double() - k.double()).norm().item(), "min": p.min().item(),
+                           "max": p.max().item(), "step_only": (p.double() - b.double()).norm().item()}
+                          for p, g, k, b in zip(params, grads, kept, before)])
+        kept = [p.detach().clone() for p in params]
+        model["wide"].weight.data.clamp_(-0.2, 0.2)
+json.dump(reference, open(os.environ["REFERENCE"], "w"))
+"""
+
+
+def test_every_kind_of_parameter_equals_the_programs_recomputation(tmp_path):
+    run_script(tmp_path, KINDS, monitor="1", env={"REFERENCE": str(tmp_path / "reference.json")})
+    reference = json.loads((tmp_path / "reference.json").read_text())
+    lines = monitor_lines(tmp_path / "out")
+    assert len(lines) == len(reference) == 4
+    for line, want in zip(lines, reference):
+        assert len(line["params"]) == len(want) == 5
+        for (name, stats), expected in zip(line["params"].items(), want):
+            # bfloat16's norms are computed, and rounded, in bfloat16 (torch._foreach_norm)
+            rel = 1e-2 if expected["dtype"] == "torch.bfloat16" else 1e-6
+            for stat in ("norm", "grad_norm", "min", "max"):
+                assert close(stats[stat], expected[stat], rel=rel), (line["step"], name, stat, stats[stat], expected)
+            update = stats["update_ratio"] * stats["norm"]
+            assert close(update, expected["update_norm"], rel=2 * rel), (line["step"], name, update, expected)
+    # the clamp moved the float64 weight between steps 0 and 1: step 1's update holds more than the step's
+    wide = [next(p for p in step if p["dtype"] == "torch.float64") for step in reference]  # wide.weight: the first
+    assert wide[0]["update_norm"] == wide[0]["step_only"]
+    assert wide[1]["update_norm"] > 1.5 * wide[1]["step_only"], wide  # the first clamp cuts the most
