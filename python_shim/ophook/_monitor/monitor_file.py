@@ -48,7 +48,11 @@ class MonitorFile:
             self._file = open(self.path, "a", encoding="utf-8")
         if self._tensorboard is not None:
             self._tensorboard.put(line)  # its scalars are taken before _clean() nulls the non-finite
-        self._file.write(json.dumps(_clean(line), allow_nan=False) + "\n")
+        try:  # most lines are finite throughout: cleaned only when one is not (a pass over every value)
+            text = json.dumps(line, allow_nan=False)
+        except ValueError:
+            text = json.dumps(_clean(line), allow_nan=False)
+        self._file.write(text + "\n")
         self._file.flush()
 
     def close(self):

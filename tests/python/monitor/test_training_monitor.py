@@ -310,3 +310,33 @@ def test_every_kind_of_parameter_equals_the_programs_recomputation(tmp_path):
     wide = [next(p for p in step if p["dtype"] == "torch.float64") for step in reference]  # wide.weight: the first
     assert wide[0]["update_norm"] == wide[0]["step_only"]
     assert wide[1]["update_norm"] > 1.5 * wide[1]["step_only"], wide  # the first clamp cuts the most
+
+
+NAN_STEP = """
+import torch
+
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(4):
+    x = torch.randn(8, 4)
+    if step == 2:
+        x[0, 0] = float("nan")  # the loss, every gradient and then every weight become NaN
+    loss = model(x).square().mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_a_nan_step_is_written_null_with_what_was_not_finite_counted(tmp_path):
+    run_script(tmp_path, NAN_STEP, monitor="1")
+    lines = monitor_lines(tmp_path / "out")
+    assert [line["step"] for line in lines] == [0, 1, 2, 3]
+    assert "nonfinite" not in lines[1] and lines[1]["loss"] is not None
+    nan_step = lines[2]
+    assert nan_step["loss"] is None and nan_step["nonfinite"]["loss"] == "nan"
+    weight = nan_step["params"]["Linear.weight"]
+    assert weight["norm"] is None and weight["grad_norm"] is None
+    assert weight["grad_nan"] == 8 and weight["nan"] == 8 and weight["inf"] == 0  # all 2 x 4 elements
+    assert nan_step["nonfinite"]["Linear.weight.norm"] == "nan"
