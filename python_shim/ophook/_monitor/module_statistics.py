@@ -1,9 +1,9 @@
 """OPHOOK_MONITOR=modules: each module's output activations (norm, min, max, non-finite count) as
 each forward makes them, and the norm of the gradient the output gets back in the backward pass,
-kept on the device as 0-d tensors and folded into the step's ScalarBatch at the optimizer step: a
-module called several times in a step gives the norm of all its outputs together, the extremes of
-all, the sum of the counts. Costs a few small ops per module forward (global forward pre- and
-post-hooks)."""
+folded into the step's ScalarBatch at the optimizer step: a module called several times in a step
+gives the norm of all its outputs together, the extremes of all, the sum of the counts. A
+contiguous CPU float32/float64 output is read by _ophook in one pass into host floats; others by
+a few small torch ops each, kept on the device as 0-d tensors (global forward pre- and post-hooks)."""
 import math
 
 from .._torch_device import Suspended
@@ -20,12 +20,31 @@ def _first_floating(torch, output):
     return None
 
 
+def _norm_of_norms(norms):
+    return math.sqrt(math.fsum(n * n for n in norms))
+
+
+def _least(values):
+    return math.nan if any(math.isnan(v) for v in values) else min(values)
+
+
+def _most(values):
+    return math.nan if any(math.isnan(v) for v in values) else max(values)
+
+
+# The host floats of a step folded as the device's tensors are below (a NaN wins, as torch.min's).
+_FOLD = {"act_norm": _norm_of_norms, "act_grad_norm": _norm_of_norms, "act_min": _least, "act_max": _most,
+         "act_nonfinite": sum}
+
+
 class ModuleStatistics:
-    def __init__(self, torch):
+    def __init__(self, torch, native):
         self._torch = torch
+        self._native = native
         self._namer = make_module_namer()
         self._handles = []
         self._seen = {}  # module name -> {statistic: [0-d tensors]}
+        self._host = {}  # module name -> {statistic: [floats]}
 
     def start(self):
         from torch.nn.modules import module as nn_module
@@ -54,23 +73,35 @@ class ModuleStatistics:
             return None
         with Suspended():
             name = self._namer(module)
-            seen = self._seen.setdefault(name, {stat: [] for stat in STATISTICS})
             values = tensor.detach()
-            low, high = torch.aminmax(values)
-            seen["act_norm"].append(torch.linalg.vector_norm(values))
+            native = self._native.monitor_tensor_statistics(values)
+            if native is not None:
+                squares, low, high, nan, inf = native
+                seen = self._host.setdefault(name, {stat: [] for stat in STATISTICS})
+                seen["act_norm"].append(math.sqrt(squares))
+                seen["act_nonfinite"].append(nan + inf)
+            else:
+                seen = self._seen.setdefault(name, {stat: [] for stat in STATISTICS})
+                low, high = torch.aminmax(values)
+                seen["act_norm"].append(torch.linalg.vector_norm(values))
+                seen["act_nonfinite"].append(values.isfinite().logical_not().sum())
             seen["act_min"].append(low)
             seen["act_max"].append(high)
-            seen["act_nonfinite"].append(values.isfinite().logical_not().sum())
             if tensor.requires_grad:
-                tensor.register_hook(self._gradient_hook(seen["act_grad_norm"]))
+                tensor.register_hook(self._gradient_hook(name))
         return None
 
-    def _gradient_hook(self, norms):
-        vector_norm = self._torch.linalg.vector_norm
-
+    def _gradient_hook(self, name):
         def on_gradient(gradient):
             with Suspended():
-                norms.append(vector_norm(gradient.detach()))
+                values = gradient.detach()
+                native = self._native.monitor_tensor_statistics(values)
+                if native is not None:
+                    self._host.setdefault(name, {stat: [] for stat in STATISTICS})["act_grad_norm"].append(
+                        math.sqrt(native[0]))
+                else:
+                    self._seen.setdefault(name, {stat: [] for stat in STATISTICS})["act_grad_norm"].append(
+                        self._torch.linalg.vector_norm(values))
             return None
 
         return on_gradient
@@ -80,6 +111,15 @@ class ModuleStatistics:
         torch = self._torch
         f64 = torch.float64
         seen, self._seen = self._seen, {}
+        host, self._host = self._host, {}
+        for name, stats in host.items():
+            if name in seen:  # read both ways within one step (a dtype that changed): folded on the device
+                device = next(t for tensors in seen[name].values() for t in tensors).device
+                for stat, values in stats.items():
+                    seen[name][stat] += [torch.tensor(v, dtype=f64, device=device) for v in values]
+                continue
+            folded = [(stat, _FOLD[stat](values)) for stat, values in stats.items() if values]
+            batch.add_host([("module:" + name, stat) for stat, _ in folded], [value for _, value in folded])
         for name, stats in seen.items():
             key = "module:" + name
             folded = []
@@ -96,7 +136,7 @@ class ModuleStatistics:
                 else:
                     folded.append((stat, stacked.sum()))
             batch.add([(key, stat) for stat, _ in folded], [value for _, value in folded])
-        return list(seen)
+        return list(dict.fromkeys([*host, *seen]))  # each module once
 
     @staticmethod
     def values(names, values):

@@ -35,7 +35,7 @@ class TrainingMonitor:
         self._torch = torch
         self._native = native
         self._rules = SpikeRules(config.get("monitor_trigger", ()), config.get("monitor_window", 50))
-        self._modules = ModuleStatistics(torch) if "modules" in config["monitor"].split(",") else None
+        self._modules = ModuleStatistics(torch, native) if "modules" in config["monitor"].split(",") else None
         self._snapshots = {}  # optimizer's index (step_hooks.OptimizerParameters) -> its weights before the step
         self._losses = []
         self._backward_calls = 0

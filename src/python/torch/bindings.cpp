@@ -22,7 +22,7 @@
 #include "torch/libtorch_symbols.hpp"
 #include "torch/module_names.hpp"
 #include "torch/module_stack.hpp"
-#include "torch/monitor/parameter_pass.hpp"
+#include "torch/monitor/statistics_pass.hpp"
 #include "torch/tensors/tensors.hpp"
 #include "torch/torch_device_module.hpp"
 
@@ -206,6 +206,9 @@ void bind_torch(pb::module_& m) {
         "The training monitor's statistics of CPU float32/float64 parameters, one pass per array: per "
         "parameter None (not readable here) or ((sum of squares, min, max, nan, inf) of the weight, the same "
         "of the gradient or None, the update's sum of squares or None); each weight is then copied into its before.");
+  m.def("monitor_tensor_statistics", &monitor::tensor_statistics, pb::arg("tensor"),
+        "The training monitor's (sum of squares, min, max, nan, inf) of a contiguous CPU float32/float64 tensor "
+        "(a module's output, its gradient), or None where it cannot be read here.");
   m.def("collective_op", &collectives::op_id, pb::arg("name"),
         "The op id of a c10d collective (\"c10d.allreduce_\"), registered at level collective.");
   m.def(

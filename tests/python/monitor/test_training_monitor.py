@@ -220,7 +220,8 @@ import json, os
 import torch
 
 torch.manual_seed(0)
-model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
+dtype = getattr(torch, os.environ["DTYPE"])  # float32: read in C++; bfloat16: by torch ops
+model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1)).to(dtype)
 opt = torch.optim.SGD(model.parameters(), lr=1e-2)
 seen = {}
 
@@ -235,7 +236,7 @@ for index in (0, 2):
     model[index].register_forward_hook(keep("Sequential.%d" % index))
 reference = []
 for step in range(6):
-    loss = model(torch.randn(8, 16)).pow(2).mean()
+    loss = model(torch.randn(8, 16, dtype=dtype)).pow(2).mean()
     opt.zero_grad()
     loss.backward()
     opt.step()
@@ -244,8 +245,9 @@ json.dump(reference, open(os.environ["REFERENCE"], "w"))
 """
 
 
-def test_module_activations_equal_the_programs_own_hooks(tmp_path):
-    run_script(tmp_path, MODULES, monitor="modules", env={"REFERENCE": str(tmp_path / "reference.json")})
+@pytest.mark.parametrize("dtype,rel", [("float32", 1e-5), ("bfloat16", 1e-2)])  # bfloat16's norms round
+def test_module_activations_equal_the_programs_own_hooks(tmp_path, dtype, rel):
+    run_script(tmp_path, MODULES, monitor="modules", env={"REFERENCE": str(tmp_path / "reference.json"), "DTYPE": dtype})
     reference = json.loads((tmp_path / "reference.json").read_text())
     lines = monitor_lines(tmp_path / "out")
     assert len(lines) == 6
@@ -253,7 +255,7 @@ def test_module_activations_equal_the_programs_own_hooks(tmp_path):
         for name, stats in want.items():
             got = line["modules"][name]
             for stat, value in stats.items():
-                assert close(got[stat], value), (line["step"], name, stat, got[stat], value)
+                assert close(got[stat], value, rel=rel), (line["step"], name, stat, got[stat], value)
             assert got["act_nonfinite"] == 0
         assert "Sequential" in line["modules"] and "Sequential.1" in line["modules"]  # the whole model, the ReLU
 

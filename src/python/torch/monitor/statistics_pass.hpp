@@ -1,7 +1,8 @@
 #pragma once
-// The training monitor's statistics of CPU float32/float64 parameters in C++ (core's norms.hpp):
-// after a step, each parameter's weight, gradient and update statistics in one pass per array
-// (the weights kept for the next step's update in the same pass), the GIL released while they run. What these cannot read
+// The training monitor's statistics of CPU float32/float64 tensors in C++ (core's norms.hpp), one
+// pass per array: after a step, each parameter's weight, gradient and update (the weights kept for
+// the next step's update in the same pass, the GIL released while they run); a module's output
+// and the gradient it gets back. What these cannot read
 // (another device or dtype, a strided tensor) the shim computes with torch's multi-tensor ops.
 #include <pybind11/pybind11.h>
 
@@ -13,5 +14,9 @@ namespace ophook::py::monitor {
 /// the weights are copied into `before` once read. GIL required.
 pybind11::list parameter_statistics(const pybind11::list& weights, const pybind11::list& grads,
                                     const pybind11::list& befores);
+
+/// (Σx², min, max, nan, inf) of a detached tensor, or None where it cannot be read here. GIL
+/// required (held: a module's output is small, and read on the program's thread anyway).
+pybind11::object tensor_statistics(pybind11::handle tensor);
 
 }  // namespace ophook::py::monitor

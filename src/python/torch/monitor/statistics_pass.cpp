@@ -1,4 +1,4 @@
-#include "torch/monitor/parameter_pass.hpp"
+#include "torch/monitor/statistics_pass.hpp"
 
 #include <optional>
 #include <vector>
@@ -90,6 +90,12 @@ pb::list parameter_statistics(const pb::list& weights, const pb::list& grads, co
                               job->before ? pb::object(pb::float_(job->update_squares)) : pb::none()));
   }
   return out;
+}
+
+pb::object tensor_statistics(pb::handle tensor) {
+  const auto array = float_array(tensor);
+  if (!array) return pb::none();
+  return as_tuple(norm_stats(*array));
 }
 
 }  // namespace ophook::py::monitor
