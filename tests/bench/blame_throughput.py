@@ -7,7 +7,10 @@ interleaved and prints one markdown row:
 
     | blame N calls | ours calls/s | replay --reference float64 calls/s | ratio | - |
 
-    blame_throughput.py [--smoke] [--calls N] [--reps N] [--ophook PATH]
+With --gpt2 the recorded run is instead gpt2_loop.py's transformers GPT-2 (from a config, AdamW),
+recorded in dump mode for as many steps as --calls needs (a step is about 580 calls).
+
+    blame_throughput.py [--smoke] [--calls N] [--reps N] [--ophook PATH] [--gpt2]
 """
 import json
 import os
@@ -18,29 +21,40 @@ import sys
 import tempfile
 import time
 
-from replay_throughput import OPS_PER_ROUND, options, record, timed
+from replay_throughput import OPS_PER_ROUND, options, record
+
+
+GPT2_LOOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpt2_loop.py")
+GPT2_CALLS_PER_STEP = 580
 
 
 def main():
-    args, calls, reps = options(__doc__, 2000)
+    def more(parser):
+        parser.add_argument("--gpt2", action="store_true", help="blame a recorded GPT-2 training run instead")
+
+    args, calls, reps = options(__doc__, 2000, more)
     scratch = tempfile.mkdtemp(prefix="ophook-blame-bench-")
     try:
-        run = record(scratch, calls // OPS_PER_ROUND, os.path.dirname(args.ophook))
+        build = os.path.dirname(args.ophook)
+        if args.gpt2:
+            run = _record_gpt2(scratch, max(1, round(calls / GPT2_CALLS_PER_STEP)), build)
+        else:
+            run = record(scratch, calls // OPS_PER_ROUND, build)
         report = os.path.join(scratch, "blame.json")
         ours_argv = [args.ophook, "blame", run, "--tolerance", "0", "--json", report, "--python", sys.executable]
         replay_argv = [args.ophook, "replay", run, "--reference", "float64", "--python", sys.executable]
         with open(os.path.join(run, "trace.jsonl")) as f:
             calls = sum(1 for _ in f)
-        timed(replay_argv)  # also warms the page cache
-        _timed_blame(ours_argv)
+        _timed_verdict(replay_argv)  # also warms the page cache
+        _timed_verdict(ours_argv)
         with open(report) as f:
             judged = json.load(f)["calls"]
         if len(judged) != calls:
             raise SystemExit("ophook blame judged %d of %d calls" % (len(judged), calls))
         ours, theirs = [], []
         for _ in range(reps):
-            ours.append(_timed_blame(ours_argv))
-            theirs.append(timed(replay_argv)[0])
+            ours.append(_timed_verdict(ours_argv))
+            theirs.append(_timed_verdict(replay_argv))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     t_ours, t_replay = statistics.median(ours), statistics.median(theirs)
@@ -48,12 +62,22 @@ def main():
           % (calls, calls / t_ours, t_ours, calls / t_replay, t_replay, t_replay / t_ours))
 
 
-def _timed_blame(argv):
-    """blame's time: its exit status 1 (the final error above --tolerance 0) is its answer."""
+def _record_gpt2(directory, steps, build):
+    out = os.path.join(directory, "run")
+    env = dict(os.environ, LD_PRELOAD=os.path.join(build, "libophook.so"), OPHOOK_OUTPUT=out, OPHOOK_MODE="dump",
+               OPHOOK_LOG_LEVEL="warn")
+    subprocess.run([sys.executable, GPT2_LOOP, "--steps", str(steps), "--warmup", "0"], env=env, check=True,
+                   capture_output=True)
+    return out
+
+
+def _timed_verdict(argv):
+    """A run's time: exit status 1 is a verdict, not a failure (blame's final error above
+    --tolerance 0; replay's calls over thresholds, as a GPT-2's are against float64)."""
     start = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True)
     if done.returncode not in (0, 1):
-        raise SystemExit("ophook blame exited %d: %s" % (done.returncode, done.stderr[-400:]))
+        raise SystemExit("%s exited %d: %s" % (" ".join(argv[:2]), done.returncode, done.stderr[-400:]))
     return time.perf_counter() - start
 
 

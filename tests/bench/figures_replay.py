@@ -9,14 +9,18 @@ ROWS = [("replay-calls", "`ophook replay` of a recorded NumPy + torch run (3501 
          "loads, calls and comparisons, one process)", "—"),
         ("blame-rate", "`ophook blame` of a recorded NumPy + torch run (1751 calls on 16x16 float32, `--tolerance 0`: "
          "the shares of its 16 most severe calls measured), calls per second, the engine's start included "
-         "(baseline: `ophook replay --reference float64` of the same run, both cores)", "—")]
+         "(baseline: `ophook replay --reference float64` of the same run, both cores)", "—"),
+        ("blame-rate-gpt2", "same, of a recorded transformers GPT-2 training run (`tests/bench/gpt2_loop.py`, "
+         "3 steps, dump mode)", "—")]
 
 
 def measure(group, ctx):
     cells = markdown_row_of(ctx, "replay_throughput.py", ctx.rounds(3))
     blame = markdown_row_of(ctx, "blame_throughput.py", ctx.rounds(3))
+    gpt2 = markdown_row_of(ctx, "blame_throughput.py", ctx.rounds(3), "--gpt2", "--calls", str(ctx.size(1740, 580)))
     return {"replay-calls": group.row("replay-calls", cells[1], cells[2], cells[3], None),
-            "blame-rate": group.row("blame-rate", blame[1], blame[2], blame[3], None)}
+            "blame-rate": group.row("blame-rate", blame[1], blame[2], blame[3], None),
+            "blame-rate-gpt2": group.row("blame-rate-gpt2", gpt2[1], gpt2[2], gpt2[3], None)}
 
 
 GROUPS = [Group("replay", ROWS, measure)]

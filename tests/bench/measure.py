@@ -48,11 +48,11 @@ class Context:
         return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def markdown_row_of(ctx, script, reps):
-    """Runs tests/bench/<script> --ophook <build>/ophook --reps <reps> [--smoke], a script that ends
-    its output with one markdown table row, and returns that row's cells."""
+def markdown_row_of(ctx, script, reps, *options):
+    """Runs tests/bench/<script> --ophook <build>/ophook --reps <reps> [--smoke] [options...], a
+    script that ends its output with one markdown table row, and returns that row's cells."""
     argv = [ctx.python, os.path.join(ctx.root, "tests", "bench", script), "--ophook",
-            os.path.join(ctx.build, "ophook"), "--reps", str(reps)]
+            os.path.join(ctx.build, "ophook"), "--reps", str(reps), *options]
     if ctx.smoke:
         argv.append("--smoke")
     done = subprocess.run(argv, capture_output=True, text=True)

@@ -58,10 +58,13 @@ def timed(argv):
     return elapsed, done.stdout
 
 
-def options(doc, default_calls):
+def options(doc, default_calls, more=None):
     """(args, calls, reps) of a throughput script's command line: --smoke (400 calls, one round),
-    --calls N (`default_calls`), --reps N (3), --ophook PATH (the build's)."""
+    --calls N (`default_calls`), --reps N (3), --ophook PATH (the build's), and what `more(parser)`
+    adds."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    if more is not None:
+        more(parser)
     parser.add_argument("--smoke", action="store_true", help="400 calls, one round: does it run?")
     parser.add_argument("--calls", type=int, help="calls recorded (%d)" % default_calls)
     parser.add_argument("--reps", type=int, help="timed rounds of each (3; smoke 1)")
