@@ -32,6 +32,11 @@ GLOBAL_STATE = frozenset("""_set_grad_enabled set_grad_enabled set_default_dtype
     set_num_threads set_printoptions use_deterministic_algorithms""".split())
 
 _DROPOUT_TRAINING_FLAGS = ("training", "train")
+# Attention whose dropout_p draws a mask when it is above 0 (transformers passes the model's
+# attention dropout in training): where dropout_p lies among each one's positional arguments.
+ATTENTION_DROPOUT_ARGUMENT = {"scaled_dot_product_attention": 4, "_scaled_dot_product_flash_attention": 3,
+                              "_scaled_dot_product_flash_attention_for_cpu": 3,
+                              "_scaled_dot_product_efficient_attention": 5, "_scaled_dot_product_cudnn_attention": 5}
 
 
 def function_name(op):
@@ -59,6 +64,15 @@ def _dropout_is_identity(record):
     return probability == 0
 
 
+def _attention_draws(name, record):
+    position = ATTENTION_DROPOUT_ARGUMENT.get(name)
+    if position is None:
+        return False
+    args = record.get("args") or []
+    probability = (record.get("kwargs") or {}).get("dropout_p", args[position] if len(args) > position else 0)
+    return isinstance(probability, (int, float)) and probability > 0
+
+
 def skip_reason(record):
     """Why the call must not be replayed, or None."""
     op = record["op"]
@@ -71,7 +85,7 @@ def skip_reason(record):
                 "what it received; compare them across ranks instead)")
     if record.get("level") == "torch_dispatch" and not op.startswith(("aten.", "prims.")):
         return "not an aten or prims operator (%s)" % op.split(".")[0]
-    if name in RANDOM and not ("dropout" in name and _dropout_is_identity(record)):
+    if (name in RANDOM and not ("dropout" in name and _dropout_is_identity(record))) or _attention_draws(name, record):
         return "random: draws from a random generator"
     if name in UNINITIALIZED:
         return "returns uninitialized memory"

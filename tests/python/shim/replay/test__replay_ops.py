@@ -1,5 +1,5 @@
 """ophook._replay.ops, which op a record names and which ones replay must not call again: random
-draws (but a dropout that draws nothing), uninitialized memory, answers about memory layout or the
+draws (but a dropout that draws nothing; attention with a dropout_p above 0 draws), uninitialized memory, answers about memory layout or the
 autograd graph, process state, attribute writes, compiled kernels and dispatch records of no aten
 or prims op — each with the reason a report shows; every other qualified name resolved to its
 callable, submodules imported as needed. Called directly on the build tree's package."""
@@ -37,6 +37,10 @@ def record(op, level="torch_function", **fields):
     (record("torch.nn.init.kaiming_uniform_"), "random: draws from a random generator"),
     (record("numpy.random.mtrand.RandomState.normal", level="ufunc"), "random: draws from a random generator"),
     (record("torch.nn.functional.dropout", args=[{"kind": "array"}, 0.5]), "random: draws from a random generator"),
+    (record("torch.nn.functional.scaled_dot_product_attention", args=[{"kind": "array"}] * 3,
+            kwargs={"attn_mask": None, "dropout_p": 0.1}), "random: draws from a random generator"),
+    (record("aten._scaled_dot_product_flash_attention_for_cpu.default", level="torch_dispatch",
+            args=[{"kind": "array"}] * 3 + [0.1, True]), "random: draws from a random generator"),
     (record("torch.empty_like"), "returns uninitialized memory"),
     (record("torch.Tensor.resize_"), "returns uninitialized memory"),
     (record("torch.Tensor.data_ptr"), "depends on the memory layout of the inputs, which is not recorded"),
@@ -60,6 +64,8 @@ def test_calls_replay_must_not_make_again_say_why(call, reason):
     record("torch.nn.functional.dropout", args=[{"kind": "array"}, 0.0]),
     record("torch.nn.functional.dropout", args=[{"kind": "array"}], kwargs={"p": 0}),
     record("aten.native_dropout.default", level="torch_dispatch", args=[{"kind": "array"}, 0.5, False]),
+    record("torch.nn.functional.scaled_dot_product_attention", args=[{"kind": "array"}] * 3, kwargs={"dropout_p": 0.0}),
+    record("torch.nn.functional.scaled_dot_product_attention", args=[{"kind": "array"}] * 3),
     record("torch.Tensor.emptyish"), record("numpy.random_sample_like_name_that_is_not_random"),
 ])
 def test_every_other_call_is_replayed(call):
