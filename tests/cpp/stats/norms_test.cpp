@@ -8,7 +8,9 @@
 #include <random>
 #include <vector>
 
-namespace ophook::core {
+// A namespace of its own: the sanitizer builds compile the tests as unity blobs, beside
+// stats_test.cpp's helpers and constants.
+namespace ophook::core::norms_test {
 namespace {
 
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
@@ -101,4 +103,4 @@ TEST(UpdateSquares, AnUnchangedWeightIsZeroAndANanSpreads) {
 }
 
 }  // namespace
-}  // namespace ophook::core
+}  // namespace ophook::core::norms_test
