@@ -56,7 +56,10 @@ class MonitorFile:
         self._file.flush()
 
     def close(self):
+        """Closes both; returns why TensorBoard's events ended early, or None."""
         if self._file is not None:
             self._file.close()
-        if self._tensorboard is not None:
-            self._tensorboard.close()
+        if self._tensorboard is None:
+            return None
+        self._tensorboard.close()
+        return self._tensorboard.failure

@@ -62,6 +62,7 @@ class TensorBoardEvents:
         self._writer = writer
         self._summary = summary_type
         self._log = log
+        self.failure = None  # why the events ended early, for summary.json
         self._queue = queue.Queue(maxsize=_QUEUED_STEPS)
         self._thread = threading.Thread(target=self._run, name="ophook-monitor-tensorboard", daemon=True)
         self._thread.start()
@@ -81,7 +82,8 @@ class TensorBoardEvents:
             try:
                 self._writer.summary(step, summary(value=[value(tag=tag, simple_value=v) for tag, v in step_scalars]))
             except OSError as error:
-                self._log("warn", "monitor: TensorBoard events end at step %d: %s (monitor.jsonl goes on)" % (step, error))
+                self.failure = "step %d: %s" % (step, error)
+                self._log("warn", "monitor: TensorBoard events end at %s (monitor.jsonl goes on)" % self.failure)
                 self._writer.close()
                 self._writer = None
 

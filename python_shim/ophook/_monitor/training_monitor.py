@@ -36,7 +36,7 @@ class TrainingMonitor:
         self._native = native
         self._rules = SpikeRules(config.get("monitor_trigger", ()), config.get("monitor_window", 50))
         self._modules = ModuleStatistics(torch, native) if "modules" in config["monitor"].split(",") else None
-        self._snapshots = {}  # optimizer's index (step_hooks.OptimizerParameters) -> its weights before the step
+        self._snapshots = {}  # optimizer's index (step_hooks.OptimizerParameters) -> the weights its last step left
         self._losses = []
         self._backward_calls = 0
         self._pending = []  # _Step, oldest first
@@ -63,9 +63,9 @@ class TrainingMonitor:
             return
         self._drain(wait=True)
         path = self._file.path
-        self._file.close()
+        tensorboard_failure = self._file.close()
         self._file = None
-        self._note_summary(path)
+        self._note_summary(path, tensorboard_failure)
 
     def _on_backward(self, args):
         if not args or compiling(self._torch):
@@ -160,9 +160,11 @@ class TrainingMonitor:
         if self._native.uses_ring():
             self._native.dump_ring(why)
 
-    def _note_summary(self, path):
+    def _note_summary(self, path, tensorboard_failure):
         note = {"file": FILE_NAME, "steps": self._lines, "triggers": self._triggers,
                 "loss": self._saw_backward}
+        if tensorboard_failure is not None:
+            note["tensorboard_error"] = tensorboard_failure
         if not self._lines:
             note["missing"] = "no optimizer step ran: nothing was monitored"
         elif not self._saw_backward:

@@ -152,7 +152,7 @@ inline bool moments_without_digest(const std::byte* data, std::size_t n, double 
 }
 
 // Σ(a − b)² in double, with the moments' four accumulators: the training monitor's update norm
-// (the weights before a step against after it), one pass over both instead of a subtraction's
+// (the weights kept at the last step against now), one pass over both instead of a subtraction's
 // pass and a norm's.
 template <typename T>
 inline bool squared_distance_of(const std::byte* a, const std::byte* b, std::size_t n, double& squares) noexcept {
