@@ -5,7 +5,7 @@ gradient and update norms, the global gradient norm, the learning rate); loss:6s
 and at no step before; a loss that drifts slowly fires nothing; a bad rule fails at start, naming
 what is accepted; the program computes what it computes unhooked. Parameters of every kind (float64
 read in C++, bfloat16 and a strided view read by torch) equal their recomputation, a clamp between
-steps included."""
+steps included; a lazily negated output is read as the values it stands for."""
 import json
 import math
 
@@ -342,3 +342,32 @@ def test_a_nan_step_is_written_null_with_what_was_not_finite_counted(tmp_path):
     assert weight["norm"] is None and weight["grad_norm"] is None
     assert weight["grad_nan"] == 8 and weight["nan"] == 8 and weight["inf"] == 0  # all 2 x 4 elements
     assert nan_step["nonfinite"]["Linear.weight.norm"] == "nan"
+
+
+NEGATED = """
+import json, os
+import torch
+
+
+class Negated(torch.nn.Module):
+    def forward(self, x):
+        return torch._neg_view(x)  # contiguous, its memory holding -output: torch's lazy negation
+
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(4, 4), Negated())
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+seen = []
+model[1].register_forward_hook(lambda module, inputs, output: seen.append(output.detach().clone().max().item()))
+loss = model(torch.randn(8, 4)).square().mean()
+loss.backward()
+opt.step()
+json.dump(seen, open(os.environ["REFERENCE"], "w"))
+"""
+
+
+def test_a_lazily_negated_output_is_read_as_the_values_it_stands_for(tmp_path):
+    run_script(tmp_path, NEGATED, monitor="modules", env={"REFERENCE": str(tmp_path / "reference.json")})
+    (expected,) = json.loads((tmp_path / "reference.json").read_text())
+    (line,) = monitor_lines(tmp_path / "out")
+    assert close(line["modules"]["Sequential.1"]["act_max"], expected), (line["modules"], expected)

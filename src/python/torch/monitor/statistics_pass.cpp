@@ -35,6 +35,9 @@ std::optional<FloatArray> float_array(pb::handle tensor) {
     }
     count *= static_cast<std::size_t>(view.shape[d]);
   }
+  // A negative bit (torch's lazy negation) leaves the memory holding the values' negatives: the
+  // torch ops read it right.
+  if (tensor.attr("is_neg")().ptr() != Py_False) return std::nullopt;
   return FloatArray{static_cast<std::byte*>(view.data) + view.byte_offset, count, view.dtype.bits == 64};
 }
 
