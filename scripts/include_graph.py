@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks the project's include graph (docs/design.md, "Layout"): no include cycle between units
 (a unit is a header and its source: name.hpp with name.cpp), every include across the layers goes
-downwards, and no source folder holds more than MAX_FILES files.
+downwards, and no source folder holds more than MAX_FILES files: the C++ layers' folders, and the
+Python package's and the tests' folders (their Python, C++ and shell files).
 
 The layers, lowest first: the core (include/ophook, src/core); the device engine (src/device) and
 the command-line tool (src/cli) above it; the extension (src/python) above the device engine, in
@@ -19,6 +20,8 @@ from collections import defaultdict
 
 MAX_FILES = 16
 SOURCE = re.compile(r"\.(cpp|hpp|cu|h)$")
+SIZED = ("python_shim", "tests")
+SIZED_FILE = re.compile(r"\.(py|cpp|hpp|c|sh)$")
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 # Where a quoted include is looked up, by the folder of the file that includes it (as the build's
 # include directories say: CMakeLists.txt of each target).
@@ -55,6 +58,16 @@ def files(root):
         for folder, _, names in os.walk(os.path.join(root, top)):
             for name in names:
                 if SOURCE.search(name):
+                    yield os.path.relpath(os.path.join(folder, name), root)
+
+
+def sized_files(root):
+    """The Python package's and the tests' files whose folders are held to MAX_FILES too."""
+    for top in SIZED:
+        for folder, folders, names in os.walk(os.path.join(root, top)):
+            folders[:] = [f for f in folders if f != "__pycache__"]
+            for name in names:
+                if SIZED_FILE.search(name):
                     yield os.path.relpath(os.path.join(folder, name), root)
 
 
@@ -114,6 +127,8 @@ def main(root):
     findings = []
     edges = defaultdict(set)
     per_folder = defaultdict(int)
+    for path in sized_files(root):
+        per_folder[os.path.dirname(path)] += 1
     for path in sorted(files(root)):
         per_folder[os.path.dirname(path)] += 1
         edges[unit(path)]

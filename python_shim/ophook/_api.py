@@ -27,7 +27,7 @@ def uninstall():
     _import_hooks.cancel_all()
     _numpy_patch.uninstall()
     try:
-        from . import _torch_modes
+        from ._torch import modes as _torch_modes
     except ImportError:
         return
     _torch_modes.uninstall()
@@ -51,7 +51,7 @@ def dump_ring(reason="ophook.dump_ring()"):
     trace.jsonl lines of the latest calls, as a NaN/Inf or an uncaught exception would. `reason`
     goes into summary.json. Returns when they are on disk: True, or False when there is no ring.
     In a torch.distributed job every rank writes its ring too (docs/ranks.md)."""
-    from . import _rank_signals
+    from ._ranks import rank_signals as _rank_signals
 
     _rank_signals.trigger(str(reason))
     return _native().dump_ring(str(reason))

@@ -10,7 +10,7 @@ _installed = False
 
 def _write_ring(native, why):
     try:
-        from . import _rank_signals
+        from ._ranks import rank_signals as _rank_signals
 
         _rank_signals.trigger(why)  # every rank of a distributed job writes its ring too
         native.dump_ring(why)

@@ -46,7 +46,7 @@ def _install_framework_hooks(levels, before_install=None):
     if "numpy" in levels:
         _import_hooks.when_imported("numpy", install_with("._numpy_patch"))
     if levels & {"torch_function", "torch_dispatch", "collective"}:
-        _import_hooks.when_imported("torch", install_with("._torch_modes"))
+        _import_hooks.when_imported("torch", install_with("._torch.modes"))
 
 
 def _check(settings, native):

@@ -60,7 +60,7 @@ def pytest_configure(config):
         # ophook filters the warning its module hooks make torch give at each call of a
         # torch.compile'd module, but pytest's filters for each test (-W error, filterwarnings =
         # error) come before that filter: repeated last among each kind, it still wins.
-        from ._dynamo_stand_ins import COMPILED_MODULE_WARNING
+        from ._torch.dynamo_stand_ins import COMPILED_MODULE_WARNING
 
         config.addinivalue_line("filterwarnings", "ignore:%s:UserWarning" % re.escape(COMPILED_MODULE_WARNING))
         command_line = config.known_args_namespace  # where pytest reads -W for each test
@@ -68,6 +68,6 @@ def pytest_configure(config):
                                        "ignore:%s:UserWarning" % COMPILED_MODULE_WARNING]
     if not asked:
         return
-    from ._pytest_recording import PerTestRecording
+    from ._pytest.recording import PerTestRecording
 
     config.pluginmanager.register(PerTestRecording(config), "ophook-per-test-recording")

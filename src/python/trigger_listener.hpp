@@ -5,7 +5,7 @@
 
 /// A Python callable told of the triggers of the ring that fire on the program's side — the run's
 /// first NaN/Inf (made or received), a termination signal — so that the other ranks of a
-/// torch.distributed job write their rings too (python_shim/ophook/_rank_signals.py); the others
+/// torch.distributed job write their rings too (python_shim/ophook/_ranks/rank_signals.py); the others
 /// (exceptions, ophook.dump_ring()) are seen in Python already. GIL required.
 namespace ophook::py {
 

@@ -65,8 +65,8 @@ TOOL=none row large_none_again
 unset NL NE BATCH SEQ
 if [[ kernel =~ ${ROWS:-.} ]]; then
   echo "== the kernel per op (ms per call; unhooked, then stats)"
-  timeout 60 python3 "$root/tests/bench/device_statistics.py" unhooked 2>&1 | tail -8
-  timeout 90 env LD_PRELOAD="$LIB" OPHOOK_OUTPUT="$W/ops" OPHOOK_MODE=stats python3 "$root/tests/bench/device_statistics.py" stats 2>&1 | tail -8
+  timeout 60 python3 "$root/tests/bench/programs/device_statistics.py" unhooked 2>&1 | tail -8
+  timeout 90 env LD_PRELOAD="$LIB" OPHOOK_OUTPUT="$W/ops" OPHOOK_MODE=stats python3 "$root/tests/bench/programs/device_statistics.py" stats 2>&1 | tail -8
 fi
 [[ -f $W/rows ]] && echo "== each row against its baseline (ms per step)" && python3 - "$W/rows" <<'PY'
 import sys

@@ -37,8 +37,8 @@ class Context:
         return self.reps or (1 if self.smoke else full)
 
     def worker(self, script, rounds, **options):
-        """Runs tests/bench/<script> with --build/--out/--rounds and `options`; its JSON line."""
-        argv = [self.python, os.path.join(self.root, "tests", "bench", script), "--build", self.build,
+        """Runs tests/bench/workers/<script> with --build/--out/--rounds and `options`; its JSON line."""
+        argv = [self.python, os.path.join(self.root, "tests", "bench", "workers", script), "--build", self.build,
                 "--out", os.path.join(self.scratch, script), "--rounds", str(rounds)]
         for name, value in options.items():
             argv += ["--" + name.replace("_", "-"), str(value)]
@@ -49,9 +49,9 @@ class Context:
 
 
 def markdown_row_of(ctx, script, reps, *options):
-    """Runs tests/bench/<script> --ophook <build>/ophook --reps <reps> [--smoke] [options...], a
+    """Runs tests/bench/workers/<script> --ophook <build>/ophook --reps <reps> [--smoke] [options...], a
     script that ends its output with one markdown table row, and returns that row's cells."""
-    argv = [ctx.python, os.path.join(ctx.root, "tests", "bench", script), "--ophook",
+    argv = [ctx.python, os.path.join(ctx.root, "tests", "bench", "workers", script), "--ophook",
             os.path.join(ctx.build, "ophook"), "--reps", str(reps), *options]
     if ctx.smoke:
         argv.append("--smoke")

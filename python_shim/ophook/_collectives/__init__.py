@@ -15,7 +15,7 @@ Usage::
     # rank<R>/trace.jsonl: {"op": "c10d.allreduce_", "level": "collective",
     #   "collective": {"group": "0", "ranks": [0, 1, 2, 3], "group_seq": 7, "peer": null, ...}}
 """
-from .. import _rank_signals
+from .._ranks import rank_signals as _rank_signals
 from . import c10d_ops, functional_ops
 from .process_groups import Groups
 

@@ -8,7 +8,8 @@ records and hands the call on below Autograd (an op without an Autograd kernel f
 the kernel below it anyway)."""
 import sys
 
-from .. import _ophook, _rank_signals
+from .. import _ophook
+from .._ranks import rank_signals as _rank_signals
 from .process_groups import holds_tensors, tensors, traced
 
 # By op: the schema arguments read as inputs when it is issued, those read as outputs when its

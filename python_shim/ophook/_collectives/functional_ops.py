@@ -15,7 +15,8 @@ unrecorded."""
 import sys
 import weakref
 
-from .. import _ophook, _rank_signals
+from .. import _ophook
+from .._ranks import rank_signals as _rank_signals
 from .c10d_ops import settle_unfinished
 from .process_groups import tensors, traced
 

@@ -6,8 +6,8 @@ contiguous CPU float32/float64 output is read by _ophook in one pass into host f
 a few small torch ops each, kept on the device as 0-d tensors (global forward pre- and post-hooks)."""
 import math
 
-from .._torch_device import Suspended
-from .._torch_names import make_module_namer
+from .._torch.device import Suspended
+from .._torch.names import make_module_namer
 
 STATISTICS = ("act_norm", "act_min", "act_max", "act_nonfinite", "act_grad_norm")
 

@@ -1,4 +1,4 @@
-"""Parameters' dotted names as ophook names modules (_torch_names.make_module_namer): the class of
+"""Parameters' dotted names as ophook names modules (_torch.names.make_module_namer): the class of
 the outermost module, then the attribute path ("Net.fc1.weight", "DistributedDataParallel.module.fc1.weight").
 Found by one scan of the live nn.Modules when the monitor meets parameters it cannot name yet."""
 import gc

@@ -9,7 +9,7 @@ anything) and DTensor parameters (FSDP2's fully_shard): a rank's local shard is 
 parameter, not a replica of another rank's."""
 import sys
 
-from .._torch_device import Suspended
+from .._torch.device import Suspended
 from .replica_exchange import ReplicaExchange
 
 

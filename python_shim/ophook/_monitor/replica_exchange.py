@@ -15,7 +15,7 @@ import queue
 import threading
 import time
 
-from .. import _job_store
+from .._ranks import job_store as _job_store
 
 _WAIT = datetime.timedelta(seconds=1)  # the first rank's waits, renewed: the end of the run is heard within this
 _GRACE_S = 10.0  # at the end of the run, how long the last check may wait for the others' digests

@@ -1,7 +1,7 @@
 """ophook's Python work at optimizer steps — the training monitor's statistics (training_monitor),
 the replica check (replica_check) — behind one pair of optimizer step hooks, which find and name
 each optimizer's parameters once for all of them and say which step it is."""
-from .._torch_device import Suspended
+from .._torch.device import Suspended
 from .parameter_names import name_parameters
 from .parameter_statistics import Parameter
 

@@ -2,13 +2,13 @@
 level's observer), the optimizer step's start (step_hooks) copies the weights, its end gathers the step's
 statistics and starts their one copy to the host; a step's line is written, and its rules judged,
 once its values have arrived (at once on the CPU). All its torch work runs unseen by ophook's modes
-and the program's own (_torch_device.Suspended)."""
+and the program's own (_torch.device.Suspended)."""
 import json
 import math
 import time
 
-from .. import _rank_signals
-from .._torch_device import Suspended
+from .._ranks import rank_signals as _rank_signals
+from .._torch.device import Suspended
 from .module_statistics import ModuleStatistics
 from .monitor_file import FILE_NAME, MonitorFile
 from .parameter_statistics import UpdateSnapshot, gather, nonfinite_counts

@@ -60,9 +60,9 @@ PyObject* optimizer_exit(PyObject*, PyObject* const*, Py_ssize_t) {
   Py_RETURN_NONE;
 }
 
-// An optimizer step that compiled code entered or completed: the __setattr__ of _torch_modes'
+// An optimizer step that compiled code entered or completed: the __setattr__ of ophook._torch.modes'
 // step mark, called as (name, count) by the attribute writes Dynamo replays around the graphs
-// of a compiled optimizer.step() (see _torch_modes._StepMark).
+// of a compiled optimizer.step() (see ophook._torch.modes._StepMark).
 PyObject* compiled_optimizer_mark(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs != 2 || !PyUnicode_Check(args[0])) {
     PyErr_SetString(PyExc_TypeError, "compiled_optimizer_mark(name, count)");

@@ -18,14 +18,14 @@ const TorchDeviceModule& torch_device_module() { return held; }
 
 bool load_torch_device_module() {
   if (held.loaded()) return true;
-  PyRef module = PyRef::steal(PyImport_ImportModule("ophook._torch_device"));
+  PyRef module = PyRef::steal(PyImport_ImportModule("ophook._torch.device"));
   auto get = [&](const char* name) { return module ? PyObject_GetAttrString(module.get(), name) : nullptr; };
   TorchDeviceModule found{get("copy_into"), get("snapshot"), get("statistics"), get("resolve"), get("local_shard"),
                      get("Unread")};
   if (!found.copy_into || !found.snapshot || !found.statistics || !found.resolve || !found.local_shard ||
       !found.unread_type) {
     core::log_warn("tensors on other devices than the CPU are described without values: {}",
-                        PyErr_Occurred() ? take_python_error() : std::string("ophook._torch_device is incomplete"));
+                        PyErr_Occurred() ? take_python_error() : std::string("ophook._torch.device is incomplete"));
     for (PyObject* f : {found.copy_into, found.snapshot, found.statistics, found.resolve, found.local_shard,
                         found.unread_type}) {
       Py_XDECREF(f);
@@ -91,7 +91,7 @@ void report_unread(const core::CallRecord& record, core::ArrayCapture& out, cons
 
 std::vector<std::string> nvrtc_libraries() {
   std::vector<std::string> paths;
-  PyRef module = PyRef::steal(PyImport_ImportModule("ophook._torch_device"));
+  PyRef module = PyRef::steal(PyImport_ImportModule("ophook._torch.device"));
   PyRef found = module ? PyRef::steal(PyObject_CallMethod(module.get(), "nvrtc_libraries", nullptr)) : PyRef();
   if (!found || !PyList_Check(found.get())) {
     take_python_error();

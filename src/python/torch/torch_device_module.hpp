@@ -7,7 +7,7 @@
 
 namespace ophook::py {
 
-/// The Python half of the device path (python_shim/ophook/_torch_device.py): its functions run
+/// The Python half of the device path (python_shim/ophook/_torch/device.py): its functions run
 /// with every torch mode, autograd and autocast suspended, and read tensors through torch itself.
 /// Loaded once, when torch's device path is enabled, and held for the life of the process. GIL
 /// required throughout.
@@ -24,21 +24,21 @@ struct TorchDeviceModule {
 /// The module's functions (none before load_torch_device_module() succeeds).
 const TorchDeviceModule& torch_device_module();
 
-/// Imports ophook._torch_device. False, said once on stderr, when it cannot be loaded (torch too
+/// Imports ophook._torch.device. False, said once on stderr, when it cannot be loaded (torch too
 /// old): such tensors are then described with a reason. Idempotent.
 bool load_torch_device_module();
 
-/// _torch_device.resolve, or null before the module is loaded.
+/// _torch.device.resolve, or null before the module is loaded.
 PyObject* resolve_function();
 
-/// Paths of the NVRTC libraries that may go with this torch (_torch_device.nvrtc_libraries), for
+/// Paths of the NVRTC libraries that may go with this torch (_torch.device.nvrtc_libraries), for
 /// the statistics kernel's compilation. GIL required.
 std::vector<std::string> nvrtc_libraries();
 
 /// For a DTensor: its local shard and the note its record carries; null when `tensor` has none.
 PyRef local_shard(PyObject* tensor, std::string& note);
 
-/// The result of `_torch_device.resolve` for one item: true, with the fields, for an Unread.
+/// The result of `_torch.device.resolve` for one item: true, with the fields, for an Unread.
 struct Unread {
   std::string reason, detail;
   bool out_of_memory = false;

@@ -1,5 +1,5 @@
 #pragma once
-// Every figure is a pair: `<figure>:ours` and `<figure>:baseline`, which bench.py (figures_cpp.py)
+// Every figure is a pair: `<figure>:ours` and `<figure>:baseline`, which bench.py (figures/cpp.py)
 // matches by name and turns into one table row. Registered at static-initialisation time.
 #include <benchmark/benchmark.h>
 

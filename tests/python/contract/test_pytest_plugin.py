@@ -16,7 +16,7 @@ from harness import SHIM_DIR, arrays, load, ops, summary, trace
 pytest_plugins = ["pytester"]
 
 sys.path.insert(0, str(SHIM_DIR))  # the package without starting it: its test-id paths
-from ophook._node_paths import node_path  # noqa: E402
+from ophook._pytest.node_paths import node_path  # noqa: E402
 
 NUMBERS = """
 import os
@@ -204,7 +204,7 @@ def test_without_options_the_plugin_stays_idle(numbers, monkeypatch):
 
         def test_idle(pytestconfig):
             assert pytestconfig.pluginmanager.get_plugin("ophook-per-test-recording") is None
-            assert "ophook._pytest_recording" not in sys.modules
+            assert "ophook._pytest.recording" not in sys.modules
             assert "numpy" not in sys.modules and "torch" not in sys.modules
     """)
     run_plugin(numbers, "test_idle.py").assert_outcomes(passed=1)

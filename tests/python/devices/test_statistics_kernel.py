@@ -212,7 +212,7 @@ def test_results_given_up_on_do_not_hold_later_launches(tmp_path):
 
 
 def test_the_idle_fake_device_does_none_of_a_gpus_work(tmp_path):
-    """OPHOOK_TEST_FAKE_DEVICE_IDLE=1 (tests/bench/figures_devices.py measures the host's side of
+    """OPHOOK_TEST_FAKE_DEVICE_IDLE=1 (tests/bench/figures/devices.py measures the host's side of
     the device path with it): the fake device computes nothing and copies nothing — a NaN goes
     unseen and every tensor's statistics are zero — while the host does all it does for a GPU:
     every tensor queued and launched, every record completed."""

@@ -26,7 +26,7 @@ print(o.torch_compile_statistics_kernel(9, 0)[0])
 def kernel_cache():
     """A kernel cache holding the kernel for the stand-in's compute capability (9.0), compiled
     beforehand: NVRTC itself loads libcuda.so.1 when it compiles, and the stand-in is not for it.
-    The build tree's, which the benchmarks' driver-call rows use too (tests/bench/figures_devices.py):
+    The build tree's, which the benchmarks' driver-call rows use too (tests/bench/figures/devices.py):
     NVRTC takes about 20 s over the kernel, and compiling it is tested elsewhere
     (test_statistics_kernel.py); a cache holding it already is read."""
     cache = BUILD_DIR / "kernel-cache"

@@ -1,4 +1,4 @@
-"""A dump on every rank (python_shim/ophook/_rank_signals.py): three gloo ranks under torchrun, with
+"""A dump on every rank (python_shim/ophook/_ranks/rank_signals.py): three gloo ranks under torchrun, with
 the ring (OPHOOK_NAN set, no mode). When rank 1 fails — an uncaught exception, or a SIGTERM it sends
 itself — while ranks 0 and 2 wait in the allreduce it never joins, every rank writes its ring: the
 two stuck ranks too, told through the job's TCPStore, off their blocked main threads. Each rank's

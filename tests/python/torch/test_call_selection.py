@@ -130,7 +130,7 @@ def test_an_accessor_is_named_once_however_often_it_runs(tmp_path):
     # each time: naming it on every access cost ~10 µs per `.grad`, a third of a training step.
     proc = run_script(tmp_path, """
         import collections, json
-        import ophook._torch_modes as modes
+        import ophook._torch.modes as modes
         asked = collections.Counter()
         namer = modes.function_name
         def counting(func):

@@ -12,7 +12,7 @@ from cli_fixtures import run_ophook
 from harness import SHIM_DIR, arrays, load, run_script, same_bits, summary, trace
 
 sys.path.insert(0, str(SHIM_DIR))  # the package without starting it: its reading of kernel sources
-from ophook._compiled_kernels import _reads_before_writing  # noqa: E402
+from ophook._torch.compiled_kernels import _reads_before_writing  # noqa: E402
 
 # One training step of a compiled block (Linear, LayerNorm, GELU); prints the output, the loss
 # and the updated weight as hex bytes, and writes the output's bytes.
@@ -306,7 +306,7 @@ def test_a_triton_kernel_launch_is_recorded_with_what_it_reads_and_writes(tmp_pa
     (tmp_path / "generated.py").write_text(TRITON_FORM)
     proc = run_script(tmp_path, """
         import importlib.util, torch
-        from ophook import _compiled_kernels
+        from ophook._torch import compiled_kernels as _compiled_kernels
         spec = importlib.util.spec_from_file_location("generated", "generated.py")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)

@@ -16,7 +16,7 @@ class ValueCapture;
 
 /// The device path: reads a dense tensor through torch itself — every tensor on a device other
 /// than the CPU, and every tensor under OPHOOK_TENSOR_COPY=torch — by the functions of
-/// python_shim/ophook/_torch_device.py, which run with every torch mode, autograd and autocast
+/// python_shim/ophook/_torch/device.py, which run with every torch mode, autograd and autocast
 /// suspended. docs/devices.md says what is read how.
 
 /// Loads the Python half. False when it cannot be loaded (torch too old): such tensors are then

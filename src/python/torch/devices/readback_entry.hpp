@@ -15,7 +15,7 @@ namespace ophook::py::device_readback {
 
 /// What one array waits for: the generic path's pending object, or the statistics kernel's slot.
 struct Readback {
-  PyRef pending;                   // from _torch_device.snapshot or .statistics; null: nothing
+  PyRef pending;                   // from _torch.device.snapshot or .statistics; null: nothing
   device::Slot slot;    // queued for the statistics kernel
   bool bytes = false;              // a snapshot: its bytes go into the array's reserved buffer
   std::size_t nbytes = 0;          // the tensor's bytes in its own dtype (what the fingerprint covers)

@@ -45,7 +45,7 @@ bool fill_bytes(const Expected& entry, PyObject* result, core::ArrayCapture& arr
 }
 
 /// Statistics, or the NaN and finite counts alone (OPHOOK_NAN's check in trace mode), from the
-/// host values `result` (see _torch_device.resolve).
+/// host values `result` (see _torch.device.resolve).
 bool fill_statistics(const Expected& entry, PyObject* result, core::ArrayCapture& array) {
   const Py_ssize_t size = PyTuple_Check(result) ? PyTuple_GET_SIZE(result) : 0;
   if (size != 8 && size != 2) return false;

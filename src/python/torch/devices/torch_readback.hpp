@@ -5,7 +5,7 @@
 
 
 /// Waiting arrays that the statistics kernel does not read, read back through torch: one call of
-/// _torch_device.resolve per batch (one copy to the host per device and kind), the snapshots'
+/// _torch.device.resolve per batch (one copy to the host per device and kind), the snapshots'
 /// bytes into their arrays' reserved buffers, statistics or the NaN and finite counts from the
 /// values torch computed. GIL required; may release it.
 namespace ophook::py::device_readback {

@@ -7,10 +7,10 @@ import tempfile
 
 import pytest
 
-from . import _api, _settings, _startup
-from .__main__ import executable_path
-from ._node_paths import node_path
-from ._run_comparison import compare_runs
+from .. import _api, _settings, _startup
+from ..__main__ import executable_path
+from .node_paths import node_path
+from .run_comparison import compare_runs
 
 _CHOSEN_BY_THE_PLUGIN = ("output", "output_path")
 _LISTED = 20  # tests without a baseline named in the terminal summary; the rest are counted

@@ -18,7 +18,8 @@ import sys
 import textwrap
 import time
 
-from measure import median, run_process
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the driver's measure.py
+from measure import median, run_process  # noqa: E402
 
 PROGRAM = textwrap.dedent("""
     import os, torch, torch.distributed as dist

@@ -1,7 +1,7 @@
 """A dump on every rank (docs/ranks.md): when a trigger fires on one rank of a torch.distributed job
 — its first NaN/Inf (made or received), an uncaught exception, a termination signal,
 ophook.dump_ring() — every rank writes its ring, through the job's own store: the TCPStore that
-init_process_group connected to (_job_store: no new service, no new port, and no collective on the
+init_process_group connected to (job_store: no new service, no new port, and no collective on the
 program's groups, which could reorder or hang the program's own). Each rank opens two clients of its
 own to that store — one its watcher waits on, one that sends.
 
@@ -16,7 +16,7 @@ import json
 import threading
 import time
 
-from . import _job_store
+from . import job_store as _job_store
 
 _signals = None  # the running _Signals, once the job's store is known
 _lock = threading.Lock()

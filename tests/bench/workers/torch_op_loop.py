@@ -1,7 +1,7 @@
 """N calls of torch.add on 4-element tensors under one configuration, for instruction counts:
 run it under callgrind with N and 3N calls; the difference divided by 2N is the cost per op.
 
-    valgrind --tool=callgrind --separate-threads=yes python tests/bench/torch_op_loop.py BUILD CONFIG N
+    valgrind --tool=callgrind --separate-threads=yes python tests/bench/workers/torch_op_loop.py BUILD CONFIG N
 
 CONFIG: bare, noop_function, noop_dispatch, torch_function or torch_dispatch (ophook, trace)."""
 import os

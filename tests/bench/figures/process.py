@@ -70,7 +70,7 @@ def measure_dormant(group, ctx):
 
 def measure_memory(group, ctx):
     mib, calls, queue_mib = ctx.size(32, 1), ctx.size(20, 3), 64
-    argv = [ctx.python, os.path.join(ctx.root, "tests", "bench", "dump_memory_load.py"), str(mib), str(calls)]
+    argv = [ctx.python, os.path.join(ctx.root, "tests", "bench", "programs", "dump_memory_load.py"), str(mib), str(calls)]
     out = os.path.join(ctx.scratch, "dumps")
     hooked_env = preload_env(ctx.build, OPHOOK_MODE="dump", OPHOOK_STACK=0, OPHOOK_LOG_LEVEL="warn",
                              OPHOOK_QUEUE_BYTES="%dM" % queue_mib, OPHOOK_MAX_BYTES="1T", OPHOOK_OUTPUT=out)

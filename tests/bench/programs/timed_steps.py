@@ -1,6 +1,6 @@
 """The timing of the training-loop benchmarks (mlp_loop.py, gpt2_loop.py): untimed steps first,
 then the timed ones; prints the timed loop's wall time in seconds and the last loss, the line
-figures_values.measure_loop reads."""
+figures.values.measure_loop reads."""
 import time
 
 

@@ -15,7 +15,7 @@ import sys
 
 import torch
 
-from . import _ophook
+from .. import _ophook
 
 _C = torch._C
 

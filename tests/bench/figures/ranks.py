@@ -1,12 +1,12 @@
-"""The many-ranks figures (docs/ranks.md): the four-rank DDP loop (tests/bench/ddp_loop.py, gloo on
+"""The many-ranks figures (docs/ranks.md): the four-rank DDP loop (tests/bench/programs/ddp_loop.py, gloo on
 this machine's CPUs), unhooked and under each row's settings, A/B interleaved
-(figures_values.measure_loop), each ratio against a variant measured in the same run; and
+(figures.values.measure_loop), each ratio against a variant measured in the same run; and
 `ophook report` over runs of 64 to 16,384 rank directories (report_many_ranks.py), against `cat`
 of the files it must read."""
-from figures_values import measure_loop
+from .values import measure_loop
 from measure import Group
 
-DDP = "the DDP loop (`tests/bench/ddp_loop.py`: 4 ranks, gloo, MLP width 256, depth 4, 200 SGD steps)"
+DDP = "the DDP loop (`tests/bench/programs/ddp_loop.py`: 4 ranks, gloo, MLP width 256, depth 4, 200 SGD steps)"
 ROWS = [
     ("ranks-ddp-collectives", DDP + ", `OPHOOK_MODE=trace` with collectives recorded (the default levels): loop "
      "time (baseline: `trace` at `OPHOOK_LEVELS=numpy,torch_function`)", "≤ 1.1x"),

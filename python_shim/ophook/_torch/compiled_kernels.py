@@ -15,7 +15,7 @@ import json
 import os
 import re
 
-from . import _import_hooks, _ophook
+from .. import _import_hooks, _ophook
 
 _AOT_ID = re.compile(r"^# AOT ID: \['([^']*)'\]", re.M)
 _CPP_KERNEL = re.compile(r"^(\w+) = async_compile\.cpp_pybinding\(\[[^\]]*\], r'''(.*?)'''\)", re.M | re.S)

@@ -1,4 +1,4 @@
-"""Throughput of `ophook replay` (both cores) against tests/bench/baselines/numpy_replay.py (one
+"""Throughput of `ophook replay` (both cores) against tests/bench/workers/baselines/numpy_replay.py (one
 process) on the same recorded run: a small NumPy + torch program recorded in dump mode, --calls
 calls of eight ops on small arrays. Checks once that both replay every call and find them all
 equal, then times them interleaved (ours, baseline, ...) and prints one markdown row:
@@ -16,8 +16,8 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BASELINE = os.path.join(ROOT, "tests", "bench", "baselines", "numpy_replay.py")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+BASELINE = os.path.join(ROOT, "tests", "bench", "workers", "baselines", "numpy_replay.py")
 OPS_PER_ROUND = 8
 PROGRAM = """
 import sys

@@ -10,7 +10,7 @@ ROWS = [("replay-calls", "`ophook replay` of a recorded NumPy + torch run (3501 
         ("blame-rate", "`ophook blame` of a recorded NumPy + torch run (1751 calls on 16x16 float32, `--tolerance 0`: "
          "the shares of its 16 most severe calls measured), calls per second, the engine's start included "
          "(baseline: `ophook replay --reference float64` of the same run, both cores)", "—"),
-        ("blame-rate-gpt2", "same, of a recorded transformers GPT-2 training run (`tests/bench/gpt2_loop.py`, "
+        ("blame-rate-gpt2", "same, of a recorded transformers GPT-2 training run (`tests/bench/programs/gpt2_loop.py`, "
          "3 steps, dump mode)", "—")]
 
 

@@ -24,7 +24,7 @@ import time
 from replay_throughput import OPS_PER_ROUND, options, record
 
 
-GPT2_LOOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpt2_loop.py")
+GPT2_LOOP = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "programs", "gpt2_loop.py")
 GPT2_CALLS_PER_STEP = 580
 
 

@@ -1,5 +1,5 @@
 """A NumPy pipeline in which every call's output is the next call's input and a weight is read by
-every step, as in a model: the workload of the store-once dump figures (figures_storage.py).
+every step, as in a model: the workload of the store-once dump figures (figures/storage.py).
 
     python numpy_pipeline.py N STEPS      # N x N float32 activations and weight"""
 import sys

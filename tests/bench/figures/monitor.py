@@ -1,10 +1,10 @@
 """The training monitor's figures (docs/monitor.md): whole training loops, unhooked and under
-OPHOOK_MONITOR, A/B interleaved (figures_values.measure_loop), timed after two untimed steps: the
+OPHOOK_MONITOR, A/B interleaved (figures.values.measure_loop), timed after two untimed steps: the
 first step also names the parameters (one scan of the live modules, tens of milliseconds once)."""
-from figures_values import measure_loop
+from .values import measure_loop
 from measure import Group
 
-MLP = "the MLP loop (`tests/bench/mlp_loop.py`: width 512, depth 8, batch 128, 20 SGD steps after 2 untimed)"
+MLP = "the MLP loop (`tests/bench/programs/mlp_loop.py`: width 512, depth 8, batch 128, 20 SGD steps after 2 untimed)"
 ROWS = [
     ("monitor-mlp", MLP + ", `OPHOOK_MONITOR=1` alone (parameters, gradients, updates, loss): loop time "
      "(baseline: unhooked)", "≤ 1.05x"),
@@ -13,7 +13,7 @@ ROWS = [
      "named)", "≤ 1.25x"),
     ("monitor-mlp-ring-steps", "same, `OPHOOK_MONITOR=1` + `OPHOOK_RING_STEPS=2` (the arrays of the last 2 steps "
      "held, written on a trigger)", "—"),
-    ("monitor-gpt2", "transformers GPT-2 from a config (`tests/bench/gpt2_loop.py`: 2 layers, width 64, AdamW, "
+    ("monitor-gpt2", "transformers GPT-2 from a config (`tests/bench/programs/gpt2_loop.py`: 2 layers, width 64, AdamW, "
      "DataLoader, 20 steps), `OPHOOK_MONITOR=1` alone: loop time (baseline: unhooked)", "≤ 1.05x"),
 ]
 

@@ -15,9 +15,11 @@ import threading
 import types
 import warnings
 
-from . import _collectives, _dynamo_stand_ins, _import_hooks, _monitor, _ophook, _rank_signals
-from ._torch_mode_classes import dispatch_mode_class, function_mode_class, new_mode
-from ._torch_names import dispatch_name, function_name, make_module_namer
+from .. import _collectives, _import_hooks, _monitor, _ophook
+from .._ranks import rank_signals as _rank_signals
+from . import dynamo_stand_ins as _dynamo_stand_ins
+from .mode_classes import dispatch_mode_class, function_mode_class, new_mode
+from .names import dispatch_name, function_name, make_module_namer
 
 _installation = None  # the active _Installation, or None
 
@@ -101,7 +103,7 @@ class _Installation:
         rank or the job's store is not learned otherwise (no RANK, or no collective level). Under OPHOOK_COMPILE=ignore
         and record each is wrapped in a function that returns at once while Dynamo traces, so
         that compiled modules compile as they would unhooked (a C function Dynamo cannot trace is
-        a graph break). A stand-in as the mode's handler has (_dynamo_stand_ins) does not do here:
+        a graph break). A stand-in as the mode's handler has (dynamo_stand_ins) does not do here:
         a compiled module's hooks run inside its compiled region, where the C++ hook would call
         back into Python (the module namer) and Dynamo would take that frame for the module's."""
         from torch.nn.modules import module as nn_module
@@ -218,7 +220,7 @@ class _Installation:
             note = {"policy": "eager",
                     "detail": "torch.compile'd code runs eagerly (Dynamo stance force_eager): every op is recorded"}
         elif self.compile_policy == "record":
-            from . import _compiled_kernels
+            from . import compiled_kernels as _compiled_kernels
 
             _compiled_kernels.install()
             note = {"policy": "record",
@@ -275,7 +277,7 @@ class _Installation:
         _ophook.torch_set_compiled_region_markers([])
         _ophook.torch_notice_compiled_calls([])
         if self.compile_policy == "record":
-            from . import _compiled_kernels
+            from . import compiled_kernels as _compiled_kernels
 
             _compiled_kernels.uninstall()
         if self.stance is not None:
@@ -393,7 +395,7 @@ def _remove_dispatch_mode(torch, mode, owner):
 
 def _warn_about_unreachable_rules(levels):
     """@ophook.override rules act only at a level that is hooked: say so for the others."""
-    from . import _overrides
+    from .. import _overrides
 
     for prefix, level in (("aten.", "torch_dispatch"), ("torch.", "torch_function")):
         names = _overrides.rules_needing(prefix)

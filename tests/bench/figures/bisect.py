@@ -11,7 +11,7 @@ from pathlib import Path
 
 from measure import Group
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python", "support"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python", "support"))
 from precision_programs import CANCELLATION, LONG_REDUCTION, OVERFLOW, write_program  # noqa: E402
 
 CASES = {"bisect-runs-cancellation": (CANCELLATION, "line"),

@@ -26,14 +26,14 @@ CALL_ROWS = [
 ]
 
 MLP_ROWS = [
-    ("value-mlp-nan", "MLP loop (`tests/bench/mlp_loop.py`: width 512, depth 8, batch 128, 20 SGD steps), "
+    ("value-mlp-nan", "MLP loop (`tests/bench/programs/mlp_loop.py`: width 512, depth 8, batch 128, 20 SGD steps), "
      "`OPHOOK_NAN=warn` with its defaults: loop time (baseline: unhooked)", "≤ 1.5x"),
     ("value-mlp-nan-trace", "same, `trace` + `OPHOOK_NAN=warn` (baseline: unhooked)", "—"),
     ("value-mlp-stats", "same, `stats` (baseline: unhooked)", "≤ 1.2x"),
 ]
 
 COMPILED_ROWS = [
-    ("compiled-record-trace", "compiled MLP step (`tests/bench/mlp_loop.py --compile`: width 256, depth 4, batch 64, "
+    ("compiled-record-trace", "compiled MLP step (`tests/bench/programs/mlp_loop.py --compile`: width 256, depth 4, batch 64, "
      "200 SGD steps, forward compiled by Inductor), `OPHOOK_COMPILE=record`, `trace`: loop time "
      "(baseline: unhooked, compiled)", "≤ 1.3x"),
     ("compiled-record-stats", "same, `stats` (baseline: unhooked, compiled)", "≤ 2x"),
@@ -43,7 +43,7 @@ COMPILED_ROWS = [
 
 
 def call_costs(ctx, env):
-    argv = [ctx.python, os.path.join(ctx.root, "tests", "bench", "value_call_cost.py"),
+    argv = [ctx.python, os.path.join(ctx.root, "tests", "bench", "workers", "value_call_cost.py"),
             "--elements", str(ctx.size(1 << 20, 1 << 12)), "--rounds", str(ctx.rounds(5)),
             "--calls", str(ctx.size(40, 3))]
     done = subprocess.run(argv, env=env, capture_output=True, text=True)
@@ -83,7 +83,7 @@ def measure_loop(group, ctx, options, settings, limits, baselines=None, script="
     """`script` (a loop of tests/bench/ that prints its timed loop's seconds first) with `options`,
     unhooked and under each row's OPHOOK_ `settings`, in turn; a row per key of `limits` (its
     ratio's bound, or None), against the unhooked loop or the variant `baselines` names for it."""
-    argv = [ctx.python, os.path.join(ctx.root, "tests", "bench", script), *options]
+    argv = [ctx.python, os.path.join(ctx.root, "tests", "bench", "programs", script), *options]
 
     def loop_s(env):
         done = subprocess.run(argv, env=env, capture_output=True, text=True)

@@ -4,7 +4,7 @@ import os
 import subprocess
 import tempfile
 
-from .__main__ import executable_path
+from ..__main__ import executable_path
 
 
 class Comparison:

@@ -11,11 +11,11 @@ import json
 import os
 import subprocess
 
-from figures_values import measure_loop
+from .values import measure_loop
 from measure import Group, preload_env
 
 ROWS = [
-    ("device-host-trace", "MLP loop (`tests/bench/mlp_loop.py`: width 64, depth 8, batch 16, 200 SGD steps), "
+    ("device-host-trace", "MLP loop (`tests/bench/programs/mlp_loop.py`: width 64, depth 8, batch 16, 200 SGD steps), "
      "`trace`: loop time (baseline: unhooked)", "—"),
     ("device-host-stats", "same, `stats`, the idle fake device (baseline: `trace`)", "—"),
     ("device-host-nan", "same, `OPHOOK_NAN=warn` with its defaults (`dump` with the ring), the idle fake device "
@@ -69,7 +69,7 @@ def measure_driver_calls(group, ctx):
     cache = os.path.join(ctx.build, "kernel-cache")
     subprocess.run([ctx.python, "-c", COMPILE % os.path.join(ctx.build, "python_shim")], check=True,
                    env={**os.environ, "XDG_CACHE_HOME": cache}, capture_output=True)
-    argv = [ctx.python, os.path.join(ctx.root, "tests", "bench", "mlp_loop.py"), "--width", "64", "--batch", "16",
+    argv = [ctx.python, os.path.join(ctx.root, "tests", "bench", "programs", "mlp_loop.py"), "--width", "64", "--batch", "16",
             "--steps", str(ctx.size(50, 2))]
     rows = {}
     for key, setting in (("device-host-driver-calls", {"OPHOOK_MODE": "stats"}),

@@ -10,7 +10,7 @@ from measure import Group, interleaved, median, plain_env, preload_env, run_proc
 from table import mebibytes, seconds, times
 
 MLP = "`examples/torch_mlp.py` width 512, depth 8, batch 128, 10 steps"
-PIPELINE = "NumPy pipeline (`tests/bench/numpy_pipeline.py`: 512 x 512 float32, matmul, maximum, mean, " \
+PIPELINE = "NumPy pipeline (`tests/bench/programs/numpy_pipeline.py`: 512 x 512 float32, matmul, maximum, mean, " \
            "subtract, norm, divide; 100 steps)"
 
 
@@ -77,7 +77,7 @@ def measure_workload(group, ctx, key, argv):
 def measure(group, ctx):
     mlp = [ctx.python, os.path.join(ctx.root, "examples", "torch_mlp.py"), "--width", str(ctx.size(512, 32)),
            "--depth", str(ctx.size(8, 2)), "--batch", str(ctx.size(128, 8)), "--steps", str(ctx.size(10, 2))]
-    pipeline = [ctx.python, os.path.join(ctx.root, "tests", "bench", "numpy_pipeline.py"), str(ctx.size(512, 16)),
+    pipeline = [ctx.python, os.path.join(ctx.root, "tests", "bench", "programs", "numpy_pipeline.py"), str(ctx.size(512, 16)),
                 str(ctx.size(100, 3))]
     return {**measure_workload(group, ctx, "dump-mlp", mlp), **measure_workload(group, ctx, "dump-pipeline", pipeline)}
 

@@ -1,4 +1,4 @@
-"""Throughput of `ophook compare` against tests/bench/baselines/numpy_compare.py on the same dumps.
+"""Throughput of `ophook compare` against tests/bench/workers/baselines/numpy_compare.py on the same dumps.
 
 Writes two synthetic runs (trace.jsonl + float32 .npy files, --bytes in all, half per run) in which
 most arrays differ slightly, a quarter are identical and some hold NaNs, checks once that both tools
@@ -22,8 +22,8 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BASELINE = os.path.join(ROOT, "tests", "bench", "baselines", "numpy_compare.py")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+BASELINE = os.path.join(ROOT, "tests", "bench", "workers", "baselines", "numpy_compare.py")
 MIB = 1 << 20
 # A run's arrays, in bytes, cycled through (scaled down for small runs): a few big activations,
 # many small ones; each size has its op.

@@ -24,7 +24,7 @@ def arguments(doc, **defaults):
 def load_ophook(build_dir, links=True):
     """The ophook package of `build_dir`. `links=False`: dump mode writes every file, none linked to
     an earlier one of the same bytes, for figures about writing files from arrays that repeat (the
-    store-once figures are figures_storage.py's)."""
+    store-once figures are figures/storage.py's)."""
     if not links:
         os.environ["OPHOOK_TEST_NO_LINKS"] = "1"
     sys.path.insert(0, os.path.join(os.path.abspath(build_dir), "python_shim"))

@@ -1,6 +1,6 @@
 """The mode classes: empty shells whose handler is a C++ builtin bound to their one instance
 (_ophook.torch_bound_handler), and how that instance is made."""
-from . import _ophook
+from .. import _ophook
 
 
 def function_mode_class(torch):

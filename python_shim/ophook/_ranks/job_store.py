@@ -1,5 +1,5 @@
 """The job's own store (docs/ranks.md): the TCPStore that init_process_group connected to, through
-which ophook's ranks speak to each other — a trigger's word to write the rings (_rank_signals), the
+which ophook's ranks speak to each other — a trigger's word to write the rings (rank_signals), the
 replicas' digests (_monitor/replica_exchange) — each over clients of ophook's own: no new service,
 no new port, and no collective on the program's groups, which could reorder or hang the program's
 own."""

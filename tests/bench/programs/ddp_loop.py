@@ -1,4 +1,4 @@
-"""The DDP training loop of the many-ranks figures (figures_ranks.py): an MLP (width 256, depth 4,
+"""The DDP training loop of the many-ranks figures (figures/ranks.py): an MLP (width 256, depth 4,
 Linear and GELU) wrapped in DistributedDataParallel over gloo, SGD, one thread per rank, started on
 --ranks ranks by torchrun. Run without RANK it is the launcher: it starts torchrun on itself and
 prints rank 0's timed loop ("<seconds> <loss>", timed_steps), the line measure_loop reads.
