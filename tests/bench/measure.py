@@ -67,8 +67,9 @@ class Process:
     max_rss_mib: float
 
 
-def run_process(argv, env=None):
-    """Runs argv to its end (stdout/stderr discarded); its wall time and peak RSS (wait4)."""
+def run_process(argv, env=None, statuses=(0,)):
+    """Runs argv to its end (stdout/stderr discarded); its wall time and peak RSS (wait4). An exit
+    status outside `statuses` raises."""
     devnull = os.open(os.devnull, os.O_RDWR)
     try:
         actions = [(os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, devnull, 1),
@@ -79,7 +80,7 @@ def run_process(argv, env=None):
         wall = time.perf_counter() - start
     finally:
         os.close(devnull)
-    if os.waitstatus_to_exitcode(status) != 0:
+    if os.waitstatus_to_exitcode(status) not in statuses:
         raise RuntimeError("%s exited with status %d" % (" ".join(argv), os.waitstatus_to_exitcode(status)))
     return Process(wall, usage.ru_maxrss / 1024)
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string_view>
 #include <unordered_map>
 
 namespace ophook::cli {
@@ -40,37 +41,60 @@ void add_pair(ComparedOp& s, const PairResult& pair) {
   }
 }
 
-/// The per-op rows, created in order of first appearance.
-class OpTable {
- public:
-  explicit OpTable(std::vector<ComparedOp>& ops) : ops_(ops) {}
-
-  ComparedOp& row(const std::string& op) {
-    auto [it, inserted] = index_.emplace(op, ops_.size());
-    if (inserted) {
-      ops_.emplace_back();
-      ops_.back().op = op;
-      ops_.back().first_seen = ops_.size() - 1;
-    }
-    return ops_[it->second];
+/// `from`'s calls added to `into`'s (rows of the same op).
+void merge_row(ComparedOp& into, const ComparedOp& from) {
+  into.pairs += from.pairs;
+  into.differing += from.differing;
+  into.origins += from.origins;
+  if (from.has_errors) {
+    into.max_abs = into.has_errors ? std::max(into.max_abs, from.max_abs) : from.max_abs;
   }
+  if (from.has_rel) {
+    into.max_rel = into.has_rel ? std::max(into.max_rel, from.max_rel) : from.max_rel;
+  }
+  if (from.has_cosine) {
+    into.min_cosine =
+        into.has_cosine ? std::min(into.min_cosine, from.min_cosine) : from.min_cosine;
+  }
+  into.has_errors = into.has_errors || from.has_errors;
+  into.has_rel = into.has_rel || from.has_rel;
+  into.has_cosine = into.has_cosine || from.has_cosine;
+  into.stats_only = into.stats_only || from.stats_only;
+  into.shape_mismatches += from.shape_mismatches;
+  into.dtype_mismatches += from.dtype_mismatches;
+  into.nonfinite_mismatches += from.nonfinite_mismatches;
+  into.missing_values += from.missing_values;
+  into.error_mismatches += from.error_mismatches;
+  into.not_close_values += from.not_close_values;
+  into.uninitialized_values += from.uninitialized_values;
+  into.unmatched_base += from.unmatched_base;
+  into.unmatched_new += from.unmatched_new;
+}
 
- private:
-  std::vector<ComparedOp>& ops_;
-  std::unordered_map<std::string, std::size_t> index_;
-};
-
-void add_process(const ProcessComparison& process, OpTable& table) {
+/// One process's op rows in the order its steps first name them; first_seen is that step.
+std::vector<ComparedOp> process_rows(const ProcessComparison& process) {
+  std::vector<ComparedOp> rows;
+  std::unordered_map<std::string_view, std::size_t> row_of_op;
+  auto row = [&](const std::string& op, std::size_t step) -> ComparedOp& {
+    auto [it, inserted] = row_of_op.emplace(op, rows.size());
+    if (inserted) {
+      rows.emplace_back();
+      rows.back().op = op;
+      rows.back().first_seen = step;
+    }
+    return rows[it->second];
+  };
   for (std::size_t s = 0; s < process.steps.size(); ++s) {
     const AlignStep& step = process.steps[s];
     if (const PairResult* pair = process.pair_at_step(s)) {
-      add_pair(table.row(process.base[pair->base].op), *pair);
+      add_pair(row(process.base[pair->base].op, s), *pair);
     } else if (step.base >= 0) {
-      ++table.row(process.base[step.base].op).unmatched_base;
+      ++row(process.base[step.base].op, s).unmatched_base;
     } else {
-      ++table.row(process.other[step.other].op).unmatched_new;
+      ++row(process.other[step.other].op, s).unmatched_new;
     }
   }
+  return rows;
 }
 
 /// When `step` happened on BASE's clock: its BASE record's t_ns, else the last one before it.
@@ -85,17 +109,27 @@ std::int64_t base_clock(const ProcessComparison& process, std::size_t step) {
   return std::numeric_limits<std::int64_t>::min();
 }
 
-std::optional<CallRef> earliest(const CompareResult& result,
-                                std::optional<std::size_t> ProcessComparison::*first) {
+ProcessComparison::FirstCall first_call(const ProcessComparison& process, std::size_t step) {
+  const AlignStep& s = process.steps[step];
+  ProcessComparison::FirstCall call;
+  call.step = step;
+  if (s.base >= 0) call.base_seq = process.base[s.base].seq;
+  if (s.other >= 0) call.new_seq = process.other[s.other].seq;
+  call.clock = base_clock(process, step);
+  return call;
+}
+
+std::optional<CallRef> earliest(
+    const CompareResult& result,
+    std::optional<ProcessComparison::FirstCall> ProcessComparison::*first) {
   std::optional<CallRef> best;
   std::int64_t best_time = 0;
   for (std::size_t p = 0; p < result.processes.size(); ++p) {
-    const ProcessComparison& process = result.processes[p];
-    if (!(process.*first)) continue;
-    const std::int64_t time = base_clock(process, *(process.*first));
-    if (!best || time < best_time) {
-      best = CallRef{p, *(process.*first)};
-      best_time = time;
+    const auto& call = result.processes[p].*first;
+    if (!call) continue;
+    if (!best || call->clock < best_time) {
+      best = CallRef{p, call->step};
+      best_time = call->clock;
     }
   }
   return best;
@@ -106,6 +140,8 @@ std::optional<CallRef> earliest(const CompareResult& result,
 void total_process(ProcessComparison& process) {
   CompareCounts& counts = process.counts;
   counts = CompareCounts{};
+  process.first_divergence.reset();
+  process.first_origin.reset();
   for (std::size_t s = 0; s < process.steps.size(); ++s) {
     const AlignStep& step = process.steps[s];
     bool divergent = true;
@@ -119,38 +155,69 @@ void total_process(ProcessComparison& process) {
       if (pair->differs) ++counts.differing_pairs;
       if (pair->origin()) {
         ++counts.origins;
-        if (!process.first_origin_step) process.first_origin_step = s;
+        if (!process.first_origin) process.first_origin = first_call(process, s);
       }
     } else if (step.base >= 0) {
       ++counts.unmatched_base;
     } else {
       ++counts.unmatched_new;
     }
-    if (divergent && !process.first_divergent_step) process.first_divergent_step = s;
+    if (divergent && !process.first_divergence) process.first_divergence = first_call(process, s);
   }
 }
 
-void total_runs(CompareResult& result) {
+void OpTotals::add(std::size_t index, const ProcessComparison& process) {
+  std::vector<ComparedOp> rows = process_rows(process);
+  std::lock_guard lock(mutex_);
+  for (ComparedOp& row : rows) {
+    const std::pair<std::size_t, std::size_t> seen{index, row.first_seen};
+    auto [it, inserted] = row_of_op_.emplace(row.op, rows_.size());
+    if (inserted) {
+      rows_.push_back(std::move(row));
+      first_seen_.push_back(seen);
+      continue;
+    }
+    merge_row(rows_[it->second], row);
+    first_seen_[it->second] = std::min(first_seen_[it->second], seen);
+  }
+}
+
+std::vector<ComparedOp> OpTotals::take() {
+  std::lock_guard lock(mutex_);
+  std::vector<std::size_t> order(rows_.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t x, std::size_t y) { return first_seen_[x] < first_seen_[y]; });
+  std::vector<ComparedOp> rows;
+  rows.reserve(rows_.size());
+  for (std::size_t i : order) {
+    rows.push_back(std::move(rows_[i]));
+    rows.back().first_seen = rows.size() - 1;
+  }
+  rows_.clear();
+  first_seen_.clear();
+  row_of_op_.clear();
+  std::stable_sort(rows.begin(), rows.end(), [](const ComparedOp& x, const ComparedOp& y) {
+    const bool dx = x.differing + x.unmatched_base + x.unmatched_new > 0;
+    const bool dy = y.differing + y.unmatched_base + y.unmatched_new > 0;
+    if (dx != dy) return dx;
+    return x.first_seen < y.first_seen;
+  });
+  return rows;
+}
+
+void total_runs(CompareResult& result, OpTotals& ops) {
   result.counts = CompareCounts{};
   result.base_calls = result.new_calls = result.unmatched_processes = 0;
-  result.ops.clear();
-  OpTable table(result.ops);
   for (const ProcessComparison& process : result.processes) {
     result.counts += process.counts;
     result.base_calls += process.base_calls();
     result.new_calls += process.new_calls();
     if (!process.matched()) ++result.unmatched_processes;
-    add_process(process, table);
   }
-  result.first_divergence = earliest(result, &ProcessComparison::first_divergent_step);
-  result.first_origin = earliest(result, &ProcessComparison::first_origin_step);
-  std::stable_sort(result.ops.begin(), result.ops.end(),
-                   [](const ComparedOp& x, const ComparedOp& y) {
-                     const bool dx = x.differing + x.unmatched_base + x.unmatched_new > 0;
-                     const bool dy = y.differing + y.unmatched_base + y.unmatched_new > 0;
-                     if (dx != dy) return dx;
-                     return x.first_seen < y.first_seen;
-                   });
+  result.ops = ops.take();
+  result.first_divergence = earliest(result, &ProcessComparison::first_divergence);
+  result.first_origin = earliest(result, &ProcessComparison::first_origin);
 }
 
 }  // namespace ophook::cli

@@ -196,4 +196,17 @@ const PairResult* ProcessComparison::pair_at_step(std::size_t step) const {
   return index < pairs.size() ? &pairs[index] : nullptr;
 }
 
+void ProcessComparison::release_details() {
+  released_base_calls = base_calls();
+  released_new_calls = new_calls();
+  // Swapped with empty vectors, not cleared: clear() keeps the capacity, which is the memory.
+  std::vector<TraceRecord>().swap(base);
+  std::vector<TraceRecord>().swap(other);
+  std::vector<KernelPair>().swap(kernel_pairs);
+  std::vector<AlignStep>().swap(steps);
+  std::vector<PairResult>().swap(pairs);
+  std::vector<std::size_t>().swap(pair_index_of_step);
+  detailed = false;
+}
+
 }  // namespace ophook::cli

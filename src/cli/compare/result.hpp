@@ -139,14 +139,34 @@ struct ProcessComparison {
   std::vector<KernelPair> kernel_pairs;
   bool kernels_in_base = false;  // which side the kernels are on
 
-  /// The calls each side recorded.
-  std::size_t base_calls() const { return base.size() - kernel_pairs.size(); }
-  std::size_t new_calls() const { return other.size() - kernel_pairs.size(); }
   std::vector<AlignStep> steps;
   std::vector<PairResult> pairs;  // one per paired step, in step order
   std::vector<std::size_t> pair_index_of_step;  // npos for one-sided steps
-  std::optional<std::size_t> first_divergent_step, first_origin_step;
+
+  /// A first divergent call or first origin: its step (an index into `steps` while they are
+  /// kept), its records' seqs, and when it happened on BASE's clock (op_totals.hpp).
+  struct FirstCall {
+    std::size_t step = 0;
+    std::optional<std::int64_t> base_seq, new_seq;
+    std::int64_t clock = 0;
+  };
+  /// What total_process() keeps of the steps, valid after their release too.
+  std::optional<FirstCall> first_divergence, first_origin;
   CompareCounts counts;
+  /// False once the records, steps and pairs are let go (release_details()): a comparison of many
+  /// processes keeps them only for the ones its outputs show call by call (run_comparison.hpp).
+  bool detailed = true;
+
+  /// The calls each side recorded.
+  std::size_t base_calls() const {
+    return detailed ? base.size() - kernel_pairs.size() : released_base_calls;
+  }
+  std::size_t new_calls() const {
+    return detailed ? other.size() - kernel_pairs.size() : released_new_calls;
+  }
+  /// Frees the records, steps, pairs and kernel pairs; names, counts, calls and first calls stay.
+  void release_details();
+  std::size_t released_base_calls = 0, released_new_calls = 0;  // the calls, once released
 
   bool matched() const { return !base_name.empty() && !new_name.empty(); }
   /// "root", "pid12 / pid34", "rank1", "pid12 / -".

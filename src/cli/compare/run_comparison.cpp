@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "compare/align/kernel_pairing.hpp"
 #include "compare/align/record_alignment.hpp"
 #include "compare/op_totals.hpp"
@@ -71,12 +73,66 @@ void compare_pairs(ProcessComparison& process, const CompareOptions& options) {
 /// Reads one side of a process pair; an absent side stays without records.
 void load_side(const std::vector<ProcessDir>& processes, std::optional<std::size_t> index,
                std::string& name, fs::path& dir, std::vector<TraceRecord>& records,
-               const CompareOptions& options, std::vector<std::string>& warnings) {
+               unsigned threads, std::vector<std::string>& warnings) {
   if (!index) return;
   const ProcessDir& process = processes[*index];
   name = process.name;
   dir = process.dir;
-  records = read_trace(process.dir / "trace.jsonl", warnings, options.threads).records;
+  records = read_trace(process.dir / "trace.jsonl", warnings, threads).records;
+}
+
+/// The two runs' processes and how they pair.
+struct Processes {
+  std::vector<ProcessDir> base, other;
+  std::vector<ProcessPair> pairs;
+};
+
+/// Reads, aligns, compares and totals one process pair on `threads` threads.
+ProcessComparison compare_process(const Processes& runs, const ProcessPair& pair,
+                                  const CompareOptions& options, unsigned threads,
+                                  std::vector<std::string>& warnings) {
+  ProcessComparison process;
+  CompareOptions inner = options;
+  inner.threads = threads;
+  load_side(runs.base, pair.base, process.base_name, process.base_dir, process.base, threads,
+            warnings);
+  load_side(runs.other, pair.other, process.new_name, process.new_dir, process.other, threads,
+            warnings);
+  align(process);
+  compare_pairs(process, inner);
+  judge_kernel_pair_inputs(process);
+  total_process(process);
+  return process;
+}
+
+/// Whether the outputs show a call of this process: it has a differing or one-sided call.
+bool shows_calls(const ProcessComparison& process) {
+  const CompareCounts& c = process.counts;
+  return !process.matched() || c.differing_pairs + c.unmatched_base + c.unmatched_new > 0;
+}
+
+/// The processes whose calls the outputs show (compare/run_comparison.hpp): the first one, the
+/// first kDetailedProcesses that show calls, and those of the earliest divergence and origin.
+std::vector<std::size_t> processes_shown(const std::vector<ProcessComparison>& processes) {
+  std::vector<std::size_t> shown{0};
+  std::optional<std::size_t> divergence, origin;
+  auto earlier = [&](std::optional<ProcessComparison::FirstCall> ProcessComparison::*first,
+                     std::size_t i, const std::optional<std::size_t>& best) {
+    const auto& call = processes[i].*first;
+    return call && (!best || call->clock < (processes[*best].*first)->clock);
+  };
+  for (std::size_t i = 0; i < processes.size(); ++i) {
+    const ProcessComparison& p = processes[i];
+    if (earlier(&ProcessComparison::first_divergence, i, divergence)) divergence = i;
+    if (earlier(&ProcessComparison::first_origin, i, origin)) origin = i;
+    if (i > 0 && shown.size() <= kDetailedProcesses && shows_calls(p)) shown.push_back(i);
+  }
+  for (const auto& extra : {divergence, origin}) {
+    if (extra && std::find(shown.begin(), shown.end(), *extra) == shown.end()) {
+      shown.push_back(*extra);
+    }
+  }
+  return shown;
 }
 
 }  // namespace
@@ -88,20 +144,38 @@ CompareResult run_comparison(const CompareOptions& options) {
   result.base_dir = options.base_dir;
   result.new_dir = options.new_dir;
   result.tolerance = options.tolerance;
-  const auto base = find_processes(options.base_dir, "BASE", result.warnings);
-  const auto other = find_processes(options.new_dir, "NEW", result.warnings);
-  for (const ProcessPair& pair : pair_processes(base, other)) {
-    ProcessComparison& process = result.processes.emplace_back();
-    load_side(base, pair.base, process.base_name, process.base_dir, process.base, options,
-              result.warnings);
-    load_side(other, pair.other, process.new_name, process.new_dir, process.other, options,
-              result.warnings);
-    align(process);
-    compare_pairs(process, options);
-    judge_kernel_pair_inputs(process);
-    total_process(process);
+  Processes runs;
+  runs.base = find_processes(options.base_dir, "BASE", result.warnings);
+  runs.other = find_processes(options.new_dir, "NEW", result.warnings);
+  runs.pairs = pair_processes(runs.base, runs.other);
+  OpTotals ops;
+  result.processes.resize(runs.pairs.size());
+  if (runs.pairs.size() <= kDetailedProcesses) {
+    // Few processes: one at a time, each on every thread, all of them kept.
+    for (std::size_t i = 0; i < runs.pairs.size(); ++i) {
+      result.processes[i] =
+          compare_process(runs, runs.pairs[i], options, options.threads, result.warnings);
+      ops.add(i, result.processes[i]);
+    }
+  } else {
+    // Many: one process per thread, each let go once totalled, so that memory holds as many
+    // processes' records as there are threads; then the few shown again, in full.
+    std::vector<std::vector<std::string>> warnings(runs.pairs.size());
+    parallel_for(runs.pairs.size(), options.threads, [&](std::size_t i) {
+      result.processes[i] = compare_process(runs, runs.pairs[i], options, 1, warnings[i]);
+      ops.add(i, result.processes[i]);
+      result.processes[i].release_details();
+    });
+    for (const auto& process_warnings : warnings) {
+      result.warnings.insert(result.warnings.end(), process_warnings.begin(),
+                             process_warnings.end());
+    }
+    std::vector<std::string> again;  // the same warnings as the first reading
+    for (std::size_t i : processes_shown(result.processes)) {
+      result.processes[i] = compare_process(runs, runs.pairs[i], options, options.threads, again);
+    }
   }
-  total_runs(result);
+  total_runs(result, ops);
   return result;
 }
 

@@ -1,4 +1,5 @@
 #pragma once
+#include <cstddef>
 #include <filesystem>
 
 #include "compare/result.hpp"
@@ -10,6 +11,13 @@ struct CompareOptions {
   Tolerance tolerance;
   unsigned threads = 1;
 };
+
+/// A comparison of more process pairs than this compares them one per thread and keeps the
+/// records, steps and pairs only of the processes its outputs show call by call — the first, the
+/// first kDetailedProcesses with a differing or one-sided call, those of the earliest divergence
+/// and origin — read and compared again once the rest is done, so that its memory does not grow
+/// with the number of processes; every process keeps its counts, first calls and op rows.
+inline constexpr std::size_t kDetailedProcesses = 20;
 
 /// Compares two runs process by process: root with root, rank<R> with rank<R>, pid<PID>
 /// directories in the order their processes started (compare/process_pairing.hpp). Within a process

@@ -127,11 +127,10 @@ ordered_json call_json(const CompareResult& r, const std::optional<CallRef>& cal
 }
 
 /// The seqs of a process's first divergent call or origin, or null.
-ordered_json step_seqs(const ProcessComparison& p, const std::optional<std::size_t>& step) {
-  if (!step) return ordered_json();
-  const AlignStep& s = p.steps[*step];
-  return {{"base_seq", s.base >= 0 ? ordered_json(p.base[s.base].seq) : ordered_json()},
-          {"new_seq", s.other >= 0 ? ordered_json(p.other[s.other].seq) : ordered_json()}};
+ordered_json call_seqs(const std::optional<ProcessComparison::FirstCall>& call) {
+  if (!call) return ordered_json();
+  return {{"base_seq", call->base_seq ? ordered_json(*call->base_seq) : ordered_json()},
+          {"new_seq", call->new_seq ? ordered_json(*call->new_seq) : ordered_json()}};
 }
 
 ordered_json process_json(const ProcessComparison& p) {
@@ -150,8 +149,9 @@ ordered_json process_json(const ProcessComparison& p) {
           {"unmatched_new", c.unmatched_new},
           {"fused_calls", p.fused_calls},
           {"kernels_without_counterpart", p.kernels_without_counterpart},
-          {"first_divergence", step_seqs(p, p.first_divergent_step)},
-          {"first_origin", step_seqs(p, p.first_origin_step)}};
+          {"first_divergence", call_seqs(p.first_divergence)},
+          {"first_origin", call_seqs(p.first_origin)},
+          {"calls_listed", p.detailed}};
 }
 
 }  // namespace

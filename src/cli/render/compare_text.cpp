@@ -10,6 +10,7 @@ namespace ophook::cli {
 namespace {
 
 constexpr std::size_t kPairsListed = 10;
+constexpr std::size_t kProcessesListed = 20;
 
 /// "" for the root process, else "pid12 " / "rank1 ": the process before a BASE or NEW seq.
 std::string process_prefix(const std::string& name) { return name == "root" ? "" : name + " "; }
@@ -41,9 +42,19 @@ void print_process_table(const CompareResult& r, std::ostream& out) {
                      r.unmatched_processes
                          ? fmt::format(", {} without counterpart", r.unmatched_processes)
                          : "");
+  // Every process while they are few; past that, the ones that differ (a page whatever the
+  // number of ranks: the JSON lists every process).
+  const bool every = r.processes.size() <= kProcessesListed;
   std::vector<std::vector<std::string>> rows;
+  std::size_t left_out = 0, left_out_different = 0;
   for (const ProcessComparison& p : r.processes) {
     const CompareCounts& c = p.counts;
+    const bool different = !p.matched() || c.verdict() == Verdict::Different;
+    if (!every && (!different || rows.size() == kProcessesListed)) {
+      ++left_out;
+      left_out_different += different ? 1 : 0;
+      continue;
+    }
     rows.push_back({p.base_name.empty() ? "-" : p.base_name, p.new_name.empty() ? "-" : p.new_name,
                     std::to_string(p.base_calls()), std::to_string(p.new_calls()),
                     std::to_string(c.pairs), std::to_string(c.values_compared),
@@ -54,6 +65,12 @@ void print_process_table(const CompareResult& r, std::ostream& out) {
   out << render_table({"BASE", "NEW", "BASE calls", "NEW calls", "pairs", "with values",
                        "differing", "origins", "unmatched", "op sequences"},
                       rows);
+  if (left_out > 0) {
+    out << fmt::format(
+        "  and {} more process pairs, not listed: {} different, {} without a difference (--json lists "
+        "every process)\n",
+        left_out, left_out_different, left_out - left_out_different);
+  }
 }
 
 void print_runs(const CompareResult& r, std::ostream& out) {

@@ -1,8 +1,8 @@
 """The many-ranks figures (docs/ranks.md): the four-rank DDP loop (tests/bench/programs/ddp_loop.py, gloo on
 this machine's CPUs), unhooked and under each row's settings, A/B interleaved
 (figures.values.measure_loop), each ratio against a variant measured in the same run; and
-`ophook report` over runs of 64 to 16,384 rank directories (report_many_ranks.py), against `cat`
-of the files it must read."""
+`ophook report` and `ophook compare` over runs of 64 to 16,384 rank directories
+(report_many_ranks.py), against `cat` of the files each must read."""
 from .values import measure_loop
 from measure import Group
 
@@ -38,6 +38,11 @@ REPORT = ("`ophook report` over {n} rank directories (copies of a real two-rank 
           "`summary.json` and the culprit's `trace.jsonl`)")
 REPORT_ROWS = [("ranks-report-%d" % n, REPORT.format(n="{:,}".format(n)),
                 "≤ 5 s, ≤ 200 MB, < 200 lines" if n == 4096 else "< 200 lines") for n in REPORT_RANKS]
+COMPARE = ("`ophook compare` of {n} rank directories with as many (copies of rank 0 against the same run's, "
+           "rank 1 as recorded: one rank differs): wall time, peak RSS, lines printed (baseline: `cat` of every "
+           "`trace.jsonl` of both runs)")
+COMPARE_ROWS = [("ranks-compare-%d" % n, COMPARE.format(n="{:,}".format(n)),
+                 "≤ 200 MB, < 200 lines" if n >= 4096 else "< 200 lines") for n in REPORT_RANKS]
 
 
 def measure_report(group, ctx):
@@ -46,11 +51,17 @@ def measure_report(group, ctx):
                       steps=ctx.size(6, 4))["runs"]
     rows = {}
     for n, run in zip(REPORT_RANKS, runs):
-        key = "ranks-report-%d" % n
         met = run["lines"] < 200 and (n != 4096 or (run["wall_s"] <= 5 and run["max_rss_mib"] <= 200))
-        rows[key] = group.row(key, "%.2f s, %.0f MB, %d lines" % (run["wall_s"], run["max_rss_mib"], run["lines"]),
-                              "%.2f s" % run["floor_s"], "%.1fx" % (run["wall_s"] / run["floor_s"]), met)
+        rows.update(timed_row(group, "ranks-report-%d" % n, run, met))
+        compared = run["compare"]
+        met = compared["lines"] < 200 and (n < 4096 or compared["max_rss_mib"] <= 200)
+        rows.update(timed_row(group, "ranks-compare-%d" % n, compared, met))
     return rows
 
 
-GROUPS = [Group("ranks", ROWS, measure), Group("ranks-report", REPORT_ROWS, measure_report)]
+def timed_row(group, key, run, met):
+    return {key: group.row(key, "%.2f s, %.0f MB, %d lines" % (run["wall_s"], run["max_rss_mib"], run["lines"]),
+                           "%.2f s" % run["floor_s"], "%.1fx" % (run["wall_s"] / run["floor_s"]), met)}
+
+
+GROUPS = [Group("ranks", ROWS, measure), Group("ranks-report", REPORT_ROWS + COMPARE_ROWS, measure_report)]

@@ -1,13 +1,15 @@
-"""`ophook report` over a run of N rank directories (issue 67's scale rows): one real two-rank DDP
-job is recorded (gloo, stats mode, OPHOOK_NAN=warn, rank 1 makes an Inf at step 3 that the
-allreduce carries to rank 0), then its rank directories are copied into a run of N ranks — rank 1
-as recorded, every other rank a copy of rank 0 (each its own summary.json, the trace and the rest
-hard links) — and the report over it is timed, with its peak RSS and the lines it prints. The floor
-(baseline): reading what the report must read, every rank's summary.json and the culprit's
-trace.jsonl, with `cat`.
+"""`ophook report` and `ophook compare` over runs of N rank directories (issue 67's scale rows):
+one real two-rank DDP job is recorded (gloo, stats mode, OPHOOK_NAN=warn, rank 1 makes an Inf at
+step 3 that the allreduce carries to rank 0), then its rank directories are copied into a run of N
+ranks — rank 1 as recorded, every other rank a copy of rank 0 (each its own summary.json, the trace
+and the rest hard links) — and the report over it is timed, with its peak RSS and the lines it
+prints; then the comparison of a run whose ranks are all copies of rank 0 with that one (rank 1
+differs). The floors (baselines): reading what each must read with `cat` — every rank's
+summary.json and the culprit's trace.jsonl for the report, every trace.jsonl of both runs for the
+comparison.
 
-Prints one JSON line, {"runs": [{"ranks", "wall_s", "max_rss_mib", "lines", "floor_s"} per N]}
-(and each run's line on stderr as it is measured).
+Prints one JSON line, {"runs": [{"ranks", "wall_s", "max_rss_mib", "lines", "floor_s", "compare":
+{the same for the comparison}} per N]} (and each run's line on stderr as it is measured).
 """
 import argparse
 import json
@@ -60,8 +62,9 @@ def record_two_ranks(build, python, scratch, steps):
     return out
 
 
-def make_run(recorded, target, ranks):
-    """A run of `ranks` rank directories at `target` from the two-rank recording."""
+def make_run(recorded, target, ranks, odd=True):
+    """A run of `ranks` rank directories at `target` from the two-rank recording (rank 1 the
+    recorded rank 1 when `odd`, else a copy of rank 0 too)."""
     shutil.rmtree(target, ignore_errors=True)
     os.makedirs(target)
     for name in os.listdir(recorded):
@@ -71,7 +74,7 @@ def make_run(recorded, target, ranks):
     sources = {r: os.path.join(recorded, "rank%d" % r) for r in (0, 1)}
     summaries = {r: json.load(open(os.path.join(sources[r], "summary.json"))) for r in (0, 1)}
     for rank in range(ranks):
-        source = 1 if rank == 1 else 0
+        source = 1 if rank == 1 and odd else 0
         here = os.path.join(target, "rank%d" % rank)
         os.makedirs(here)
         for name in os.listdir(sources[source]):
@@ -82,13 +85,30 @@ def make_run(recorded, target, ranks):
             json.dump(summary, f)
 
 
-def floor_s(target):
-    files = [os.path.join(root, name) for root, _, names in os.walk(target) for name in names
-             if name == "summary.json"] + [os.path.join(target, "rank1", "trace.jsonl")]
+def report_files(target):
+    return [os.path.join(root, name) for root, _, names in os.walk(target) for name in names
+            if name == "summary.json"] + [os.path.join(target, "rank1", "trace.jsonl")]
+
+
+def compare_files(*targets):
+    return [os.path.join(root, name) for target in targets for root, _, names in os.walk(target)
+            for name in names if name == "trace.jsonl"]
+
+
+def floor_s(files):
     start = time.perf_counter()
     for i in range(0, len(files), 2000):
         subprocess.run(["cat", *files[i:i + 2000]], stdout=subprocess.DEVNULL, check=True)
     return time.perf_counter() - start
+
+
+def timed(argv, statuses, files, rounds):
+    """Median wall time and the peak RSS of `argv` over `rounds`, the lines it prints, and the
+    floor: `cat` of `files`."""
+    runs = [run_process(argv, statuses=statuses) for _ in range(rounds)]
+    text = subprocess.run(argv, capture_output=True, text=True).stdout
+    return {"wall_s": median([r.wall_s for r in runs]), "max_rss_mib": max(r.max_rss_mib for r in runs),
+            "lines": len(text.splitlines()), "floor_s": median([floor_s(files) for _ in range(rounds)])}
 
 
 def main():
@@ -106,13 +126,15 @@ def main():
     for ranks in [int(n) for n in args.ranks.split(",")]:
         target = os.path.join(args.out, "ranks%d" % ranks)
         make_run(recorded, target, ranks)
-        runs = [run_process([ophook, "report", target]) for _ in range(args.rounds)]
-        text = subprocess.run([ophook, "report", target], capture_output=True, text=True).stdout
-        measured.append({"ranks": ranks, "wall_s": median([r.wall_s for r in runs]),
-                         "max_rss_mib": max(r.max_rss_mib for r in runs), "lines": len(text.splitlines()),
-                         "floor_s": median([floor_s(target) for _ in range(args.rounds)])})
+        measured.append(timed([ophook, "report", target], (0,), report_files(target), args.rounds))
+        same = os.path.join(args.out, "same%d" % ranks)
+        make_run(recorded, same, ranks, odd=False)
+        measured[-1]["compare"] = timed([ophook, "compare", same, target], (1,), compare_files(same, target),
+                                        args.rounds)
+        measured[-1]["ranks"] = ranks
         print(json.dumps(measured[-1]), file=sys.stderr, flush=True)
         shutil.rmtree(target)
+        shutil.rmtree(same)
     print(json.dumps({"runs": measured}))
 
 

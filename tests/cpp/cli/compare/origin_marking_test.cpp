@@ -130,8 +130,9 @@ TEST(CliOriginMarking, FirstOriginFollowsTheFirstDivergentCall) {
       {call({stats_array("args[0]", 0.3, 21), stats_array("outputs[0]", 0.4, 22)}),
        call({stats_array("args[0]", 0.5, 1), stats_array("outputs[0]", 0.7, 3)}),
        call({stats_array("args[0]", 0.7, 3), stats_array("outputs[0]", 0.8, 23)})});
-  EXPECT_EQ(p.first_divergent_step, 0u);
-  EXPECT_EQ(p.first_origin_step, 1u);
+  ASSERT_TRUE(p.first_divergence && p.first_origin);
+  EXPECT_EQ(p.first_divergence->step, 0u);
+  EXPECT_EQ(p.first_origin->step, 1u);
   EXPECT_EQ(p.counts.differing_pairs, 3u);
   EXPECT_EQ(p.counts.origins, 1u);
   EXPECT_EQ(p.counts.values_compared, 3u);
