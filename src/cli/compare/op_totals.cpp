@@ -166,7 +166,7 @@ void total_process(ProcessComparison& process) {
   }
 }
 
-void OpTotals::add(std::size_t index, const ProcessComparison& process) {
+void ComparedOpTable::add(std::size_t index, const ProcessComparison& process) {
   std::vector<ComparedOp> rows = process_rows(process);
   std::lock_guard lock(mutex_);
   for (ComparedOp& row : rows) {
@@ -182,7 +182,7 @@ void OpTotals::add(std::size_t index, const ProcessComparison& process) {
   }
 }
 
-std::vector<ComparedOp> OpTotals::take() {
+std::vector<ComparedOp> ComparedOpTable::take() {
   std::lock_guard lock(mutex_);
   std::vector<std::size_t> order(rows_.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -206,7 +206,7 @@ std::vector<ComparedOp> OpTotals::take() {
   return rows;
 }
 
-void total_runs(CompareResult& result, OpTotals& ops) {
+void total_runs(CompareResult& result, ComparedOpTable& ops) {
   result.counts = CompareCounts{};
   result.base_calls = result.new_calls = result.unmatched_processes = 0;
   for (const ProcessComparison& process : result.processes) {

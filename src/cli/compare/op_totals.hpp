@@ -18,7 +18,7 @@ void total_process(ProcessComparison& process);
 /// The per-op rows of a run, added process by process in any order and from any thread, ordered
 /// as if they had been added in process order: by where each op first appears (the lowest
 /// process index, then the step there). Holds one row per op, whatever the number of processes.
-class OpTotals {
+class ComparedOpTable {
  public:
   /// Adds the calls of `process`, the `index`-th of the run (totalled, its steps still kept).
   void add(std::size_t index, const ProcessComparison& process);
@@ -35,6 +35,6 @@ class OpTotals {
 /// Fills the per-op table (from `ops`, which holds every process's calls), the totals and the
 /// earliest divergent call and origin over all the (totalled) process comparisons of `result`.
 /// Across processes "earliest" is by BASE's clock; the processes of both must be detailed.
-void total_runs(CompareResult& result, OpTotals& ops);
+void total_runs(CompareResult& result, ComparedOpTable& ops);
 
 }  // namespace ophook::cli

@@ -92,16 +92,11 @@ ProcessComparison compare_process(const Processes& runs, const ProcessPair& pair
                                   const CompareOptions& options, unsigned threads,
                                   std::vector<std::string>& warnings) {
   ProcessComparison process;
-  CompareOptions inner = options;
-  inner.threads = threads;
   load_side(runs.base, pair.base, process.base_name, process.base_dir, process.base, threads,
             warnings);
   load_side(runs.other, pair.other, process.new_name, process.new_dir, process.other, threads,
             warnings);
-  align(process);
-  compare_pairs(process, inner);
-  judge_kernel_pair_inputs(process);
-  total_process(process);
+  compare_loaded(process, options.tolerance, threads);
   return process;
 }
 
@@ -137,6 +132,16 @@ std::vector<std::size_t> processes_shown(const std::vector<ProcessComparison>& p
 
 }  // namespace
 
+void compare_loaded(ProcessComparison& process, Tolerance tolerance, unsigned threads) {
+  CompareOptions options;
+  options.tolerance = tolerance;
+  options.threads = threads;
+  align(process);
+  compare_pairs(process, options);
+  judge_kernel_pair_inputs(process);
+  total_process(process);
+}
+
 CompareResult run_comparison(const CompareOptions& options) {
   check_run_dir(options.base_dir, "BASE");
   check_run_dir(options.new_dir, "NEW");
@@ -148,7 +153,7 @@ CompareResult run_comparison(const CompareOptions& options) {
   runs.base = find_processes(options.base_dir, "BASE", result.warnings);
   runs.other = find_processes(options.new_dir, "NEW", result.warnings);
   runs.pairs = pair_processes(runs.base, runs.other);
-  OpTotals ops;
+  ComparedOpTable ops;
   result.processes.resize(runs.pairs.size());
   if (runs.pairs.size() <= kDetailedProcesses) {
     // Few processes: one at a time, each on every thread, all of them kept.

@@ -27,4 +27,8 @@ inline constexpr std::size_t kDetailedProcesses = 20;
 /// directory or root trace, malformed line, missing or corrupt .npy).
 CompareResult run_comparison(const CompareOptions& options);
 
+/// Aligns, compares and totals the records `process` holds (its base and other, their
+/// directories for the .npy files) on `threads` threads, as run_comparison does each process pair.
+void compare_loaded(ProcessComparison& process, Tolerance tolerance, unsigned threads);
+
 }  // namespace ophook::cli

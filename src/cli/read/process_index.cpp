@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <tuple>
 #include <unordered_map>
 
 #include "ophook/config/settings.hpp"
@@ -170,6 +171,31 @@ void index_from_summary(const json& summary, ProcessIndex& index) {
   }
 }
 
+/// notes.replicas' parting, or nullopt when the replicas did not part.
+std::optional<ProcessIndex::ReplicasParted> replicas_parted(const json& replicas) {
+  const json* parted = member(replicas, "parted");
+  if (parted == nullptr || !parted->is_object()) return std::nullopt;
+  ProcessIndex::ReplicasParted out;
+  out.step = integer_of(*parted, "step");
+  if (const json* every = member(replicas, "every"); every != nullptr && every->is_number_integer()) {
+    out.every = every->get<std::int64_t>();
+  }
+  out.parameter = text_of(*parted, "parameter");
+  if (const json* group = member(*parted, "group"); group != nullptr) {
+    out.group = group->is_string() ? group->get<std::string>() : group->dump();
+  }
+  for (auto [key, kept, count] : {std::tuple{"ranks", &out.ranks, &out.ranks_count},
+                                  std::tuple{"agreeing", &out.agreeing, &out.agreeing_count}}) {
+    const json* list = member(*parted, key);
+    if (list == nullptr || !list->is_array()) continue;
+    *count = list->size();
+    for (const json& rank : *list) {
+      if (kept->size() < kPartedRanksKept && rank.is_number_integer()) kept->push_back(rank.get<std::int64_t>());
+    }
+  }
+  return out;
+}
+
 /// What only summary.json knows, and its answer on the first NaN/Inf where it has one: null is
 /// the recorder's (it knew which NaNs were the program's own: np.errstate, scalar -inf arguments).
 void summary_facts(const json& summary, const std::vector<TraceRecord>* records, ProcessIndex& index) {
@@ -180,6 +206,11 @@ void summary_facts(const json& summary, const std::vector<TraceRecord>* records,
     index.bytes_written = count_of(*totals, "bytes_written");
   }
   if (const json* pid = member(summary, "pid"); pid != nullptr && pid->is_number_integer()) index.pid = pid->get<std::int64_t>();
+  if (const json* notes = member(summary, "notes"); notes != nullptr && notes->is_object()) {
+    if (const json* replicas = member(*notes, "replicas"); replicas != nullptr && replicas->is_object()) {
+      index.replicas_parted = replicas_parted(*replicas);
+    }
+  }
   const json* culprit = member(summary, "first_nonfinite");
   if (culprit == nullptr) return;  // an older recorder's summary: the records' answer stands
   if (culprit->is_object()) {

@@ -78,9 +78,20 @@ struct ProcessIndex {
   nlohmann::json culprit;  // summary.json's "first_nonfinite" object, when it names the culprit; else null
   // From summary.json alone (null without it): its "budget" and "write_errors" objects.
   nlohmann::json budget, write_errors;
+  /// Its notes.replicas.parted (OPHOOK_REPLICAS): where the replicas of a process group parted,
+  /// as this process heard of it. Of the rank lists, only their first kPartedRanksKept and sizes.
+  struct ReplicasParted {
+    std::int64_t step = 0, every = 1;
+    std::string parameter, group;
+    std::vector<std::int64_t> ranks, agreeing;  // those outside the value most hold; those holding it
+    std::size_t ranks_count = 0, agreeing_count = 0;
+  };
+  std::optional<ReplicasParted> replicas_parted;
   std::optional<std::uint64_t> files, bytes_written;
   std::optional<std::int64_t> pid;
 };
+
+inline constexpr std::size_t kPartedRanksKept = 16;
 
 /// The index of the process whose output is `dir` (a directory may hold its summary.json alone,
 /// copied for the merge: its index then stands for any trace.jsonl; with neither, the index is

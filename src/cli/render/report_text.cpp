@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 
+#include "compare/result.hpp"
 #include "render/rank_chain_text.hpp"
 #include "render/text_format.hpp"
 #include "report/composition.hpp"
@@ -112,6 +113,55 @@ void add_monitor_facts(const RunReport& report, std::vector<std::pair<std::strin
     }
   }
   if (monitored > 1) facts.emplace_back("", fmt::format("{} of {} monitored processes had no trigger", quiet, monitored));
+}
+
+/// "rank1, rank4 (2 ranks)" for the first ranks of a parting's list and its size.
+std::string parted_ranks(const std::vector<std::int64_t>& kept, std::size_t count) {
+  std::vector<std::int64_t> sorted = kept;
+  std::sort(sorted.begin(), sorted.end());
+  const std::string named = rank_ranges(sorted, kPartedRanksKept);
+  return count > kept.size() ? fmt::format("{} … ({} ranks)", named, count) : named;
+}
+
+/// Where the replicas parted (OPHOOK_REPLICAS) and the calls where they part, when recorded.
+void add_replica_facts(const RunReport& report, std::vector<std::pair<std::string, std::string>>& facts) {
+  if (!report.replicas) return;
+  const ReplicaParting& r = *report.replicas;
+  const auto& p = r.parted;
+  facts.emplace_back("replicas", fmt::format("parted at step {}: {} on {}{} (process group {})", p.step, p.parameter,
+                                             parted_ranks(p.ranks, p.ranks_count),
+                                             p.agreeing.empty() ? ", no value held by most"
+                                                                : ", against " + parted_ranks(p.agreeing, p.agreeing_count),
+                                             p.group));
+  const auto parted = parted_rank(p), agreeing = agreeing_rank(p);
+  if (!r.compared) {
+    facts.emplace_back("", fmt::format("the calls where they part: the records of rank{} and rank{} are needed, not "
+                                       "both here",
+                                       parted.value_or(-1), agreeing.value_or(-1)));
+    return;
+  }
+  const std::string steps = r.from_step == p.step ? fmt::format("step {}", p.step)
+                                                  : fmt::format("steps {}-{}", r.from_step, p.step);
+  facts.emplace_back("", fmt::format("rank{} against rank{} over {} (since the last check that agreed):", *parted,
+                                     *agreeing, steps));
+  if (r.only_one) {
+    facts.emplace_back("", fmt::format("  first call only rank{} made: {}", r.only_one_by_parted ? *parted : *agreeing,
+                                       record_summary(*r.only_one)));
+  } else {
+    facts.emplace_back("", fmt::format("  first call only {} made: none",
+                                       p.agreeing.empty() ? "one of them" : fmt::format("rank{}", *parted)));
+  }
+  if (r.values == 0) {
+    facts.emplace_back("", "  first call apart: not told (no values recorded: record in stats or dump mode)");
+  } else if (!r.first_apart) {
+    facts.emplace_back("", "  first call apart: none (no call's array inputs agreed while its outputs did not)");
+  } else {
+    facts.emplace_back("", fmt::format("  first {}: {}",
+                                       r.collective ? "collective whose outputs disagree (a communication fault)"
+                                                    : "call apart (its array inputs agree, its outputs do not)",
+                                       record_summary(*r.first_apart)));
+    for (const std::string& reason : r.reasons) facts.emplace_back("", "    " + reason);
+  }
 }
 
 void print_top(const RunReport& report, std::ostream& out, std::size_t top, bool by_time) {
@@ -289,6 +339,7 @@ std::vector<std::pair<std::string, std::string>> report_facts(const RunReport& r
   const auto chain = describe_rank_chain(report, report.ranks, kRankChainLines);
   for (std::size_t i = 0; i < chain.size(); ++i) facts.emplace_back(i == 0 ? "across ranks" : "", chain[i]);
   add_monitor_facts(report, facts);
+  add_replica_facts(report, facts);
   add_shared_facts(report, "budget", [](const ProcessIndex& i) { return i.budget.is_null() ? "" : budget_text(i.budget); },
                    facts);
   add_shared_facts(report, "write errors",

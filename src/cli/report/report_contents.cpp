@@ -100,6 +100,24 @@ void find_gaps(RunReport& report, const std::vector<std::string>& stale) {
                [](const std::string& name) { return name.starts_with("rank"); });
 }
 
+/// The parting the first process that heard of one names, with the two processes to compare.
+std::optional<ReplicaParting> replica_parting_of(const std::vector<ProcessRun>& processes) {
+  for (const ProcessRun& process : processes) {
+    if (!process.index.replicas_parted) continue;
+    ReplicaParting parting;
+    parting.parted = *process.index.replicas_parted;
+    const auto parted = parted_rank(parting.parted), agreeing = agreeing_rank(parting.parted);
+    for (std::size_t i = 0; i < processes.size(); ++i) {
+      const auto& rank = processes[i].rank;
+      if (!rank || !processes[i].has_trace) continue;
+      if (rank == parted) parting.parted_process = i;
+      if (rank == agreeing) parting.agreeing_process = i;
+    }
+    return parting;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 RunReport load_run_report(const fs::path& dir, bool every_record) {
@@ -128,13 +146,25 @@ RunReport load_run_report(const fs::path& dir, bool every_record) {
   // collectives' numbers), then by step and time; a collective that received it is none.
   report.ranks = first_nonfinite_per_rank(report.processes);
   const auto first = causal_first(report.ranks);
+  report.replicas = replica_parting_of(report.processes);
+  const bool replicas_compared =
+      report.replicas && report.replicas->parted_process && report.replicas->agreeing_process;
   std::vector<std::size_t> with_records;
   for (std::size_t i = 0; i < report.processes.size(); ++i) {
     const bool fired = !report.processes[i].monitor.triggers.empty();
     const bool culprit = first && report.ranks[*first].process == i;
-    if (every_record || culprit || (fired && with_records.size() < kSpikeProcesses)) with_records.push_back(i);
+    const bool replica = replicas_compared &&
+                         (i == report.replicas->parted_process || i == report.replicas->agreeing_process);
+    if (every_record || culprit || replica || (fired && with_records.size() < kSpikeProcesses)) {
+      with_records.push_back(i);
+    }
   }
   read_records(report, with_records);
+  if (replicas_compared) {
+    const ProcessRun& parted = report.processes[*report.replicas->parted_process];
+    const ProcessRun& agreeing = report.processes[*report.replicas->agreeing_process];
+    find_where_replicas_part(*report.replicas, parted.records, parted.dir, agreeing.records, agreeing.dir);
+  }
   if (first) {
     const std::size_t process = report.ranks[*first].process;
     report.first_nonfinite = culprit_call(report.processes[process], process);

@@ -9,6 +9,7 @@
 #include "read/monitor_file.hpp"
 #include "read/process_index.hpp"
 #include "read/trace_model.hpp"
+#include "report/replica_parting.hpp"
 #include "report/spike_origin.hpp"
 
 namespace ophook::cli {
@@ -56,6 +57,7 @@ struct RunReport {
   std::vector<RankNonfinite> ranks;   // each process's first NaN/Inf, born or received, in process order
   std::optional<NonfiniteCall> first_nonfinite;  // the earliest culprit: causal order, then step and time
   std::vector<SpikeFinding> spikes;              // per process, its first kMaxSpikes trigger steps
+  std::optional<ReplicaParting> replicas;        // where the replicas parted (OPHOOK_REPLICAS)
   std::vector<std::string> warnings;
   /// The rank directories the run lacks (the report's exit status says so): ranks below the largest
   /// one seen or in a process group, with no directory; ranks without their own account

@@ -69,7 +69,7 @@ TEST(CliOpTotals, RowsMergedInAnyOrderReadAsInProcessOrder) {
   const ProcessComparison first = process({{"torch.mul", 0.5, 0.5}, {"torch.add", 0.5, 0.5}}, 0);
   const ProcessComparison second =
       process({{"torch.add", 0.5, 0.75}, {"torch.sub", 0.5, 0.5}, {"torch.mul", 0.5, 0.5}}, 50);
-  OpTotals in_order, reversed;
+  ComparedOpTable in_order, reversed;
   in_order.add(0, first);
   in_order.add(1, second);
   reversed.add(1, second);
@@ -98,7 +98,7 @@ TEST(CliOpTotals, TheRunsEarliestCallIsByBasesClock) {
   CompareResult result;
   result.processes.push_back(process({{"torch.add", 0.5, 0.5}, {"torch.mul", 0.5, 0.6}}, 100));
   result.processes.push_back(process({{"torch.add", 0.5, 0.7}}, 10));
-  OpTotals ops;
+  ComparedOpTable ops;
   for (std::size_t i = 0; i < result.processes.size(); ++i) ops.add(i, result.processes[i]);
   total_runs(result, ops);
   ASSERT_TRUE(result.first_divergence);
