@@ -1,5 +1,5 @@
 """Collectives are records at the default levels: every c10d call two gloo ranks make — DDP's
-construction broadcasts and bucket allreduces, an explicit asynchronous all_reduce, all_gather,
+construction broadcasts and bucket allreduces, FSDP2's all-gathers and reduce-scatters, an explicit asynchronous all_reduce, all_gather,
 send and recv, a collective on a subgroup, functional collectives (funcol, the ops DTensor and
 compiled graphs issue), a barrier — is a record of level `collective` with its
 group, the group's global ranks, its number in the group (the same on both ranks), its peer, and
@@ -7,12 +7,13 @@ its tensors' statistics: inputs as issued, outputs as they were when the work co
 no wait of ophook's; a functional collective's at the program's own wait_tensor). The program
 computes what it computes unhooked."""
 import ast
+import json
 import math
 
 import pytest
 
 from harness import arrays_in, trace
-from ranks import spawned
+from ranks import spawned, torchrun
 
 PROGRAM = """
 import datetime, os, sys
@@ -152,3 +153,60 @@ def test_functional_collectives_are_read_at_the_programs_wait(runs):
     numbers = {rank: [r["collective"]["group_seq"] for r in collectives(records[rank]) if r["op"].startswith("_c10d_f")]
                for rank in (0, 1)}
     assert numbers[0] == numbers[1] and numbers[0] == list(range(numbers[0][0], numbers[0][0] + 4))
+
+
+FSDP2 = """
+import json, sys
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.fsdp import fully_shard
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+for layer in (model[0], model[2]):
+    fully_shard(layer)
+fully_shard(model)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+data = torch.randn(6, 8) + rank
+for step in range(2):
+    loss = model(data).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+with torch.no_grad():
+    full = [p.full_tensor() for p in model.parameters()]
+    sys.stdout.write(json.dumps({"rank": rank, "full": [[t.numel(), t.sum().item(), t.abs().max().item()]
+                                                        for t in full]}) + "\\n")
+dist.destroy_process_group()
+"""
+
+
+def test_fsdp2_all_gathers_and_reduce_scatters_are_records_with_the_unsharded_values(tmp_path):
+    """FSDP2 (fully_shard, on the CPU with gloo): each layer's parameters all-gathered before its
+    forward and again before its backward, its gradients reduce-scattered, numbered alike on both
+    ranks; the all-gathers that full_tensor() makes at the end hold the unsharded parameters the
+    program printed (element count, sum from the mean, largest magnitude)."""
+    (tmp_path / "hooked").mkdir(), (tmp_path / "plain").mkdir()
+    proc = torchrun(tmp_path / "hooked", FSDP2, 2, mode="stats")
+    plain = torchrun(tmp_path / "plain", FSDP2, 2, preload=False)
+    assert sorted(proc.stdout.splitlines()) == sorted(plain.stdout.splitlines())
+    printed = {row["rank"]: row["full"] for row in map(json.loads, proc.stdout.splitlines())}
+    calls = {rank: collectives(trace(tmp_path / "hooked" / "out" / ("rank%d" % rank))) for rank in (0, 1)}
+    assert [(r["op"], r["collective"]["group_seq"]) for r in calls[0]] == \
+        [(r["op"], r["collective"]["group_seq"]) for r in calls[1]]
+    phases = {(r["op"], r["phase"]) for r in calls[0]}
+    assert ("c10d._allgather_base_", "forward") in phases and ("c10d._allgather_base_", "backward") in phases, phases
+    assert ("c10d._reduce_scatter_base_", "backward") in phases, phases
+    assert sum(r["op"] == "c10d._reduce_scatter_base_" for r in calls[0]) == 2 * 2  # two layers, two steps
+    for rank in (0, 1):
+        final = [r for r in calls[rank] if r["op"] == "_c10d_functional.all_gather_into_tensor"][-4:]
+        assert len(final) == 4
+        for record, (numel, total, largest) in zip(final, printed[rank]):
+            (out,) = arrays_in(record["outputs"])
+            stats = out["stats"]
+            assert math.prod(out["shape"]) == numel
+            assert math.isclose(stats["mean"] * numel, total, rel_tol=1e-5, abs_tol=1e-5)
+            assert max(abs(stats["min"]), abs(stats["max"])) == pytest.approx(largest, rel=1e-6)
