@@ -79,12 +79,12 @@ def _gather_native(native, bucket, weights, snapshot, batch):
             rest[0].append(p)
             rest[1].append(weight)
             continue
-        (squares, low, high, _, _), grad, update = result
-        keys += [(p.name, "norm"), (p.name, "min"), (p.name, "max")]
-        values += [math.sqrt(squares), low, high]
+        (squares, low, high, nan, inf), grad, update = result
+        keys += [(p.name, "norm"), (p.name, "min"), (p.name, "max"), (p.name, "nan"), (p.name, "inf")]
+        values += [math.sqrt(squares), low, high, nan, inf]
         if grad is not None:
-            keys += [(p.name, "grad_norm"), (p.name, "grad_min"), (p.name, "grad_max")]
-            values += [math.sqrt(grad[0]), grad[1], grad[2]]
+            keys += [(p.name, stat) for stat in ("grad_norm", "grad_min", "grad_max", "grad_nan", "grad_inf")]
+            values += [math.sqrt(grad[0]), grad[1], grad[2], grad[3], grad[4]]
         if update is not None:
             keys.append((p.name, "update_norm"))
             values.append(math.sqrt(update))
@@ -115,15 +115,20 @@ def _add_extremes(torch, batch, bucket, tensors, low, high):
     batch.add([(p.name, high) for p in bucket], [pair[1] for pair in pairs])
 
 
-def nonfinite_counts(parameter, values):
-    """NaN and Inf counts of a parameter and its gradient, counted only when a norm says there are
-    any (a finite norm means every element is finite): {statistic: count}."""
-    out = {"nan": 0, "inf": 0, "grad_nan": 0, "grad_inf": 0}
-    checks = (("", parameter.tensor.detach(), values.get("norm")),
-              ("grad_", parameter.grad, values.get("grad_norm")))
+NONFINITE = ("nan", "inf", "grad_nan", "grad_inf")
+
+
+def nonfinite_counts(parameter, norms, counted):
+    """NaN and Inf counts of a parameter and its gradient: {statistic: count}. `counted` holds those
+    the C++ pass made at the step (a CPU float parameter's, None for the others); the rest are
+    counted here, only when a norm says there are any (a finite norm means every element is finite)."""
+    out = {}
+    checks = (("", parameter.tensor.detach(), norms.get("norm")), ("grad_", parameter.grad, norms.get("grad_norm")))
     for prefix, tensor, norm in checks:
-        if tensor is None or norm is None or math.isfinite(norm):
-            continue
-        out[prefix + "nan"] = int(tensor.isnan().sum())
-        out[prefix + "inf"] = int(tensor.isinf().sum())
+        nan, inf = counted.get(prefix + "nan"), counted.get(prefix + "inf")
+        if nan is None or inf is None:
+            nan = inf = 0
+            if tensor is not None and norm is not None and not math.isfinite(norm):
+                nan, inf = tensor.isnan().sum(), tensor.isinf().sum()
+        out[prefix + "nan"], out[prefix + "inf"] = int(nan), int(inf)
     return out

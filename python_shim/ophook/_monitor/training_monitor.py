@@ -11,7 +11,7 @@ from .._ranks import rank_signals as _rank_signals
 from .._torch.device import Suspended
 from .module_statistics import ModuleStatistics
 from .monitor_file import FILE_NAME, MonitorFile
-from .parameter_statistics import UpdateSnapshot, gather, nonfinite_counts
+from .parameter_statistics import NONFINITE, UpdateSnapshot, gather, nonfinite_counts
 from .scalar_batch import ScalarBatch
 from .spike_rules import SpikeRules, describe
 from .step_hooks import compiling
@@ -123,7 +123,8 @@ class TrainingMonitor:
                 stats = {stat: values.get((parameter.name, stat)) for stat in PARAMETER_STATISTICS}
                 update, norm = values.get((parameter.name, "update_norm")), stats["norm"]
                 stats["update_ratio"] = update / norm if update is not None and norm else None
-                stats.update(nonfinite_counts(parameter, stats))
+                counted = {stat: values.get((parameter.name, stat)) for stat in NONFINITE}
+                stats.update(nonfinite_counts(parameter, stats, counted))
                 stats["lr"] = lrs.get(parameter.group)
                 if parameter.sharded:
                     stats["sharded"] = True  # this rank's shard: the whole norm is sqrt(sum of the ranks' norm²)
