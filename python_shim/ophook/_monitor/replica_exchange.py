@@ -171,13 +171,14 @@ class ReplicaExchange:
                     return False
                 self._store.check([key])  # a timeout waits again; a store that is gone raises here
 
-    def stop(self, left_out):
-        """Lets the last checks finish (within the grace), then notes what was checked."""
+    def stop(self, left_out, program_thread_s):
+        """Lets the last checks finish (within the grace), then notes what was checked and what the
+        checks took of the program's thread (`program_thread_s`: the digests; the store is ours)."""
         self._deadline = time.monotonic() + _GRACE_S
         self._jobs.put(None)
         self._thread.join(timeout=_GRACE_S + 2 * _WAIT.total_seconds())
         note = {"every": self._every, "this_rank": self._rank, "groups": list(self._groups.values()),
-                "left_out": left_out, "parted": self.parted}
+                "left_out": left_out, "parted": self.parted, "program_thread_ms": round(program_thread_s * 1e3, 3)}
         if self._failure is not None:
             note["failure"] = self._failure
         self._native.add_note("replicas", json.dumps(note))

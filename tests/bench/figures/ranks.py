@@ -3,6 +3,9 @@ this machine's CPUs), unhooked and under each row's settings, A/B interleaved
 (figures.values.measure_loop), each ratio against a variant measured in the same run; and
 `ophook report` and `ophook compare` over runs of 64 to 16,384 rank directories
 (report_many_ranks.py), against `cat` of the files each must read."""
+import json
+import os
+
 from .values import measure_loop
 from measure import Group
 
@@ -11,6 +14,8 @@ ROWS = [
     ("ranks-ddp-collectives", DDP + ", `OPHOOK_MODE=trace` with collectives recorded (the default levels): loop "
      "time (baseline: `trace` at `OPHOOK_LEVELS=numpy,torch_function`)", "≤ 1.1x"),
     ("ranks-ddp-replicas", "same, `OPHOOK_MODE=trace` + `OPHOOK_REPLICAS=100` (baseline: `trace`)", "≤ 1.02x"),
+    ("ranks-ddp-replicas-thread", "same, what the checks took of rank 0's thread (`notes.replicas.program_thread_ms`: "
+     "the digests) against its loop time", "≤ 2%"),
     ("ranks-ddp-watcher", "same, `OPHOOK_NAN=warn` (its ring; the trigger watcher and two store clients per rank, "
      "nothing fires): loop time (baseline: the same job initialised through a FileStore, where no watcher "
      "starts)", "≤ 1.01x"),
@@ -25,11 +30,20 @@ def measure(group, ctx):
                 "ranks-ddp-replicas": dict(trace, OPHOOK_REPLICAS="100"),
                 "ranks-ddp-watcher": {"OPHOOK_NAN": "warn"},
                 "watcher-file-store": {"OPHOOK_NAN": "warn", "DDP_LOOP_STORE": "file"}}
-    return measure_loop(group, ctx, options, settings,
+    medians = {}
+    rows = measure_loop(group, ctx, options, settings,
                         {"ranks-ddp-collectives": 1.1, "ranks-ddp-replicas": 1.02, "ranks-ddp-watcher": 1.01},
                         {"ranks-ddp-collectives": "trace-without-collectives", "ranks-ddp-replicas": "ranks-ddp-collectives",
                          "ranks-ddp-watcher": "watcher-file-store"},
-                        script="ddp_loop.py")
+                        script="ddp_loop.py", medians=medians)
+    # The last run's rank 0 (each variant writes into its own directory under the scratch).
+    with open(os.path.join(ctx.scratch, "ranks-ddp-replicas", "rank0", "summary.json")) as f:
+        spent_s = json.load(f)["notes"]["replicas"]["program_thread_ms"] / 1e3
+    loop_s = medians["ranks-ddp-replicas"]
+    rows["ranks-ddp-replicas-thread"] = group.row("ranks-ddp-replicas-thread", "%.1f ms" % (spent_s * 1e3),
+                                                  "%.2f s" % loop_s, "%.2f%%" % (100 * spent_s / loop_s),
+                                                  spent_s <= 0.02 * loop_s)
+    return rows
 
 
 REPORT_RANKS = (64, 512, 4096, 16384)

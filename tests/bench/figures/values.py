@@ -79,10 +79,11 @@ def measure_calls(group, ctx):
     return rows
 
 
-def measure_loop(group, ctx, options, settings, limits, baselines=None, script="mlp_loop.py"):
+def measure_loop(group, ctx, options, settings, limits, baselines=None, script="mlp_loop.py", medians=None):
     """`script` (a loop of tests/bench/ that prints its timed loop's seconds first) with `options`,
     unhooked and under each row's OPHOOK_ `settings`, in turn; a row per key of `limits` (its
-    ratio's bound, or None), against the unhooked loop or the variant `baselines` names for it."""
+    ratio's bound, or None), against the unhooked loop or the variant `baselines` names for it.
+    `medians`, when given, gets each variant's median loop seconds."""
     argv = [ctx.python, os.path.join(ctx.root, "tests", "bench", "programs", script), *options]
 
     def loop_s(env):
@@ -96,6 +97,8 @@ def measure_loop(group, ctx, options, settings, limits, baselines=None, script="
         variants[key] = preload_env(ctx.build, OPHOOK_LOG_LEVEL="warn", OPHOOK_OUTPUT=os.path.join(ctx.scratch, key),
                                     **setting)
     walls = interleaved(ctx.rounds(3), {name: (lambda env=env: loop_s(env)) for name, env in variants.items()})
+    if medians is not None:
+        medians.update({name: median(times) for name, times in walls.items()})
     rows = {}
     for key, limit in limits.items():
         ours, base = median(walls[key]), median(walls[(baselines or {}).get(key, "plain")])

@@ -13,6 +13,8 @@ import tempfile
 
 import timed_steps
 
+GLOO_TEARDOWN_ABORT = "terminate called without an active exception"
+
 
 def options():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -33,9 +35,12 @@ def launch(given):
         argv = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(given.ranks), "--master-port",
                 str(port), __file__, *sys.argv[1:], "--store-file", os.path.join(scratch, "store")]
         done = subprocess.run(argv, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
-    if done.returncode != 0:
+    timed = [line for line in done.stdout.splitlines() if line.startswith("rank0 ")]
+    # gloo now and then aborts a rank as its process group is torn down, on this loaded machine and
+    # unhooked too; the loop was timed before that, and its line stands.
+    if done.returncode != 0 and not (timed and GLOO_TEARDOWN_ABORT in done.stderr):
         sys.exit("torchrun exited with %d: %s" % (done.returncode, done.stderr[-400:]))
-    print(next(line for line in done.stdout.splitlines() if line.startswith("rank0 ")).split(" ", 1)[1])
+    print(timed[0].split(" ", 1)[1])
 
 
 def rank_loop(given):

@@ -12,17 +12,21 @@ from harness import check_schema, summary, xxh64
 from ranks import DDP_MLP, torchrun
 
 PROGRAM = DDP_MLP + """
-losses, weights = [], {}
+import time
+losses, weights, stepping = [], {}, 0.0
 for step in range(4):
     loss = model(data).pow(2).mean()
     optimizer.zero_grad()
     loss.backward()
     if sys.argv[1] == "perturb" and rank == 1 and step == 2:
         model.module[2].weight.data[0, 3] += 1e-3
+    started = time.perf_counter()
     optimizer.step()
+    stepping += time.perf_counter() - started
     losses.append(loss.item())
     weights[step] = model.module[2].weight.detach().numpy().tobytes().hex()
 sys.stdout.write(json.dumps({"rank": rank, "losses": losses, "weights": weights}) + "\\n")
+sys.stderr.write("stepping %d %r\\n" % (rank, stepping))  # stderr: timings differ from run to run
 dist.destroy_process_group()
 """
 PARAMETER = "DistributedDataParallel.module.2.weight"
@@ -58,6 +62,11 @@ def test_the_parted_replica_is_named_at_its_step_and_parameter(perturbed):
     group = first["groups"][0]
     assert (group["ranks"], group["compared_by_rank"], group["parameters"]) == ([0, 1, 2], 0, 4), group
     assert group["checks"] == 3 and group["unanswered"] == 0, group  # steps 0-2: none after the parting
+    # The checks run in the optimizer step's hook: their time on the program's thread is part of the
+    # time the program saw its optimizer steps take.
+    stepping = dict(line.split()[1:] for line in proc.stderr.splitlines() if line.startswith("stepping "))
+    for rank, note in notes(where).items():
+        assert 0 < note["program_thread_ms"] < float(stepping[str(rank)]) * 1e3, (note, stepping)
     parted = first["parted"]
     assert (parted["step"], parted["parameter"], parted["ranks"], parted["agreeing"]) == (2, PARAMETER, [1], [0, 2])
     # Each digest is the XXH64 of that rank's weight bytes after the step, as the rank printed them.
