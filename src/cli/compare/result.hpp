@@ -169,6 +169,8 @@ struct ProcessComparison {
   std::size_t released_base_calls = 0, released_new_calls = 0;  // the calls, once released
 
   bool matched() const { return !base_name.empty() && !new_name.empty(); }
+  /// A process only one run has, or one with a differing or one-sided call.
+  bool differs() const { return !matched() || counts.verdict() == Verdict::Different; }
   /// "root", "pid12 / pid34", "rank1", "pid12 / -".
   std::string label() const;
   /// The pair of a paired step (steps[i].paired()).

@@ -100,12 +100,6 @@ ProcessComparison compare_process(const Processes& runs, const ProcessPair& pair
   return process;
 }
 
-/// Whether the outputs show a call of this process: it has a differing or one-sided call.
-bool shows_calls(const ProcessComparison& process) {
-  const CompareCounts& c = process.counts;
-  return !process.matched() || c.differing_pairs + c.unmatched_base + c.unmatched_new > 0;
-}
-
 /// The processes whose calls the outputs show (compare/run_comparison.hpp): the first one, the
 /// first kDetailedProcesses that show calls, and those of the earliest divergence and origin.
 std::vector<std::size_t> processes_shown(const std::vector<ProcessComparison>& processes) {
@@ -120,7 +114,7 @@ std::vector<std::size_t> processes_shown(const std::vector<ProcessComparison>& p
     const ProcessComparison& p = processes[i];
     if (earlier(&ProcessComparison::first_divergence, i, divergence)) divergence = i;
     if (earlier(&ProcessComparison::first_origin, i, origin)) origin = i;
-    if (i > 0 && shown.size() <= kDetailedProcesses && shows_calls(p)) shown.push_back(i);
+    if (i > 0 && shown.size() <= kDetailedProcesses && p.differs()) shown.push_back(i);
   }
   for (const auto& extra : {divergence, origin}) {
     if (extra && std::find(shown.begin(), shown.end(), *extra) == shown.end()) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "compare/run_comparison.hpp"
 #include "render/referee_verdicts.hpp"
 #include "render/text_format.hpp"
 
@@ -10,7 +11,6 @@ namespace ophook::cli {
 namespace {
 
 constexpr std::size_t kPairsListed = 10;
-constexpr std::size_t kProcessesListed = 20;
 
 /// "" for the root process, else "pid12 " / "rank1 ": the process before a BASE or NEW seq.
 std::string process_prefix(const std::string& name) { return name == "root" ? "" : name + " "; }
@@ -44,13 +44,13 @@ void print_process_table(const CompareResult& r, std::ostream& out) {
                          : "");
   // Every process while they are few; past that, the ones that differ (a page whatever the
   // number of ranks: the JSON lists every process).
-  const bool every = r.processes.size() <= kProcessesListed;
+  const bool every = r.processes.size() <= kDetailedProcesses;
   std::vector<std::vector<std::string>> rows;
   std::size_t left_out = 0, left_out_different = 0;
   for (const ProcessComparison& p : r.processes) {
     const CompareCounts& c = p.counts;
-    const bool different = !p.matched() || c.verdict() == Verdict::Different;
-    if (!every && (!different || rows.size() == kProcessesListed)) {
+    const bool different = p.differs();
+    if (!every && (!different || rows.size() == kDetailedProcesses)) {
       ++left_out;
       left_out_different += different ? 1 : 0;
       continue;
