@@ -2,6 +2,7 @@
 vector per device, copied without blocking into pinned memory on an accelerator (its values are
 read when its event has completed, a step or more later) and read at once on the CPU; values
 computed on the host already (the CPU parameters' statistics) are kept as they are."""
+from .._torch.device import Suspended
 
 
 class ScalarBatch:
@@ -49,5 +50,6 @@ class ScalarBatch:
         for keys, vector, event in self._read.values():
             if event is not None:
                 event.synchronize()
-            out.update(zip(keys, vector.tolist()))
+            with Suspended():  # unseen by the program's own modes
+                out.update(zip(keys, vector.tolist()))
         return out

@@ -46,6 +46,7 @@ class _Installation:
         self.owner_thread = threading.get_ident()
         self.hook_handles = []
         self.jit_state = threading.local()
+        self.window_state = threading.local()
         self.warned_about_jit = False
         self.original_bootstrap = None
         self.stance = None
@@ -206,7 +207,22 @@ class _Installation:
         state.aside = aside
         return aside or depth > 0
 
+    def open_backward_window(self):
+        """The monitor alone: the function mode is on the stack only where backward() is called
+        (src/python/torch/backward_window.hpp), not on the forward's and the optimizer's calls."""
+        state, torch, mode = self.window_state, self.torch, self.function_mode
+
+        def leave():
+            state.index = _remove_function_mode(torch, mode)
+            return state.index is not None
+
+        def enter():
+            _insert_function_mode(torch, mode, state.index)
+
+        _ophook.torch_set_backward_window(leave, enter)
+
     def unhook_modules(self):
+        _ophook.torch_set_backward_window(None, None)
         _ophook.torch_set_jit_guard(None, None, None)
         _ophook.torch_set_backward_check(False, None)
         _ophook.torch_track_backward_modules(None, None, None)
@@ -364,13 +380,25 @@ def _compiled_region_codes():
 
 
 def _remove_function_mode(torch, mode):
+    """Takes `mode` off this thread's function mode stack, the modes above it kept in order;
+    returns the place it had, or None when it was not there."""
     C = torch._C
-    above = []
-    while C._len_torch_function_stack() > 0:
-        top = C._pop_torch_function_stack()
-        if top is mode:
-            break
-        above.append(top)
+    places = [i for i in range(C._len_torch_function_stack()) if C._get_function_stack_at(i) is mode]
+    if not places:
+        return None
+    above = [C._pop_torch_function_stack() for _ in range(C._len_torch_function_stack() - places[-1] - 1)]
+    C._pop_torch_function_stack()
+    for other in reversed(above):
+        C._push_on_torch_function_stack(other)
+    return places[-1]
+
+
+def _insert_function_mode(torch, mode, place):
+    """Puts `mode` back at `place` on this thread's function mode stack (on top when the stack is
+    shorter now), the modes pushed since above it in their order."""
+    C = torch._C
+    above = [C._pop_torch_function_stack() for _ in range(max(0, C._len_torch_function_stack() - place))]
+    C._push_on_torch_function_stack(mode)
     for other in reversed(above):
         C._push_on_torch_function_stack(other)
 
@@ -412,10 +440,12 @@ def install(torch):
     config = json.loads(_ophook.config())
     levels = set(config.get("levels", ())) & {"torch_function", "torch_dispatch"}
     collectives = "collective" in config.get("levels", ())
-    if not _ophook.records_ops():
-        levels = {"torch_function"}  # the monitor alone: the level records nothing and hands it the loss
+    monitor_alone = not _ophook.records_ops()
+    if monitor_alone:
+        # The level records nothing: it hands the monitor the loss. The replica check alone needs no mode.
+        levels = {"torch_function"} if config.get("monitor") else set()
     _warn_about_unreachable_rules(levels)
-    if not levels and not collectives:
+    if not levels and not collectives and not monitor_alone:
         return
     _ophook.set_version("torch", torch.__version__)
     _ophook.add_library_directory(os.path.dirname(torch.__file__))
@@ -435,6 +465,8 @@ def install(torch):
         _ophook.torch_set_backward_check(True, getattr(torch._C._autograd, "_get_sequence_nr", None))
     installation.apply_compile_policy()
     installation.push_here(owner=True)
+    if monitor_alone and installation.function_mode is not None:
+        installation.open_backward_window()
     installation.wrap_threads()
     if collectives:
         _collectives.install(torch)

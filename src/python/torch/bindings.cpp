@@ -14,6 +14,7 @@
 #include "torch/backward/backward_check.hpp"
 #include "torch/backward/backward_modules.hpp"
 #include "torch/backward/node_modules.hpp"
+#include "torch/backward_window.hpp"
 #include "torch/collectives/collective_records.hpp"
 #include "torch/compiled_kernels.hpp"
 #include "torch/devices/device_path.hpp"
@@ -50,6 +51,7 @@ PyMethodDef dispatch_handler{"__torch_dispatch__", fastcall<&torch_handlers::on_
 
 PyObject* optimizer_enter(PyObject*, PyObject* const*, Py_ssize_t) {
   ++thread_state().in_optimizer;
+  backward_window::optimizer_step_starts();
   Py_RETURN_NONE;
 }
 
@@ -141,6 +143,19 @@ void bind_torch(pb::module_& m) {
         torch_handlers::set_compiled_region_markers(out);
       },
       "OPHOOK_COMPILE=ignore: calls made below a frame running one of these code objects are not recorded.");
+  m.def(
+      "torch_set_backward_window",
+      [](const pb::object& leave, const pb::object& enter) {
+        if (leave.is_none() || enter.is_none()) {
+          backward_window::set(nullptr, nullptr);
+        } else {
+          backward_window::set(leave.ptr(), enter.ptr());
+        }
+      },
+      pb::arg("leave"), pb::arg("enter"),
+      "The monitor alone: leave() -> bool takes the torch_function mode off this thread's stack when an "
+      "outermost forward or an optimizer step starts, enter() puts it back when an outermost forward ends "
+      "(backward_window.hpp). Nones switch it off.");
   m.def(
       "torch_set_jit_guard",
       [](const pb::object& probe, const pb::object& traced_type, const pb::object& guard) {

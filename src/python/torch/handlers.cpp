@@ -8,6 +8,7 @@
 #include "recording/call_recording.hpp"
 #include "torch/backward/backward_check.hpp"
 #include "torch/backward/node_sources.hpp"
+#include "torch/backward_window.hpp"
 #include "torch/libtorch_symbols.hpp"
 #include "torch/module_stack.hpp"
 
@@ -295,6 +296,7 @@ PyObject* on_torch_function(PyObject*, PyObject* const* args, Py_ssize_t nargs) 
       !starts_backward(function_op(args[0]))) {
     return handle(args, nargs, resolve);
   }
+  backward_window::backward_seen();
   if (backward_observer != nullptr && nargs > 2) {
     PyRef seen = PyRef::steal(PyObject_CallOneArg(backward_observer, args[2]));
     if (!seen) PyErr_Clear();  // the monitor's trouble never becomes the program's

@@ -8,6 +8,7 @@
 #include "thread_state.hpp"
 #include "torch/backward/backward_modules.hpp"
 #include "torch/backward/node_modules.hpp"
+#include "torch/backward_window.hpp"
 #include "torch/libtorch_symbols.hpp"
 #include "torch/module_names.hpp"
 
@@ -112,8 +113,11 @@ void set_jit_guard(PyObject* probe, PyObject* traced_type, PyObject* guard) {
 }
 
 PyObject* forward_pre_hook(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  // An optimizer step that raised never ran its post-hook: a new forward pass ends its phase.
-  if (frames.empty()) thread_state().in_optimizer = 0;
+  if (frames.empty()) {
+    // An optimizer step that raised never ran its post-hook: a new forward pass ends its phase.
+    thread_state().in_optimizer = 0;
+    backward_window::outermost_forward_starts();
+  }
   if (nargs >= 1) {
     frames.push_back({args[0], module_names::name_id(args[0]), in_backward_pass()});
     note_module_change();
@@ -136,6 +140,7 @@ PyObject* forward_hook(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   }
   consult_jit_guard(args[0], /*entering=*/false);
   if (nargs >= 3) track_backward(args[0], args[nargs - 1], /*outputs=*/true);
+  if (frames.empty()) backward_window::outermost_forward_ended();
   Py_RETURN_NONE;
 }
 
