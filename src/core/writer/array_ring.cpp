@@ -6,6 +6,7 @@
 namespace ophook::core {
 
 void ArrayRing::hold(HeldCall&& call) {
+  newest_step_ = std::max(newest_step_, call.record->step);
   held_.push_back(std::move(call));
   held_bytes_ += held_.back().bytes;
   peak_bytes_ = std::max(peak_bytes_, held_bytes_);

@@ -45,6 +45,14 @@ class ArrayRing {
   bool before_window(std::uint64_t step) const noexcept {
     return steps_ > 0 && !held_.empty() && held_.front().record->step + steps_ < step;
   }
+  /// Whether a call of `step` is older than the steps the ring keeps, seen from the newest call
+  /// it has held (a collective's record, read at its completion, can come after calls of later
+  /// steps): such a call leaves at once, counted as evicted.
+  bool leaves_at_once(std::uint64_t step) noexcept {
+    if (steps_ == 0 || step + steps_ >= newest_step_) return false;
+    ++evicted_;
+    return true;
+  }
   /// The oldest call, leaving unwritten.
   HeldCall evict_oldest();
   /// Every held call, oldest first, for a trigger (`why`, after call `seq`, at CLOCK_MONOTONIC
@@ -67,6 +75,7 @@ class ArrayRing {
   std::deque<HeldCall> held_;
   std::size_t held_bytes_ = 0, peak_bytes_ = 0;
   std::uint64_t evicted_ = 0, not_triggered_ = 0;
+  std::uint64_t newest_step_ = 0;  // the largest step of a call held
   nlohmann::ordered_json dumps_ = nlohmann::ordered_json::array();
 };
 

@@ -43,23 +43,27 @@ struct RingRun {
   Recorder* recorder = nullptr;
   std::uint32_t op = 0, dtype = 0;
 
-  RingRun() {
+  /// `steps` 0: the ring holds kHeld calls; > 0, OPHOOK_RING_STEPS=steps with room for all.
+  explicit RingRun(std::uint64_t steps = 0) {
     Config config;
     config.output = dir.string();
     config.mode = Mode::Dump;
     // Room for kHeld calls and half of another: every call's record holds the same bytes.
     const auto footprint = make_call(0, 0, 0, 0)->footprint();
-    config.ring_bytes = kHeld * footprint + footprint / 2;
+    config.ring_bytes = steps > 0 ? 1000 * footprint : kHeld * footprint + footprint / 2;
+    config.ring_steps = steps;
     recorder = &Recorder::start(config);
     op = recorder->op_id("numpy.negative", Level::Ufunc);
     dtype = recorder->intern_dtype({"float32", "<f4", ""});
   }
   ~RingRun() { fs::remove_all(dir); }
 
-  void calls(int n) {
+  void calls(int n, std::uint64_t step = 0) {
     for (int i = 0; i < n; ++i) {
       const auto seq = recorder->next_seq();
-      recorder->submit(make_call(seq, op, dtype, static_cast<float>(seq)));
+      auto call = make_call(seq, op, dtype, static_cast<float>(seq));
+      call->step = step;
+      recorder->submit(std::move(call));
     }
   }
   std::vector<nlohmann::json> args() const {
@@ -112,6 +116,25 @@ TEST(RecorderRing, ATriggerWritesTheCallsHeldThenAndEveryOtherCallSaysWhy) {
   EXPECT_EQ(trigger.at("calls"), kHeld);
   EXPECT_EQ(trigger.at("files"), kHeld);
   EXPECT_EQ(run.summary().at("totals").at("files"), kHeld);
+}
+
+TEST(RecorderRing, ByStepsACallThatComesAfterItsStepLeftTheWindowLeavesUnwritten) {
+  RingRun run(/*steps=*/2);
+  for (std::uint64_t step = 0; step <= 4; ++step) run.calls(2, step);
+  run.calls(1, /*step=*/1);  // a collective of step 1 read at its completion, after step 4's calls
+  run.calls(1, /*step=*/2);  // one of step 2: still in the window of steps 2 to 4
+  ASSERT_TRUE(run.recorder->dump_ring("a test's trigger"));
+  run.recorder->finish();
+
+  const auto args = run.args();
+  ASSERT_EQ(args.size(), 12u);
+  std::vector<std::size_t> with_files;
+  for (std::size_t seq = 0; seq < args.size(); ++seq) {
+    if (args[seq].at("file").is_string()) with_files.push_back(seq);
+  }
+  EXPECT_EQ(with_files, (std::vector<std::size_t>{4, 5, 6, 7, 8, 9, 11}));  // steps 2-4, then the late step 2
+  EXPECT_NE(args[10].at("reason").get<std::string>().find("ring unwritten"), std::string::npos);
+  EXPECT_EQ(run.summary().at("ring").at("calls_evicted"), 5);  // steps 0 and 1, and the late call
 }
 
 TEST(RecorderRing, ATerminationSignalWritesTheRingAtTheEnd) {

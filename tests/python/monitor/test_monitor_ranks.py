@@ -59,7 +59,7 @@ def test_the_spiking_rank_is_named_and_every_rank_writes_its_last_steps(tmp_path
         with_files = {r["step"] for r in trace(directory) if any(v["file"] for v in arrays(r, "outputs"))}
         # Rank 0 hears of the trigger a moment later, maybe in its step 13.
         last = (12, 13) if rank == 0 else (12,)
-        assert with_files and min(with_files) >= 10 and max(with_files) in last, sorted(with_files)
+        assert with_files and min(with_files) >= 10 and max(with_files) in last, (rank, sorted(with_files))
     report = run_ophook("report", out)
     assert report.returncode == 0, report.stderr
     text = report.stdout
