@@ -32,7 +32,6 @@ class EventRecords:
 
     def __init__(self, directory, event_type):
         os.makedirs(directory, exist_ok=True)
-        self._event = event_type
         self._crc = _crc32c()
         name = "events.out.tfevents.%010d.%s.%d.0" % (time.time(), socket.gethostname(), os.getpid())
         self.path = os.path.join(directory, name)
@@ -48,9 +47,6 @@ class EventRecords:
         header = struct.pack("<Q", len(data))
         self._file.write(header + struct.pack("<I", self._masked(header)) + data + struct.pack("<I", self._masked(data)))
         self._file.flush()
-
-    def summary(self, step, summary):
-        self.write(self._event(wall_time=time.time(), step=step, summary=summary))
 
     def close(self):
         self._file.close()

@@ -68,10 +68,10 @@ class ModuleStatistics:
         torch = self._torch
         if torch.compiler.is_compiling():
             return None
-        tensor = _first_floating(torch, output)
-        if tensor is None:
-            return None
-        with Suspended():
+        with Suspended():  # its torch calls, is_floating_point() too, unseen by the program's modes
+            tensor = _first_floating(torch, output)
+            if tensor is None:
+                return None
             name = self._namer(module)
             values = tensor.detach()
             native = self._native.monitor_tensor_statistics(values)

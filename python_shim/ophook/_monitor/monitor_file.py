@@ -37,9 +37,12 @@ class MonitorFile:
     leaves none. TensorBoard's writer is made at start, so that its imports (about half a second)
     fall before the program's loop."""
 
-    def __init__(self, directory, log):
+    def __init__(self, directory, log, encode):
+        """`encode(line)`: the line's JSON text (_ophook's monitor_json_line), raising ValueError
+        for a non-finite float and TypeError for what it does not write (json.dumps then does)."""
         self.path = os.path.join(directory, FILE_NAME)
         self._file = None
+        self._encode = encode
         self._tensorboard = TensorBoardEvents.open(directory, log)
 
     def write(self, line):
@@ -49,8 +52,8 @@ class MonitorFile:
         if self._tensorboard is not None:
             self._tensorboard.put(line)  # its scalars are taken before _clean() nulls the non-finite
         try:  # most lines are finite throughout: cleaned only when one is not (a pass over every value)
-            text = json.dumps(line, allow_nan=False)
-        except ValueError:
+            text = self._encode(line)
+        except (ValueError, TypeError):
             text = json.dumps(_clean(line), allow_nan=False)
         self._file.write(text + "\n")
         self._file.flush()

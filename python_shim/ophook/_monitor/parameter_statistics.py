@@ -46,10 +46,10 @@ class UpdateSnapshot:
     def take(self, torch, parameters):
         """Copies the weights that have no copy yet (a parameter's first step, or a new shape)."""
         for p in parameters:
-            weight = p.tensor.detach()
+            weight = p.tensor
             copy = self._buffers.get(id(p.parameter))
             if copy is None or copy.shape != weight.shape or copy.dtype != weight.dtype:
-                self._buffers[id(p.parameter)] = weight.clone()
+                self._buffers[id(p.parameter)] = weight.detach().clone()
 
     def before(self, parameter):
         return self._buffers.get(id(parameter.parameter))
@@ -70,25 +70,24 @@ def _native_kind(torch, tensor):
 
 
 def _gather_native(native, bucket, weights, snapshot, batch):
-    """The parameters _ophook reads, into `batch` as host values; returns those it could not."""
+    """The parameters _ophook reads, into `batch` as their lines' statistics
+    (ScalarBatch.add_parameter); returns those it could not read."""
     grads = [None if p.grad is None else p.grad.detach() for p in bucket]
     results = native.monitor_parameter_statistics(weights, grads, [snapshot.before(p) for p in bucket])
-    keys, values, rest = [], [], ([], [])
+    sqrt, rest = math.sqrt, ([], [])
     for p, weight, result in zip(bucket, weights, results):
         if result is None:
             rest[0].append(p)
             rest[1].append(weight)
             continue
         (squares, low, high, nan, inf), grad, update = result
-        keys += [(p.name, "norm"), (p.name, "min"), (p.name, "max"), (p.name, "nan"), (p.name, "inf")]
-        values += [math.sqrt(squares), low, high, nan, inf]
+        norm = sqrt(squares)
+        stats = {"norm": norm, "grad_norm": None, "update_ratio": sqrt(update) / norm if update is not None and norm else None,
+                 "min": low, "max": high, "grad_min": None, "grad_max": None, "nan": nan, "inf": inf,
+                 "grad_nan": 0, "grad_inf": 0}
         if grad is not None:
-            keys += [(p.name, stat) for stat in ("grad_norm", "grad_min", "grad_max", "grad_nan", "grad_inf")]
-            values += [math.sqrt(grad[0]), grad[1], grad[2], grad[3], grad[4]]
-        if update is not None:
-            keys.append((p.name, "update_norm"))
-            values.append(math.sqrt(update))
-    batch.add_host(keys, values)
+            stats.update(grad_norm=sqrt(grad[0]), grad_min=grad[1], grad_max=grad[2], grad_nan=grad[3], grad_inf=grad[4])
+        batch.add_parameter(p.name, stats)
     return rest
 
 
@@ -115,20 +114,15 @@ def _add_extremes(torch, batch, bucket, tensors, low, high):
     batch.add([(p.name, high) for p in bucket], [pair[1] for pair in pairs])
 
 
-NONFINITE = ("nan", "inf", "grad_nan", "grad_inf")
-
-
-def nonfinite_counts(parameter, norms, counted):
-    """NaN and Inf counts of a parameter and its gradient: {statistic: count}. `counted` holds those
-    the C++ pass made at the step (a CPU float parameter's, None for the others); the rest are
-    counted here, only when a norm says there are any (a finite norm means every element is finite)."""
+def nonfinite_counts(parameter, norms):
+    """NaN and Inf counts of a parameter read by torch ops and of its gradient: {statistic: count},
+    counted only when a norm says there are any (a finite norm means every element is finite)."""
     out = {}
-    checks = (("", parameter.tensor.detach(), norms.get("norm")), ("grad_", parameter.grad, norms.get("grad_norm")))
-    for prefix, tensor, norm in checks:
-        nan, inf = counted.get(prefix + "nan"), counted.get(prefix + "inf")
-        if nan is None or inf is None:
-            nan = inf = 0
-            if tensor is not None and norm is not None and not math.isfinite(norm):
-                nan, inf = tensor.isnan().sum(), tensor.isinf().sum()
+    for prefix in ("", "grad_"):
+        nan = inf = 0
+        norm = norms.get(prefix + "norm")
+        tensor = None if norm is None or math.isfinite(norm) else (parameter.grad if prefix else parameter.tensor.detach())
+        if tensor is not None:
+            nan, inf = tensor.isnan().sum(), tensor.isinf().sum()
         out[prefix + "nan"], out[prefix + "inf"] = int(nan), int(inf)
     return out

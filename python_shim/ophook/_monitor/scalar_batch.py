@@ -11,6 +11,7 @@ class ScalarBatch:
         self._parts = {}  # device -> [(keys, float64 vector)]
         self._read = None  # device -> (keys, host vector, event or None)
         self._host = {}  # key -> float
+        self._parameters = {}  # parameter name -> {statistic: value}, its line's
 
     def add(self, keys, values):
         """`values`: 0-d tensors of one device and dtype (a multi-tensor op's results), one per key."""
@@ -22,6 +23,14 @@ class ScalarBatch:
     def add_host(self, keys, values):
         """`values`: floats, one per key."""
         self._host.update(zip(keys, values))
+
+    def add_parameter(self, name, statistics):
+        """A parameter's statistics read on the host already, as its line shows them."""
+        self._parameters[name] = statistics
+
+    def parameters(self):
+        """{parameter name: {statistic: value}} of add_parameter."""
+        return self._parameters
 
     def launch(self):
         """Starts every device's copy to the host."""

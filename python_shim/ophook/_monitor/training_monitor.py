@@ -11,7 +11,7 @@ from .._ranks import rank_signals as _rank_signals
 from .._torch.device import Suspended
 from .module_statistics import ModuleStatistics
 from .monitor_file import FILE_NAME, MonitorFile
-from .parameter_statistics import NONFINITE, UpdateSnapshot, gather, nonfinite_counts
+from .parameter_statistics import UpdateSnapshot, gather, nonfinite_counts
 from .scalar_batch import ScalarBatch
 from .spike_rules import SpikeRules, describe
 from .step_hooks import compiling
@@ -50,7 +50,7 @@ class TrainingMonitor:
 
     # -- hooks --
     def start(self):
-        self._file = MonitorFile(self._native.output_path(), self._native.log)
+        self._file = MonitorFile(self._native.output_path(), self._native.log, self._native.monitor_json_line)
         self._native.torch_set_backward_observer(self._on_backward)
         if self._modules is not None:
             self._modules.start()
@@ -94,7 +94,11 @@ class TrainingMonitor:
             gather(torch, self._native, kept.parameters, self._snapshots[kept.index], batch)
             if self._losses:
                 losses = [loss.to(torch.float64).mean() for loss in self._losses]
-                batch.add([("", "loss")], [torch.stack(losses).mean()] if len(losses) > 1 else losses)
+                loss = torch.stack(losses).mean() if len(losses) > 1 else losses[0]
+                if loss.device.type == "cpu":
+                    batch.add_host([("", "loss")], [loss.item()])
+                else:
+                    batch.add([("", "loss")], [loss])
             for g, group in enumerate(optimizer.param_groups):
                 lr = group.get("lr")
                 if isinstance(lr, torch.Tensor):
@@ -114,17 +118,18 @@ class TrainingMonitor:
             self._write(self._pending.pop(0))
 
     def _write(self, step):
-        values = step.batch.values()
+        values, read = step.batch.values(), step.batch.parameters()
         lrs = dict(step.lrs)
         lrs.update({key[1]: value for key, value in values.items() if key[0] == "lr"})
         params, squares, any_grad = {}, 0.0, False
         with Suspended():
             for parameter in step.optimizer.parameters:
-                stats = {stat: values.get((parameter.name, stat)) for stat in PARAMETER_STATISTICS}
-                update, norm = values.get((parameter.name, "update_norm")), stats["norm"]
-                stats["update_ratio"] = update / norm if update is not None and norm else None
-                counted = {stat: values.get((parameter.name, stat)) for stat in NONFINITE}
-                stats.update(nonfinite_counts(parameter, stats, counted))
+                stats = read.get(parameter.name)
+                if stats is None:  # read by torch ops: its values are in the step's vectors
+                    stats = {stat: values.get((parameter.name, stat)) for stat in PARAMETER_STATISTICS}
+                    update, norm = values.get((parameter.name, "update_norm")), stats["norm"]
+                    stats["update_ratio"] = update / norm if update is not None and norm else None
+                    stats.update(nonfinite_counts(parameter, stats))
                 stats["lr"] = lrs.get(parameter.group)
                 if parameter.sharded:
                     stats["sharded"] = True  # this rank's shard: the whole norm is sqrt(sum of the ranks' norm²)

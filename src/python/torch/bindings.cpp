@@ -23,6 +23,7 @@
 #include "torch/libtorch_symbols.hpp"
 #include "torch/module_names.hpp"
 #include "torch/module_stack.hpp"
+#include "torch/monitor/json_line.hpp"
 #include "torch/monitor/statistics_pass.hpp"
 #include "torch/tensors/tensors.hpp"
 #include "torch/torch_device_module.hpp"
@@ -224,6 +225,9 @@ void bind_torch(pb::module_& m) {
   m.def("monitor_tensor_statistics", &monitor::tensor_statistics, pb::arg("tensor"),
         "The training monitor's (sum of squares, min, max, nan, inf) of a contiguous CPU float32/float64 tensor "
         "(a module's output, its gradient), or None where it cannot be read here.");
+  m.def("monitor_json_line", &monitor::json_line, pb::arg("line"),
+        "A monitor.jsonl line (dicts, lists, str, int, float, bool, None) as JSON text, each float in the "
+        "fewest digits that read back to it; ValueError for NaN/Inf, TypeError for anything else.");
   m.def("collective_op", &collectives::op_id, pb::arg("name"),
         "The op id of a c10d collective (\"c10d.allreduce_\"), registered at level collective.");
   m.def(

@@ -14,7 +14,7 @@ ROWS = [
     ("monitor-mlp-ring-steps", "same, `OPHOOK_MONITOR=1` + `OPHOOK_RING_STEPS=2` (the arrays of the last 2 steps "
      "held, written on a trigger)", "—"),
     ("monitor-gpt2", "transformers GPT-2 from a config (`tests/bench/programs/gpt2_loop.py`: 2 layers, width 64, AdamW, "
-     "DataLoader, 20 steps), `OPHOOK_MONITOR=1` alone: loop time (baseline: unhooked)", "≤ 1.05x"),
+     "DataLoader, 60 steps after 2 untimed), `OPHOOK_MONITOR=1` alone: loop time (baseline: unhooked)", "≤ 1.05x"),
 ]
 
 
@@ -28,7 +28,8 @@ def measure(group, ctx):
     rows = measure_loop(group, ctx, options, settings,
                         {"monitor-mlp": 1.05, "monitor-mlp-modules": 1.2, "monitor-mlp-stats": 1.25,
                          "monitor-mlp-ring-steps": None})
-    rows.update(measure_loop(group, ctx, ["--steps", str(ctx.size(20, 2)), "--warmup", str(ctx.size(2, 1))],
+    # 60 steps of about 19 ms: at 20 the loop's 0.4 s moved with the machine's load by more than the monitor's cost.
+    rows.update(measure_loop(group, ctx, ["--steps", str(ctx.size(60, 2)), "--warmup", str(ctx.size(2, 1))],
                              {"monitor-gpt2": {"OPHOOK_MONITOR": "1"}}, {"monitor-gpt2": 1.05}, script="gpt2_loop.py"))
     return rows
 
