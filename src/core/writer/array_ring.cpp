@@ -12,6 +12,18 @@ void ArrayRing::hold(HeldCall&& call) {
   peak_bytes_ = std::max(peak_bytes_, held_bytes_);
 }
 
+std::deque<ArrayRing::HeldCall> ArrayRing::take_stale() {
+  std::deque<HeldCall> stale_calls, kept;
+  for (auto& call : held_) {
+    auto& into = stale(call.record->step) ? stale_calls : kept;
+    into.push_back(std::move(call));
+  }
+  held_.swap(kept);
+  for (const auto& call : stale_calls) held_bytes_ -= call.bytes;
+  evicted_ += stale_calls.size();
+  return stale_calls;
+}
+
 ArrayRing::HeldCall ArrayRing::evict_oldest() {
   auto call = std::move(held_.front());
   held_.pop_front();

@@ -49,10 +49,14 @@ class ArrayRing {
   /// it has held (a collective's record, read at its completion, can come after calls of later
   /// steps): such a call leaves at once, counted as evicted.
   bool leaves_at_once(std::uint64_t step) noexcept {
-    if (steps_ == 0 || step + steps_ >= newest_step_) return false;
+    if (!stale(step)) return false;
     ++evicted_;
     return true;
   }
+  /// The held calls older than the steps the ring keeps, seen from the newest call held: a call
+  /// that came late behind calls of its next step, and is not the oldest yet, for a trigger to
+  /// leave unwritten; counted as evicted.
+  std::deque<HeldCall> take_stale();
   /// The oldest call, leaving unwritten.
   HeldCall evict_oldest();
   /// Every held call, oldest first, for a trigger (`why`, after call `seq`, at CLOCK_MONOTONIC
@@ -76,6 +80,8 @@ class ArrayRing {
   std::size_t held_bytes_ = 0, peak_bytes_ = 0;
   std::uint64_t evicted_ = 0, not_triggered_ = 0;
   std::uint64_t newest_step_ = 0;  // the largest step of a call held
+
+  bool stale(std::uint64_t step) const noexcept { return steps_ > 0 && step + steps_ < newest_step_; }
   nlohmann::ordered_json dumps_ = nlohmann::ordered_json::array();
 };
 

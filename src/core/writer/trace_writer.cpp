@@ -226,6 +226,7 @@ void TraceWriter::evict_oldest() noexcept {
 }
 
 void TraceWriter::dump_ring(std::string why) noexcept {
+  for (auto& call : ring_.take_stale()) release_unwritten(call, NoFileReason::RingEvicted);  // OPHOOK_RING_STEPS
   auto calls = ring_.take_for_trigger(std::move(why), last_seq_, monotonic_ns());
   std::uint64_t bytes_from_device = 0;
   for (auto& call : calls) {

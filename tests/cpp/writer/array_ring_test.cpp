@@ -137,6 +137,22 @@ TEST(RecorderRing, ByStepsACallThatComesAfterItsStepLeftTheWindowLeavesUnwritten
   EXPECT_EQ(run.summary().at("ring").at("calls_evicted"), 5);  // steps 0 and 1, and the late call
 }
 
+TEST(RecorderRing, ByStepsACallThatCameLateBehindItsNextStepLeavesUnwrittenAtATrigger) {
+  RingRun run(/*steps=*/2);
+  run.calls(2, /*step=*/10);
+  run.calls(2, /*step=*/11);
+  run.calls(1, /*step=*/9);  // late, but within the window of step 11: held behind step 11's calls
+  run.calls(2, /*step=*/12);  // the oldest held is of step 10: nothing leaves
+  ASSERT_TRUE(run.recorder->dump_ring("a test's trigger"));
+  run.recorder->finish();
+
+  const auto args = run.args();
+  ASSERT_EQ(args.size(), 7u);
+  for (std::size_t seq = 0; seq < args.size(); ++seq) EXPECT_EQ(args[seq].at("file").is_string(), seq != 4) << seq;
+  EXPECT_EQ(run.summary().at("ring").at("calls_evicted"), 1);
+  EXPECT_EQ(run.summary().at("ring").at("triggers").at(0).at("calls"), 6);
+}
+
 TEST(RecorderRing, ATerminationSignalWritesTheRingAtTheEnd) {
   RingRun run;
   run.calls(12);
