@@ -30,6 +30,8 @@ ConfigResult parse_config(const SettingLookup& lookup) {
   // The monitor or the replica check left on alone costs its once-per-step work only.
   if ((c.monitor.on() || c.replicas > 0) && !p.given("OPHOOK_MODE") && c.nan == NanPolicy::Off && !ring_given) {
     c.records_ops = false;
+    // Nothing is recorded, so torch.compile'd code has no reason to run eagerly: it runs compiled.
+    if (!p.given("OPHOOK_COMPILE")) c.compile = CompilePolicy::Ignore;
   }
   return std::move(p.result());
 }

@@ -294,6 +294,15 @@ TEST(Config, ReplicasAndTheCollectiveLevel) {
   }
 }
 
+TEST(Config, TheMonitorAloneKeepsCompiledCodeCompiledUnlessTheCompilePolicyIsGiven) {
+  auto alone = parse_settings({{"OPHOOK_MONITOR", "1"}}).config;
+  EXPECT_FALSE(alone.records_ops);
+  EXPECT_EQ(alone.compile, CompilePolicy::Ignore);
+  EXPECT_EQ(parse_settings({{"OPHOOK_MONITOR", "1"}, {"OPHOOK_COMPILE", "eager"}}).config.compile, CompilePolicy::Eager);
+  EXPECT_EQ(parse_settings({{"OPHOOK_MONITOR", "1"}, {"OPHOOK_MODE", "stats"}}).config.compile, CompilePolicy::Eager);
+  EXPECT_EQ(parse_settings({}).config.compile, CompilePolicy::Eager);
+}
+
 TEST(Config, StringsAndJson) {
   EXPECT_EQ(to_string(Mode::Trace), "trace");
   EXPECT_EQ(to_string(Mode::Stats), "stats");
