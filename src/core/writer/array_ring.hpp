@@ -45,17 +45,9 @@ class ArrayRing {
   bool before_window(std::uint64_t step) const noexcept {
     return steps_ > 0 && !held_.empty() && held_.front().record->step + steps_ < step;
   }
-  /// Whether a call of `step` is older than the steps the ring keeps, seen from the newest call
-  /// it has held (a collective's record, read at its completion, can come after calls of later
-  /// steps): such a call leaves at once, counted as evicted.
-  bool leaves_at_once(std::uint64_t step) noexcept {
-    if (!stale(step)) return false;
-    ++evicted_;
-    return true;
-  }
-  /// The held calls older than the steps the ring keeps, seen from the newest call held: a call
-  /// that came late behind calls of its next step, and is not the oldest yet, for a trigger to
-  /// leave unwritten; counted as evicted.
+  /// The held calls older than the steps the ring keeps, seen from the newest call held (a
+  /// collective's record, read at its completion, can come after calls of later steps and is
+  /// not the oldest then), for a trigger to leave unwritten; counted as evicted.
   std::deque<HeldCall> take_stale();
   /// The oldest call, leaving unwritten.
   HeldCall evict_oldest();

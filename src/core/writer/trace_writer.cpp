@@ -202,9 +202,8 @@ void TraceWriter::hold(RecordPtr& record, std::vector<ArrayOutcome>& outcomes) n
   ArrayRing::HeldCall call{std::move(record), std::move(outcomes), 0};
   call.bytes = call.record->footprint();
   if (ring_.too_large(call)) return release_unwritten(call, NoFileReason::RingTooLarge);
-  const std::uint64_t step = call.record->step;
-  if (ring_.leaves_at_once(step)) return release_unwritten(call, NoFileReason::RingEvicted);  // OPHOOK_RING_STEPS
   while (!ring_.empty() && ring_.over(call.bytes)) evict_oldest();  // room first: never more than its bytes
+  const std::uint64_t step = call.record->step;
   while (!ring_.empty() && ring_.before_window(step)) evict_oldest();  // OPHOOK_RING_STEPS
   try {
     ring_.hold(std::move(call));

@@ -1,8 +1,7 @@
 """The training monitor on a job: DDP over gloo on two ranks under torchrun, the batch of rank 1
 at step 12 scaled by 1e3. Each rank writes its own monitor.jsonl; rank 1's loss rule fires at
-step 12 and rank 0's does not; with the ring kept by steps (OPHOOK_RING_STEPS=2) rank 1 writes the
-calls of steps 10 to 12 and rank 0 those of the three steps up to the one it heard in, and
-`ophook report` names rank 1 and the call that made the spike.
+step 12 and rank 0's does not; with the ring kept by steps (OPHOOK_RING_STEPS=2) every rank writes
+the calls of steps 10 to 12, and `ophook report` names rank 1 and the call that made the spike.
 The gradients, allreduced, are the same on both ranks; the program computes what it computes
 unhooked."""
 import json
@@ -58,9 +57,8 @@ def test_the_spiking_rank_is_named_and_every_rank_writes_its_last_steps(tmp_path
         assert ring["steps"] == 2 and len(ring["triggers"]) == 1, ring
         assert "monitor: step 12" in ring["triggers"][0]["why"], ring["triggers"]
         with_files = {r["step"] for r in trace(directory) if any(v["file"] for v in arrays(r, "outputs"))}
-        # Rank 0 hears of the trigger a moment later, on its watcher thread: in its step 13, or
-        # 14 on two cores that also run rank 1 and both writers (steps of about a millisecond).
-        last = (12, 13, 14) if rank == 0 else (12,)
+        # Rank 0 hears of the trigger a moment later, maybe in its step 13.
+        last = (12, 13) if rank == 0 else (12,)
         assert with_files and min(with_files) >= 10 and max(with_files) in last, (rank, sorted(with_files))
     report = run_ophook("report", out)
     assert report.returncode == 0, report.stderr
